@@ -1,0 +1,52 @@
+# gpuclust: PGXS build.  With nvcc on the PATH (or NVCC=...) the CUDA
+# backend in cuda/ is built for sm_80 and sm_90 plus PTX and cudart is
+# linked statically; without it, or with WITH_CUDA=0, a CPU-only build.
+
+EXTENSION = gpuclust
+DATA = $(wildcard sql/gpuclust--*.sql)
+MODULE_big = gpuclust
+
+ENGINE_OBJS = src/rowstore.o src/kmeans_fit.o src/kmeans_cpu.o
+GLUE_OBJS = src/gpuclust.o src/input.o src/options.o src/model.o \
+	src/kmeans_run.o src/kmeans_agg.o src/kmeans_window.o src/kmeans_assign.o
+OBJS = $(ENGINE_OBJS) $(GLUE_OBJS)
+
+TESTS = $(sort $(wildcard test/sql/*.sql))
+REGRESS = $(patsubst test/sql/%.sql,%,$(TESTS))
+REGRESS_OPTS = --inputdir=test --load-extension=$(EXTENSION)
+
+NVCC ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
+WITH_CUDA ?= $(if $(NVCC),1,0)
+
+# The engine must compute exactly like the kernels: no contracted FMAs.
+PG_CFLAGS = -ffp-contract=off $(if $(WERROR),-Werror)
+
+ifeq ($(WITH_CUDA),1)
+CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
+CUDA_OBJS = cuda/device.o cuda/kmeans_cuda.o cuda/labeling.o cuda/update.o cuda/seeding.o
+OBJS += $(CUDA_OBJS)
+PG_CPPFLAGS = -DGC_WITH_CUDA -I$(CUDA_HOME)/include
+SHLIB_LINK = -L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/targets/x86_64-linux/lib -lcudart_static -lstdc++ -ldl -lrt -lpthread
+NVCC_FLAGS = -O3 -std=c++17 -Xcompiler -fPIC -Isrc --fmad=true \
+	-gencode arch=compute_80,code=sm_80 \
+	-gencode arch=compute_90,code=sm_90 \
+	-gencode arch=compute_90,code=compute_90
+cuda/%.o: cuda/%.cu cuda/*.h cuda/*.cuh src/gc_engine.h src/gc_math.h
+	$(NVCC) $(NVCC_FLAGS) -c $< -o $@
+endif
+
+EXTRA_CLEAN = $(CUDA_OBJS) test/results test/regression.diffs test/regression.out
+
+# .cu objects have no LLVM bitcode
+override with_llvm = no
+
+PG_CONFIG ?= pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)
+
+# the test directory holds results, not the top level
+REGRESS_OPTS += --outputdir=test
+
+.PHONY: installcheck-gpu
+installcheck-gpu:
+	PGOPTIONS="-c gpuclust.device=gpu" $(MAKE) installcheck

@@ -1,0 +1,128 @@
+/* sql/gpuclust--1.0.sql */
+
+-- complain if script is sourced in psql, rather than via CREATE EXTENSION
+\echo Use "CREATE EXTENSION gpuclust" to load this file. \quit
+
+-- The k-means model: centroids, cluster sizes, statistics and timings.
+-- Its text form is a JSON object.
+CREATE TYPE kmeans_model;
+
+CREATE FUNCTION kmeans_model_in(cstring) RETURNS kmeans_model
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_model_in'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION kmeans_model_out(kmeans_model) RETURNS cstring
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_model_out'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION kmeans_model_recv(internal) RETURNS kmeans_model
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_model_recv'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION kmeans_model_send(kmeans_model) RETURNS bytea
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_model_send'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE TYPE kmeans_model (
+	INPUT = kmeans_model_in,
+	OUTPUT = kmeans_model_out,
+	RECEIVE = kmeans_model_recv,
+	SEND = kmeans_model_send,
+	INTERNALLENGTH = VARIABLE,
+	ALIGNMENT = double,
+	STORAGE = extended
+);
+
+CREATE CAST (kmeans_model AS jsonb) WITH INOUT;
+
+-- kmeans_gpu aggregate: float8[] and real[] vectors, k, optional options
+
+CREATE FUNCTION kmeans_gpu_transfn(internal, float8[], int, jsonb) RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_transfn'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION kmeans_gpu_transfn(internal, float8[], int) RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_transfn'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION kmeans_gpu_transfn(internal, real[], int, jsonb) RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_transfn_real'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION kmeans_gpu_transfn(internal, real[], int) RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_transfn_real'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION kmeans_gpu_finalfn(internal) RETURNS kmeans_model
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_finalfn'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE AGGREGATE kmeans_gpu(vec float8[], k int, options jsonb) (
+	SFUNC = kmeans_gpu_transfn, STYPE = internal,
+	FINALFUNC = kmeans_gpu_finalfn, PARALLEL = SAFE
+);
+
+CREATE AGGREGATE kmeans_gpu(vec float8[], k int) (
+	SFUNC = kmeans_gpu_transfn, STYPE = internal,
+	FINALFUNC = kmeans_gpu_finalfn, PARALLEL = SAFE
+);
+
+CREATE AGGREGATE kmeans_gpu(vec real[], k int, options jsonb) (
+	SFUNC = kmeans_gpu_transfn, STYPE = internal,
+	FINALFUNC = kmeans_gpu_finalfn, PARALLEL = SAFE
+);
+
+CREATE AGGREGATE kmeans_gpu(vec real[], k int) (
+	SFUNC = kmeans_gpu_transfn, STYPE = internal,
+	FINALFUNC = kmeans_gpu_finalfn, PARALLEL = SAFE
+);
+
+-- Using a model
+
+CREATE FUNCTION kmeans_predict(model kmeans_model, vec float8[]) RETURNS int
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_predict'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION kmeans_predict(model kmeans_model, vec real[]) RETURNS int
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_predict_real'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION kmeans_distance(model kmeans_model, vec float8[]) RETURNS float8
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_distance'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION kmeans_distance(model kmeans_model, vec real[]) RETURNS float8
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_distance_real'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION kmeans_centroids(model kmeans_model,
+	OUT cluster int, OUT centroid float8[], OUT size bigint)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_centroids'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE ROWS 100;
+
+-- Assignments as a relation: the query yields (id, vector)
+
+CREATE FUNCTION kmeans_gpu_assign(query text, k int, options jsonb DEFAULT '{}',
+	OUT id bigint, OUT cluster int, OUT distance float8)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_assign'
+	LANGUAGE C VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE ROWS 1000;
+
+-- Window form: each row's cluster within its partition
+
+CREATE FUNCTION kmeans_gpu_cluster(vec float8[], k int, options jsonb) RETURNS int
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_window'
+	LANGUAGE C VOLATILE WINDOW CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION kmeans_gpu_cluster(vec float8[], k int) RETURNS int
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_window'
+	LANGUAGE C VOLATILE WINDOW CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION kmeans_gpu_cluster(vec real[], k int, options jsonb) RETURNS int
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_window_real'
+	LANGUAGE C VOLATILE WINDOW CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION kmeans_gpu_cluster(vec real[], k int) RETURNS int
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_window_real'
+	LANGUAGE C VOLATILE WINDOW CALLED ON NULL INPUT PARALLEL SAFE;

@@ -1,0 +1,211 @@
+/*-------------------------------------------------------------------------
+ *
+ * gc_engine.h
+ *	  The plain-C clustering engine: row store, k-means parameters and
+ *	  results, and the backend interface that the CPU reference and the
+ *	  CUDA backend both implement.
+ *
+ * Nothing here includes a PostgreSQL header: the engine reports failures
+ * through GcError and never throws, allocates with malloc or the row
+ * store's allocator, and polls an interrupt hook in its long loops.  The
+ * SQL glue in src/ turns a GcError into an ereport.
+ *
+ * IDENTIFICATION
+ *	  src/gc_engine.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef GC_ENGINE_H
+#define GC_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C"
+{
+#endif
+
+/* Limits of the SQL surface, checked by the glue. */
+#define GC_MAX_DIM		65536
+#define GC_MAX_K		1000000
+
+typedef enum GcStatus
+{
+	GC_OK = 0,
+	GC_INTERRUPTED,				/* the interrupt hook asked to stop */
+	GC_ERR_HOST_MEMORY,			/* malloc or pinned allocation failed */
+	GC_ERR_DEVICE_MEMORY,		/* cudaMalloc failed */
+	GC_ERR_DEVICE,				/* any other CUDA failure */
+	GC_ERR_NO_DEVICE,			/* no usable GPU */
+	GC_ERR_RANGE				/* values too large to square safely */
+} GcStatus;
+
+typedef struct GcError
+{
+	GcStatus	status;
+	char		message[256];	/* what failed, e.g. the CUDA call and error name */
+} GcError;
+
+/* Records a failure in err (if not already set) and returns status. */
+extern GcStatus gc_fail(GcError *err, GcStatus status, const char *fmt,...)
+			__attribute__((format(printf, 3, 4)));
+
+/* ---------------------------------------------------------------------
+ * Row store: rows appended one at a time into chunks of (possibly pinned)
+ * host memory.  Chunks double in size up to a cap, so that small inputs
+ * stay small and large ones need few allocations; rows are never copied
+ * after they are appended.
+ * ---------------------------------------------------------------------
+ */
+typedef void *(*GcHostAlloc) (size_t bytes);
+typedef void (*GcHostFree) (void *ptr);
+
+typedef struct GcChunk
+{
+	double	   *values;			/* capacity * d values, row-major */
+	uint64_t   *hashes;			/* capacity row hashes */
+	int64_t		first_row;		/* index of this chunk's first row */
+	int64_t		count;			/* rows used */
+	int64_t		capacity;		/* rows allocated */
+} GcChunk;
+
+typedef struct GcRows
+{
+	int			d;
+	int64_t		n;
+	int			nchunks;
+	int			maxchunks;
+	GcChunk    *chunks;
+	double	   *lo;				/* per-dimension minimum */
+	double	   *hi;				/* per-dimension maximum */
+	GcHostAlloc alloc;			/* allocator for chunk memory */
+	GcHostFree	free;
+} GcRows;
+
+extern GcStatus gc_rows_init(GcRows *rows, int d, GcHostAlloc alloc,
+							 GcHostFree free, GcError *err);
+extern double *gc_rows_reserve(GcRows *rows, GcError *err);
+extern void gc_rows_commit(GcRows *rows);
+extern const double *gc_rows_get(const GcRows *rows, int64_t i);
+extern uint64_t gc_rows_hash(const GcRows *rows, int64_t i);
+extern void gc_rows_release(GcRows *rows);
+
+/* ---------------------------------------------------------------------
+ * Numeric frame shared by both backends so that their results agree bit
+ * for bit: data are labelled relative to the bounding box's centre, and
+ * centroid sums are accumulated as exact 64-bit fixed-point integers
+ * (so their value does not depend on the order in which rows are added).
+ * ---------------------------------------------------------------------
+ */
+typedef struct GcFrame
+{
+	int			d;
+	double	   *offset;			/* per-dimension bounding-box centre */
+	double	   *scale;			/* per-dimension fixed-point scale, a power of 2 */
+	double		diagonal;		/* bounding-box diagonal, for tol */
+} GcFrame;
+
+extern GcStatus gc_frame_init(GcFrame *frame, const GcRows *rows, GcError *err);
+extern void gc_frame_release(GcFrame *frame);
+
+/* ---------------------------------------------------------------------
+ * k-means
+ * ---------------------------------------------------------------------
+ */
+typedef enum GcInit
+{
+	GC_INIT_KMEANSPP = 0,
+	GC_INIT_RANDOM,
+	GC_INIT_GIVEN
+} GcInit;
+
+typedef struct GcKmeansParams
+{
+	int			k;
+	int			max_iter;		/* default 300 */
+	double		tol;			/* relative centroid shift, default 1e-4 */
+	GcInit		init;
+	const double *init_centroids;	/* k * d values when init is GIVEN */
+	uint64_t	seed;			/* default 0 */
+	int			n_init;			/* restarts, default 1 */
+	bool		(*interrupted) (void);	/* polled in long loops */
+} GcKmeansParams;
+
+typedef struct GcKmeansTimings
+{
+	double		transfer_ms;
+	double		seeding_ms;
+	double		iterations_ms;
+} GcKmeansTimings;
+
+typedef struct GcKmeansResult
+{
+	double	   *centroids;		/* caller-allocated, k * d */
+	int64_t    *sizes;			/* caller-allocated, k */
+	int32_t    *labels;			/* optional, caller-allocated, n */
+	double	   *distances;		/* optional, caller-allocated, n */
+	double		inertia;
+	int			iterations;
+	bool		converged;
+	GcKmeansTimings timings;
+} GcKmeansResult;
+
+/*
+ * What one Lloyd run reports back to the driver.  The centroid update
+ * itself is exact (fixed point), so both backends produce the same
+ * centroids whenever their labels agree.
+ */
+typedef struct GcLloydOutcome
+{
+	int			iterations;
+	bool		converged;
+} GcLloydOutcome;
+
+/*
+ * A backend: a session over one row set, seeded and iterated as many
+ * times as n_init asks.  Centroids cross this interface in the caller's
+ * coordinates (not centred).
+ */
+typedef struct GcKmeansBackend
+{
+	const char *name;
+	GcStatus	(*open) (const GcRows *rows, const GcFrame *frame,
+						 const GcKmeansParams *params, void **session,
+						 GcError *err);
+	/* k-means++ seeding (order-independent exponential race) */
+	GcStatus	(*seed_kmeanspp) (void *session, const GcKmeansParams *params,
+								  uint64_t seed, int64_t *chosen, GcError *err);
+	GcStatus	(*lloyd) (void *session, const GcKmeansParams *params,
+						  double *centroids, GcLloydOutcome *outcome,
+						  GcError *err);
+	/* labels, distances (both optional), sizes and inertia for centroids */
+	GcStatus	(*score) (void *session, const double *centroids,
+						  int32_t *labels, double *distances, int64_t *sizes,
+						  double *inertia, GcError *err);
+	void		(*close) (void *session);
+} GcKmeansBackend;
+
+extern const GcKmeansBackend gc_kmeans_cpu_backend;
+
+/* Runs n_init restarts on backend and fills result with the best. */
+extern GcStatus gc_kmeans_fit(const GcKmeansBackend *backend,
+							  const GcRows *rows,
+							  const GcKmeansParams *params,
+							  GcKmeansResult *result, GcError *err);
+
+/* Shared pieces of the algorithm, identical on both backends. */
+extern void gc_select_random_rows(const GcRows *rows, int k, uint64_t seed,
+								  int64_t *chosen);
+extern int	gc_nearest_centroid(const double *x, const double *centroids,
+								int k, int d, double *distance2);
+
+/* Monotonic clock in milliseconds. */
+extern double gc_now_ms(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif							/* GC_ENGINE_H */

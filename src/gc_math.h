@@ -1,0 +1,152 @@
+/*-------------------------------------------------------------------------
+ *
+ * gc_math.h
+ *	  Arithmetic that the CPU reference and the CUDA kernels must perform
+ *	  identically: row hashing, the seeded uniform draws of the
+ *	  order-independent k-means++ race, fixed-point quantisation of
+ *	  centroid sums, and squared distances without fused multiply-adds.
+ *
+ * Everything is a static inline usable from C and from CUDA device code,
+ * so one definition serves both backends.
+ *
+ * IDENTIFICATION
+ *	  src/gc_math.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef GC_MATH_H
+#define GC_MATH_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#ifdef __CUDACC__
+#define GC_HD __host__ __device__ __forceinline__
+#else
+#define GC_HD static inline
+#endif
+
+/* splitmix64's finaliser: a fast bijective 64-bit mixer */
+GC_HD uint64_t
+gc_mix64(uint64_t z)
+{
+	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+	return z ^ (z >> 31);
+}
+
+GC_HD uint64_t
+gc_double_bits(double x)
+{
+	uint64_t	bits;
+
+	if (x == 0.0)
+		x = 0.0;				/* -0.0 and 0.0 hash alike */
+#ifdef __CUDA_ARCH__
+	bits = (uint64_t) __double_as_longlong(x);
+#else
+	memcpy(&bits, &x, sizeof(bits));
+#endif
+	return bits;
+}
+
+/* Hash of a row's values: equal rows hash alike, wherever they sit. */
+GC_HD uint64_t
+gc_row_hash(const double *x, int d)
+{
+	uint64_t	h = gc_mix64((uint64_t) d + UINT64_C(0x9e3779b97f4a7c15));
+
+	for (int j = 0; j < d; j++)
+		h = gc_mix64(h ^ gc_double_bits(x[j]));
+	return h;
+}
+
+/*
+ * A uniform draw in (0, 1] that depends only on the row's contents, the
+ * seed and the step: the same row gets the same draw whatever its position
+ * in the input, which is what makes seeding independent of row order.
+ */
+GC_HD double
+gc_unit_draw(uint64_t row_hash, uint64_t seed, uint64_t step)
+{
+	uint64_t	z = gc_mix64(row_hash ^ gc_mix64(seed ^ gc_mix64(step + UINT64_C(0x632be59bd9b4e019))));
+
+	return (double) ((z >> 11) + 1) * (1.0 / 9007199254740992.0);
+}
+
+/*
+ * Key of a row in the k-means++ exponential race: -log(u) / w, where w is
+ * the squared distance to the nearest centre chosen so far.  The row with
+ * the smallest key is a sample with probability proportional to w.  The
+ * key is rounded to float and packed above the row index, so that one
+ * 64-bit minimum picks the winner and breaks ties by index.
+ */
+GC_HD uint64_t
+gc_race_key(double u, double w, int64_t index)
+{
+	float		key;
+	uint32_t	bits;
+
+	if (w > 0.0)
+	{
+		double		k = -log(u) / w;
+
+		key = k < 3.0e38 ? (float) k : INFINITY;
+	}
+	else
+		key = INFINITY;
+#ifdef __CUDA_ARCH__
+	bits = (uint32_t) __float_as_uint(key);
+#else
+	memcpy(&bits, &key, sizeof(bits));
+#endif
+	return ((uint64_t) bits << 32) | (uint64_t) (uint32_t) index;
+}
+
+#define GC_RACE_NONE UINT64_MAX
+
+/* Squared Euclidean distance in double, with no fused multiply-add. */
+GC_HD double
+gc_sqdist_exact(const double *a, const double *b, int d)
+{
+	double		s = 0.0;
+
+	for (int j = 0; j < d; j++)
+	{
+#ifdef __CUDA_ARCH__
+		double		t = __dsub_rn(a[j], b[j]);
+
+		s = __dadd_rn(s, __dmul_rn(t, t));
+#else
+		double		t = a[j] - b[j];
+
+		s = s + t * t;
+#endif
+	}
+	return s;
+}
+
+/* A coordinate as a fixed-point integer relative to the frame. */
+GC_HD long long
+gc_quantize(double x, double offset, double scale)
+{
+#ifdef __CUDA_ARCH__
+	return __double2ll_rn(__dmul_rn(__dsub_rn(x, offset), scale));
+#else
+	return llrint((x - offset) * scale);
+#endif
+}
+
+/* The mean of count quantised coordinates summing to sum, uncentred. */
+GC_HD double
+gc_dequantize_mean(long long sum, long long count, double offset, double scale)
+{
+#ifdef __CUDA_ARCH__
+	return __dadd_rn(__ddiv_rn((double) sum, __dmul_rn(scale, (double) count)), offset);
+#else
+	return (double) sum / (scale * (double) count) + offset;
+#endif
+}
+
+#endif							/* GC_MATH_H */

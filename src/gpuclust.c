@@ -1,0 +1,166 @@
+/*-------------------------------------------------------------------------
+ *
+ * gpuclust.c
+ *	  Module entry point: the GUCs gpuclust.device and gpuclust.gpu_id, the
+ *	  choice of backend for each call, the interrupt hook handed to the
+ *	  engine, and the translation of engine failures into ereport.
+ *
+ * IDENTIFICATION
+ *	  src/gpuclust.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "gpuclust.h"
+
+#include <stdlib.h>
+
+#include "miscadmin.h"
+#include "utils/guc.h"
+
+#ifdef GC_WITH_CUDA
+#include "../cuda/gc_cuda.h"
+#endif
+
+PG_MODULE_MAGIC;
+
+static int	gc_device_setting = GC_DEVICE_AUTO;
+static int	gc_gpu_id = 0;
+
+static const struct config_enum_entry device_options[] = {
+	{"auto", GC_DEVICE_AUTO, false},
+	{"gpu", GC_DEVICE_GPU, false},
+	{"cpu", GC_DEVICE_CPU, false},
+	{NULL, 0, false}
+};
+
+void		_PG_init(void);
+
+void
+_PG_init(void)
+{
+	DefineCustomEnumVariable("gpuclust.device",
+							 "Where clustering runs: auto, gpu or cpu.",
+							 "auto uses the GPU when one is usable and the CPU otherwise.",
+							 &gc_device_setting, GC_DEVICE_AUTO, device_options,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("gpuclust.gpu_id",
+							"Index of the CUDA device to use.",
+							NULL, &gc_gpu_id, 0, 0, 1024,
+							PGC_USERSET, 0, NULL, NULL, NULL);
+	MarkGUCPrefixReserved("gpuclust");
+}
+
+static void *
+plain_alloc(size_t bytes)
+{
+	return malloc(bytes);
+}
+
+static void
+plain_free(void *ptr)
+{
+	free(ptr);
+}
+
+static void
+use_cpu(GcDevice *device)
+{
+	device->kind = GC_KIND_CPU;
+	device->kmeans = &gc_kmeans_cpu_backend;
+	device->alloc = plain_alloc;
+	device->free = plain_free;
+}
+
+/*
+ * Choose the backend for one call from gpuclust.device
+ */
+void
+gc_choose_device(GcDevice *device)
+{
+	use_cpu(device);
+	if (gc_device_setting == GC_DEVICE_CPU)
+		return;
+#ifdef GC_WITH_CUDA
+	{
+		char		why[256];
+
+		if (gc_cuda_use_device(gc_gpu_id, why, sizeof(why)))
+		{
+			device->kind = GC_KIND_GPU;
+			device->kmeans = &gc_kmeans_cuda_backend;
+			device->alloc = gc_cuda_host_alloc;
+			device->free = gc_cuda_host_free;
+			return;
+		}
+		if (gc_device_setting == GC_DEVICE_GPU)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("no usable GPU for gpuclust.device = gpu"),
+					 errdetail("%s", why),
+					 errhint("Set gpuclust.device to auto or cpu to run on the CPU.")));
+	}
+#else
+	if (gc_device_setting == GC_DEVICE_GPU)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("gpuclust was built without GPU support"),
+				 errhint("Rebuild gpuclust with nvcc on the PATH, or set gpuclust.device to auto or cpu.")));
+#endif
+}
+
+/*
+ * The engine's interrupt hook: true once a cancel or termination is
+ * pending, so that long loops stop and the glue can raise it
+ */
+bool
+gc_interrupted(void)
+{
+	return InterruptPending && (QueryCancelPending || ProcDiePending);
+}
+
+/*
+ * Raise an engine failure as an error with a fitting SQLSTATE
+ */
+void
+gc_raise(const GcError *err)
+{
+	switch (err->status)
+	{
+		case GC_OK:
+			return;
+		case GC_INTERRUPTED:
+			CHECK_FOR_INTERRUPTS();
+			ereport(ERROR,
+					(errcode(ERRCODE_QUERY_CANCELED),
+					 errmsg("canceling clustering due to user request")));
+			break;
+		case GC_ERR_HOST_MEMORY:
+			ereport(ERROR,
+					(errcode(ERRCODE_OUT_OF_MEMORY),
+					 errmsg("out of host memory in gpuclust"),
+					 errdetail("%s", err->message)));
+			break;
+		case GC_ERR_DEVICE_MEMORY:
+			ereport(ERROR,
+					(errcode(ERRCODE_OUT_OF_MEMORY),
+					 errmsg("out of GPU memory in gpuclust"),
+					 errdetail("%s", err->message),
+					 errhint("Cluster fewer rows, or set gpuclust.device to cpu.")));
+			break;
+		case GC_ERR_RANGE:
+			ereport(ERROR,
+					(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+					 errmsg("input values are too large to cluster"),
+					 errdetail("%s", err->message),
+					 errhint("Rescale the vectors so that squared distances stay finite.")));
+			break;
+		case GC_ERR_NO_DEVICE:
+		case GC_ERR_DEVICE:
+			ereport(ERROR,
+					(errcode(ERRCODE_SYSTEM_ERROR),
+					 errmsg("GPU failure in gpuclust"),
+					 errdetail("%s", err->message),
+					 errhint("Set gpuclust.device to cpu to run on the CPU.")));
+			break;
+	}
+}

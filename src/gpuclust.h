@@ -1,0 +1,119 @@
+/*-------------------------------------------------------------------------
+ *
+ * gpuclust.h
+ *	  Declarations shared by the SQL glue (the only code that includes
+ *	  postgres.h): device selection, input rows, options, the k-means
+ *	  model type and the fit driver.
+ *
+ * IDENTIFICATION
+ *	  src/gpuclust.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef GPUCLUST_H
+#define GPUCLUST_H
+
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "utils/array.h"
+#include "utils/jsonb.h"
+
+#include "gc_engine.h"
+
+/* gpuclust.c: GUCs and device selection */
+typedef enum GcDeviceSetting
+{
+	GC_DEVICE_AUTO,
+	GC_DEVICE_GPU,
+	GC_DEVICE_CPU
+} GcDeviceSetting;
+
+typedef enum GcDeviceKind
+{
+	GC_KIND_CPU = 0,
+	GC_KIND_GPU = 1
+} GcDeviceKind;
+
+typedef struct GcDevice
+{
+	GcDeviceKind kind;
+	const GcKmeansBackend *kmeans;
+	GcHostAlloc alloc;			/* pinned when the GPU will read the rows */
+	GcHostFree	free;
+} GcDevice;
+
+extern void gc_choose_device(GcDevice *device);
+extern bool gc_interrupted(void);
+extern void gc_raise(const GcError *err);
+
+/* input.c: rows from SQL arrays */
+typedef struct GcInput
+{
+	GcRows		rows;
+	bool		started;		/* rows initialised (first non-NULL row seen) */
+	int64		null_rows;		/* NULL rows skipped */
+	int64		seen_rows;		/* rows seen, NULL or not, for messages */
+	int64		first_rowno;	/* number of the first non-NULL row */
+	GcDevice	device;
+} GcInput;
+
+extern void gc_input_init(GcInput *input);
+extern void gc_input_add(GcInput *input, ArrayType *array, Oid elemtype);
+extern void gc_input_add_null(GcInput *input);
+extern void gc_input_release(GcInput *input);
+extern void gc_input_release_at_reset(GcInput *input, MemoryContext context);
+extern int	gc_array_dim(ArrayType *array, Oid elemtype, int64 rowno);
+extern void gc_array_values(ArrayType *array, Oid elemtype, int d,
+							double *out, int64 rowno);
+
+/* options.c: the options jsonb */
+typedef struct GcKmeansOptions
+{
+	GcKmeansParams params;
+	double	   *init_values;	/* init given as centroids: rows * cols */
+	int			init_rows;
+	int			init_cols;
+} GcKmeansOptions;
+
+extern void gc_parse_kmeans_options(Jsonb *options, int k,
+									GcKmeansOptions *opts);
+extern void gc_check_init_shape(GcKmeansOptions *opts, int d);
+
+/* model.c: the kmeans_model type */
+typedef struct KmeansModel
+{
+	int32		vl_len_;		/* varlena header */
+	int16		version;
+	int16		device;			/* GcDeviceKind */
+	int32		k;
+	int32		d;
+	int32		iterations;
+	int32		converged;
+	int64		rows;
+	int64		null_rows;
+	double		inertia;
+	double		collect_ms;
+	double		transfer_ms;
+	double		seeding_ms;
+	double		iterations_ms;
+	/* int64 sizes[k], then double centroids[k * d] */
+	char		data[FLEXIBLE_ARRAY_MEMBER];
+} KmeansModel;
+
+#define KMEANS_MODEL_VERSION 1
+#define KmeansModelSizes(m) ((int64 *) (m)->data)
+#define KmeansModelCentroids(m) ((double *) ((m)->data + sizeof(int64) * (m)->k))
+#define KmeansModelBytes(k, d) \
+	(offsetof(KmeansModel, data) + sizeof(int64) * (Size) (k) + sizeof(double) * (Size) (k) * (d))
+#define DatumGetKmeansModel(x) ((KmeansModel *) PG_DETOAST_DATUM(x))
+#define PG_GETARG_KMEANS_MODEL(n) DatumGetKmeansModel(PG_GETARG_DATUM(n))
+
+extern KmeansModel *gc_model_alloc(int k, int d);
+
+/* kmeans_run.c: run a fit with ereport on failure */
+extern KmeansModel *gc_run_kmeans(GcInput *input, GcKmeansOptions *opts,
+								  double collect_ms, int32 *labels,
+								  double *distances);
+
+#endif							/* GPUCLUST_H */

@@ -1,0 +1,175 @@
+/*-------------------------------------------------------------------------
+ *
+ * input.c
+ *	  Vectors from SQL arrays (float8[] or real[]) into the row store, with
+ *	  every check a user can trip: multi-dimensional or empty arrays, NULL
+ *	  elements, NaN or infinity, and dimensions that differ between rows.
+ *
+ * IDENTIFICATION
+ *	  src/input.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "gpuclust.h"
+
+#include <math.h>
+
+#include "catalog/pg_type.h"
+#include "utils/memutils.h"
+
+/* rows are labelled with int32 */
+#define GC_MAX_ROWS ((int64) PG_INT32_MAX)
+
+void
+gc_input_init(GcInput *input)
+{
+	memset(input, 0, sizeof(*input));
+}
+
+/*
+ * Dimension of a vector, rejecting anything but a non-empty 1-D array
+ */
+int
+gc_array_dim(ArrayType *array, Oid elemtype, int64 rowno)
+{
+	int			ndim = ARR_NDIM(array);
+
+	if (ARR_ELEMTYPE(array) != elemtype)
+		elog(ERROR, "unexpected array element type %u", ARR_ELEMTYPE(array));
+	if (ndim > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("vector in row " INT64_FORMAT " must be a one-dimensional array", rowno),
+				 errdetail("It has %d dimensions.", ndim)));
+	if (ndim == 0 || ARR_DIMS(array)[0] == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("vector in row " INT64_FORMAT " is empty", rowno)));
+	if (ARR_DIMS(array)[0] > GC_MAX_DIM)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("vector in row " INT64_FORMAT " has %d dimensions, more than the limit of %d",
+						rowno, ARR_DIMS(array)[0], GC_MAX_DIM)));
+	return ARR_DIMS(array)[0];
+}
+
+static void
+reject_element(int64 rowno, int j, double v)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_DATA_EXCEPTION),
+			 errmsg("vector in row " INT64_FORMAT " is not finite", rowno),
+			 errdetail("Element %d is %s.", j + 1,
+					   isnan(v) ? "NaN" : (v > 0 ? "Infinity" : "-Infinity")),
+			 errhint("Remove or replace NaN and infinite values before clustering.")));
+}
+
+/*
+ * Copy a vector's d elements as doubles into out, rejecting NULL, NaN and
+ * infinite elements
+ */
+void
+gc_array_values(ArrayType *array, Oid elemtype, int d, double *out, int64 rowno)
+{
+	if (ARR_HASNULL(array))
+	{
+		bits8	   *nulls = ARR_NULLBITMAP(array);
+
+		for (int j = 0; j < d; j++)
+			if (!(nulls[j / 8] & (1 << (j % 8))))
+				ereport(ERROR,
+						(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+						 errmsg("vector in row " INT64_FORMAT " has a NULL element", rowno),
+						 errdetail("Element %d is NULL.", j + 1),
+						 errhint("Remove or impute NULL elements before clustering.")));
+	}
+	if (elemtype == FLOAT8OID)
+		memcpy(out, ARR_DATA_PTR(array), sizeof(double) * d);
+	else
+	{
+		const float *in = (const float *) ARR_DATA_PTR(array);
+
+		for (int j = 0; j < d; j++)
+			out[j] = in[j];
+	}
+	for (int j = 0; j < d; j++)
+		if (!isfinite(out[j]))
+			reject_element(rowno, j, out[j]);
+}
+
+/*
+ * Append one non-NULL vector; the first one fixes the dimension and the
+ * device, whose allocator then holds the rows
+ */
+void
+gc_input_add(GcInput *input, ArrayType *array, Oid elemtype)
+{
+	int64		rowno = ++input->seen_rows;
+	int			d = gc_array_dim(array, elemtype, rowno);
+	GcError		err = {0};
+	double	   *slot;
+
+	if (!input->started)
+	{
+		gc_choose_device(&input->device);
+		if (gc_rows_init(&input->rows, d, input->device.alloc,
+						 input->device.free, &err) != GC_OK)
+			gc_raise(&err);
+		input->started = true;
+		input->first_rowno = rowno;
+	}
+	else if (d != input->rows.d)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("vector in row " INT64_FORMAT " has %d dimensions, but the vector in row " INT64_FORMAT " has %d",
+						rowno, d, input->first_rowno, input->rows.d),
+				 errhint("All vectors clustered together must have the same dimension.")));
+	if (input->rows.n >= GC_MAX_ROWS)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("cannot cluster more than " INT64_FORMAT " rows", GC_MAX_ROWS)));
+
+	slot = gc_rows_reserve(&input->rows, &err);
+	if (slot == NULL)
+		gc_raise(&err);
+	gc_array_values(array, elemtype, d, slot, rowno);
+	gc_rows_commit(&input->rows);
+}
+
+/*
+ * Count a NULL row, which is skipped
+ */
+void
+gc_input_add_null(GcInput *input)
+{
+	input->seen_rows++;
+	input->null_rows++;
+}
+
+void
+gc_input_release(GcInput *input)
+{
+	if (input->started)
+		gc_rows_release(&input->rows);
+	input->started = false;
+}
+
+static void
+release_callback(void *arg)
+{
+	gc_input_release((GcInput *) arg);
+}
+
+/*
+ * Release the rows (pinned memory included) when context is reset or
+ * deleted, which also happens when the query fails or is cancelled
+ */
+void
+gc_input_release_at_reset(GcInput *input, MemoryContext context)
+{
+	MemoryContextCallback *cb = MemoryContextAlloc(context, sizeof(*cb));
+
+	cb->func = release_callback;
+	cb->arg = input;
+	MemoryContextRegisterResetCallback(context, cb);
+}

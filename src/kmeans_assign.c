@@ -1,0 +1,224 @@
+/*-------------------------------------------------------------------------
+ *
+ * kmeans_assign.c
+ *	  kmeans_gpu_assign(query, k, options): runs a query yielding (id,
+ *	  vector) through SPI, fits k-means over its vectors, and returns every
+ *	  row's cluster and distance as a relation.  The labels come from the
+ *	  same run as the fit (the backend's final scoring pass), not from a
+ *	  second pass of per-row predictions.
+ *
+ * IDENTIFICATION
+ *	  src/kmeans_assign.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "gpuclust.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+
+PG_FUNCTION_INFO_V1(gpuclust_kmeans_assign);
+
+#define FETCH_ROWS 10000
+
+/* What the query returned, row by row, in the caller's memory */
+typedef struct QueryRows
+{
+	int64		count;
+	int64		capacity;
+	int64	   *ids;
+	uint8	   *flags;			/* ROW_ID_NULL | ROW_VEC_NULL */
+} QueryRows;
+
+#define ROW_ID_NULL 1
+#define ROW_VEC_NULL 2
+
+static void
+check_query_columns(TupleDesc tupdesc, Oid *elemtype)
+{
+	Oid			idtype,
+				vectype;
+
+	if (tupdesc->natts != 2)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("the query must return two columns, an id and a vector"),
+				 errdetail("It returns %d columns.", tupdesc->natts)));
+	idtype = SPI_gettypeid(tupdesc, 1);
+	vectype = SPI_gettypeid(tupdesc, 2);
+	if (idtype != INT8OID && idtype != INT4OID && idtype != INT2OID)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("the query's first column must be an integer id"),
+				 errdetail("It is of type %s.", format_type_be(idtype))));
+	if (vectype == FLOAT8ARRAYOID)
+		*elemtype = FLOAT8OID;
+	else if (vectype == FLOAT4ARRAYOID)
+		*elemtype = FLOAT4OID;
+	else
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("the query's second column must be float8[] or real[]"),
+				 errdetail("It is of type %s.", format_type_be(vectype))));
+}
+
+static void
+remember_row(QueryRows *qr, Datum id, Oid idtype, uint8 flags, MemoryContext cxt)
+{
+	if (qr->count == qr->capacity)
+	{
+		qr->capacity = qr->capacity ? qr->capacity * 2 : 1024;
+		if (qr->ids == NULL)
+		{
+			qr->ids = MemoryContextAllocHuge(cxt, sizeof(int64) * qr->capacity);
+			qr->flags = MemoryContextAllocHuge(cxt, qr->capacity);
+		}
+		else
+		{
+			qr->ids = repalloc_huge(qr->ids, sizeof(int64) * qr->capacity);
+			qr->flags = repalloc_huge(qr->flags, qr->capacity);
+		}
+	}
+	qr->ids[qr->count] = (flags & ROW_ID_NULL) ? 0 :
+		idtype == INT8OID ? DatumGetInt64(id) :
+		idtype == INT4OID ? DatumGetInt32(id) : DatumGetInt16(id);
+	qr->flags[qr->count] = flags;
+	qr->count++;
+}
+
+/*
+ * Run the query through a cursor, appending its vectors to input and its
+ * ids to qr (allocated in cxt)
+ */
+static void
+collect_query(const char *query, GcInput *input, QueryRows *qr, MemoryContext cxt)
+{
+	MemoryContext batch = AllocSetContextCreate(CurrentMemoryContext,
+												"gpuclust assign batch",
+												ALLOCSET_DEFAULT_SIZES);
+	SPIPlanPtr	plan = SPI_prepare(query, 0, NULL);
+	Portal		portal;
+	Oid			elemtype = InvalidOid;
+	Oid			idtype;
+
+	if (plan == NULL)
+		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+	portal = SPI_cursor_open(NULL, plan, NULL, NULL, true);
+	check_query_columns(portal->tupDesc, &elemtype);
+	idtype = SPI_gettypeid(portal->tupDesc, 1);
+
+	for (;;)
+	{
+		MemoryContext oldcontext;
+
+		SPI_cursor_fetch(portal, true, FETCH_ROWS);
+		if (SPI_processed == 0)
+			break;
+		oldcontext = MemoryContextSwitchTo(batch);
+		for (uint64 i = 0; i < SPI_processed; i++)
+		{
+			HeapTuple	tuple = SPI_tuptable->vals[i];
+			bool		idnull,
+						vecnull;
+			Datum		id = SPI_getbinval(tuple, SPI_tuptable->tupdesc, 1, &idnull);
+			Datum		vec = SPI_getbinval(tuple, SPI_tuptable->tupdesc, 2, &vecnull);
+
+			if (vecnull)
+				gc_input_add_null(input);
+			else
+				gc_input_add(input, DatumGetArrayTypeP(vec), elemtype);
+			remember_row(qr, id, idtype,
+						 (idnull ? ROW_ID_NULL : 0) | (vecnull ? ROW_VEC_NULL : 0), cxt);
+		}
+		MemoryContextSwitchTo(oldcontext);
+		MemoryContextReset(batch);
+		SPI_freetuptable(SPI_tuptable);
+		CHECK_FOR_INTERRUPTS();
+	}
+	SPI_cursor_close(portal);
+	MemoryContextDelete(batch);
+}
+
+Datum
+gpuclust_kmeans_assign(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	MemoryContext per_query;
+	MemoryContext oldcontext;
+	TupleDesc	tupdesc;
+	Tuplestorestate *store;
+	GcKmeansOptions opts;
+	GcInput		input;
+	QueryRows	qr = {0};
+	int32	   *volatile labels = NULL;
+	double	   *volatile distances = NULL;
+	int64		labelled = 0;
+
+	if (rsinfo == NULL || !IsA(rsinfo, ReturnSetInfo) ||
+		!(rsinfo->allowedModes & SFRM_Materialize))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("kmeans_gpu_assign must be called in a context that accepts a set")));
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("the query and k must not be NULL")));
+	per_query = rsinfo->econtext->ecxt_per_query_memory;
+	gc_parse_kmeans_options(PG_ARGISNULL(2) ? NULL : PG_GETARG_JSONB_P(2),
+							PG_GETARG_INT32(1), &opts);
+
+	gc_input_init(&input);
+	PG_TRY();
+	{
+		double		started = gc_now_ms();
+
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "SPI_connect failed");
+		collect_query(text_to_cstring(PG_GETARG_TEXT_PP(0)), &input, &qr, per_query);
+		SPI_finish();
+		if (input.started)
+		{
+			labels = MemoryContextAllocHuge(per_query, sizeof(int32) * input.rows.n);
+			distances = MemoryContextAllocHuge(per_query, sizeof(double) * input.rows.n);
+			gc_run_kmeans(&input, &opts, gc_now_ms() - started, labels, distances);
+		}
+	}
+	PG_FINALLY();
+	{
+		gc_input_release(&input);
+	}
+	PG_END_TRY();
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	oldcontext = MemoryContextSwitchTo(per_query);
+	tupdesc = CreateTupleDescCopy(tupdesc);
+	store = tuplestore_begin_heap(true, false, work_mem);
+	MemoryContextSwitchTo(oldcontext);
+
+	for (int64 i = 0; i < qr.count; i++)
+	{
+		Datum		values[3];
+		bool		nulls[3] = {false, false, false};
+
+		values[0] = Int64GetDatum(qr.ids[i]);
+		nulls[0] = (qr.flags[i] & ROW_ID_NULL) != 0;
+		if (qr.flags[i] & ROW_VEC_NULL)
+			nulls[1] = nulls[2] = true;
+		else
+		{
+			values[1] = Int32GetDatum(labels[labelled]);
+			values[2] = Float8GetDatum(distances[labelled]);
+			labelled++;
+		}
+		tuplestore_putvalues(store, tupdesc, values, nulls);
+	}
+	rsinfo->returnMode = SFRM_Materialize;
+	rsinfo->setResult = store;
+	rsinfo->setDesc = tupdesc;
+	return (Datum) 0;
+}

@@ -1,0 +1,309 @@
+/*-------------------------------------------------------------------------
+ *
+ * kmeans_fit.c
+ *	  The k-means driver shared by every backend: the numeric frame, random
+ *	  initialisation, restarts (n_init) keeping the lowest inertia, and the
+ *	  final scoring pass that yields sizes, labels and distances.
+ *
+ * The algorithm is Lloyd's, seeded by k-means++ (Arthur & Vassilvitskii,
+ * 2007) drawn as an exponential race over per-row seeded draws, so that
+ * the same seed picks the same centres whatever the order of the rows.
+ *
+ * IDENTIFICATION
+ *	  src/kmeans_fit.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "gc_engine.h"
+#include "gc_math.h"
+
+#include <float.h>
+#include <stdlib.h>
+#include <time.h>
+
+/* Largest coordinate magnitude whose squared distances stay finite */
+#define GC_MAX_EXTENT 1.0e150
+
+double
+gc_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000.0 + ts.tv_nsec / 1.0e6;
+}
+
+/*
+ * Compute each dimension's centre and fixed-point scale from the bounding
+ * box: with n rows, sums of n values of magnitude at most the half-range
+ * stay below 2^62.
+ */
+GcStatus
+gc_frame_init(GcFrame *frame, const GcRows *rows, GcError *err)
+{
+	int			d = rows->d;
+	int			nbits = 0;
+	double		diag2 = 0.0;
+
+	frame->d = d;
+	frame->offset = malloc(sizeof(double) * d);
+	frame->scale = malloc(sizeof(double) * d);
+	if (frame->offset == NULL || frame->scale == NULL)
+	{
+		gc_frame_release(frame);
+		return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for the frame");
+	}
+	while (nbits < 62 && ((int64_t) 1 << nbits) <= rows->n)
+		nbits++;
+
+	for (int j = 0; j < d; j++)
+	{
+		double		half = rows->hi[j] / 2 - rows->lo[j] / 2;
+		int			e = 0;
+
+		if (fabs(rows->lo[j]) > GC_MAX_EXTENT || fabs(rows->hi[j]) > GC_MAX_EXTENT)
+		{
+			gc_frame_release(frame);
+			return gc_fail(err, GC_ERR_RANGE,
+						   "dimension %d holds a value of magnitude above %g", j + 1,
+						   GC_MAX_EXTENT);
+		}
+		frame->offset[j] = rows->lo[j] / 2 + rows->hi[j] / 2;
+		if (half > 0.0)
+			frexp(half, &e);	/* half < 2^e */
+		e = 61 - nbits - e;
+		if (e > 1000)
+			e = 1000;
+		frame->scale[j] = ldexp(1.0, e);
+		diag2 += 4.0 * half * half;
+	}
+	frame->diagonal = sqrt(diag2);
+	return GC_OK;
+}
+
+void
+gc_frame_release(GcFrame *frame)
+{
+	free(frame->offset);
+	free(frame->scale);
+	frame->offset = frame->scale = NULL;
+}
+
+/*
+ * Nearest centroid by exact squared distance; the lowest index wins ties
+ */
+int
+gc_nearest_centroid(const double *x, const double *centroids, int k, int d,
+					double *distance2)
+{
+	int			best = 0;
+	double		bestd = DBL_MAX;
+
+	for (int c = 0; c < k; c++)
+	{
+		double		s = gc_sqdist_exact(x, centroids + (size_t) c * d, d);
+
+		if (s < bestd)
+		{
+			bestd = s;
+			best = c;
+		}
+	}
+	if (distance2)
+		*distance2 = bestd;
+	return best;
+}
+
+typedef struct RankedRow
+{
+	double		draw;
+	int64_t		index;
+} RankedRow;
+
+static int
+ranked_row_before(const RankedRow *a, const RankedRow *b)
+{
+	return a->draw < b->draw || (a->draw == b->draw && a->index < b->index);
+}
+
+static void
+sift_down(RankedRow *heap, int size, int i)
+{
+	for (;;)
+	{
+		int			largest = i,
+					l = 2 * i + 1,
+					r = 2 * i + 2;
+		RankedRow	tmp;
+
+		if (l < size && ranked_row_before(&heap[largest], &heap[l]))
+			largest = l;
+		if (r < size && ranked_row_before(&heap[largest], &heap[r]))
+			largest = r;
+		if (largest == i)
+			return;
+		tmp = heap[i];
+		heap[i] = heap[largest];
+		heap[largest] = tmp;
+		i = largest;
+	}
+}
+
+/*
+ * Random initialisation: the k rows with the smallest seeded draws, in
+ * increasing order of draw (a max-heap of the k best so far).
+ */
+void
+gc_select_random_rows(const GcRows *rows, int k, uint64_t seed, int64_t *chosen)
+{
+	RankedRow  *heap = malloc(sizeof(RankedRow) * k);
+	int			size = 0;
+
+	for (int c = 0; c < rows->nchunks; c++)
+	{
+		const GcChunk *chunk = &rows->chunks[c];
+
+		for (int64_t i = 0; i < chunk->count; i++)
+		{
+			RankedRow	r = {gc_unit_draw(chunk->hashes[i], seed, 0), chunk->first_row + i};
+
+			if (size < k)
+			{
+				heap[size++] = r;
+				for (int p = size / 2 - 1; size == k && p >= 0; p--)
+					sift_down(heap, size, p);
+			}
+			else if (ranked_row_before(&r, &heap[0]))
+			{
+				heap[0] = r;
+				sift_down(heap, size, 0);
+			}
+		}
+	}
+	/* heap sort: pop the largest to the end */
+	if (size < k)
+		for (int p = size / 2 - 1; p >= 0; p--)
+			sift_down(heap, size, p);
+	for (int end = size - 1; end > 0; end--)
+	{
+		RankedRow	tmp = heap[0];
+
+		heap[0] = heap[end];
+		heap[end] = tmp;
+		sift_down(heap, end, 0);
+	}
+	for (int i = 0; i < size; i++)
+		chosen[i] = heap[i].index;
+	free(heap);
+}
+
+/*
+ * Write the initial centroids of one restart into centroids
+ */
+static GcStatus
+initial_centroids(const GcKmeansBackend *backend, void *session,
+				  const GcRows *rows, const GcKmeansParams *params,
+				  uint64_t seed, double *centroids, GcError *err)
+{
+	int			k = params->k,
+				d = rows->d;
+	int64_t    *chosen;
+	GcStatus	status = GC_OK;
+
+	if (params->init == GC_INIT_GIVEN)
+	{
+		memcpy(centroids, params->init_centroids, sizeof(double) * k * d);
+		return GC_OK;
+	}
+	chosen = malloc(sizeof(int64_t) * k);
+	if (chosen == NULL)
+		return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for seeding");
+	if (params->init == GC_INIT_RANDOM)
+		gc_select_random_rows(rows, k, seed, chosen);
+	else
+		status = backend->seed_kmeanspp(session, params, seed, chosen, err);
+	if (status == GC_OK)
+		for (int c = 0; c < k; c++)
+			memcpy(centroids + (size_t) c * d, gc_rows_get(rows, chosen[c]),
+				   sizeof(double) * d);
+	free(chosen);
+	return status;
+}
+
+/*
+ * Run params->n_init seeded restarts of Lloyd's algorithm on backend and
+ * keep the one with the lowest inertia (the first, on ties).
+ */
+GcStatus
+gc_kmeans_fit(const GcKmeansBackend *backend, const GcRows *rows,
+			  const GcKmeansParams *params, GcKmeansResult *result,
+			  GcError *err)
+{
+	int			k = params->k,
+				d = rows->d;
+	GcFrame		frame = {0};
+	void	   *session = NULL;
+	double	   *work = NULL;
+	int64_t    *work_sizes = NULL;
+	GcStatus	status;
+	double		t0;
+
+	status = gc_frame_init(&frame, rows, err);
+	if (status != GC_OK)
+		return status;
+
+	t0 = gc_now_ms();
+	status = backend->open(rows, &frame, params, &session, err);
+	result->timings.transfer_ms = gc_now_ms() - t0;
+	result->timings.seeding_ms = result->timings.iterations_ms = 0.0;
+	result->inertia = INFINITY;
+
+	work = malloc(sizeof(double) * k * d);
+	work_sizes = malloc(sizeof(int64_t) * k);
+	if (status == GC_OK && (work == NULL || work_sizes == NULL))
+		status = gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for centroids");
+
+	for (int r = 0; status == GC_OK && r < params->n_init; r++)
+	{
+		GcLloydOutcome outcome;
+		double		inertia;
+
+		t0 = gc_now_ms();
+		status = initial_centroids(backend, session, rows, params,
+								   params->seed + r, work, err);
+		result->timings.seeding_ms += gc_now_ms() - t0;
+		if (status != GC_OK)
+			break;
+
+		t0 = gc_now_ms();
+		status = backend->lloyd(session, params, work, &outcome, err);
+		if (status == GC_OK)
+			status = backend->score(session, work, NULL, NULL, work_sizes,
+									&inertia, err);
+		result->timings.iterations_ms += gc_now_ms() - t0;
+		if (status == GC_OK && inertia < result->inertia)
+		{
+			result->inertia = inertia;
+			result->iterations = outcome.iterations;
+			result->converged = outcome.converged;
+			memcpy(result->centroids, work, sizeof(double) * k * d);
+			memcpy(result->sizes, work_sizes, sizeof(int64_t) * k);
+		}
+	}
+
+	if (status == GC_OK && (result->labels || result->distances))
+	{
+		t0 = gc_now_ms();
+		status = backend->score(session, result->centroids, result->labels,
+								result->distances, result->sizes,
+								&result->inertia, err);
+		result->timings.iterations_ms += gc_now_ms() - t0;
+	}
+
+	if (session)
+		backend->close(session);
+	free(work);
+	free(work_sizes);
+	gc_frame_release(&frame);
+	return status;
+}

@@ -1,0 +1,122 @@
+/*-------------------------------------------------------------------------
+ *
+ * kmeans_window.c
+ *	  The window function kmeans_gpu_cluster(vec, k [, options]) OVER (...):
+ *	  on the first row of a partition it reads the whole partition, fits
+ *	  k-means (on the GPU when one is used) with labels, and keeps them in
+ *	  partition-local memory; every row then returns its label.  Rows with a
+ *	  NULL vector get a NULL cluster.
+ *
+ * The shape follows PostGIS's ST_ClusterKMeans window function.
+ *
+ * IDENTIFICATION
+ *	  src/kmeans_window.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "gpuclust.h"
+
+#include "catalog/pg_type.h"
+#include "windowapi.h"
+
+PG_FUNCTION_INFO_V1(gpuclust_kmeans_window);
+PG_FUNCTION_INFO_V1(gpuclust_kmeans_window_real);
+
+typedef struct PartitionLabels
+{
+	bool		computed;
+	int32		labels[FLEXIBLE_ARRAY_MEMBER];	/* -1 for NULL rows */
+} PartitionLabels;
+
+/*
+ * Read the partition's vectors, fit, and store every row's label
+ */
+static void
+label_partition(WindowObject winobj, FunctionCallInfo fcinfo, Oid elemtype,
+				PartitionLabels *part, int64 nrows)
+{
+	GcKmeansOptions opts;
+	GcInput		input;
+	Jsonb	   *options = NULL;
+	bool		isnull;
+	Datum		k = WinGetFuncArgCurrent(winobj, 1, &isnull);
+
+	if (isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("k must not be NULL")));
+	if (PG_NARGS() > 2)
+	{
+		Datum		o = WinGetFuncArgCurrent(winobj, 2, &isnull);
+
+		if (!isnull)
+			options = DatumGetJsonbP(o);
+	}
+	gc_parse_kmeans_options(options, DatumGetInt32(k), &opts);
+
+	gc_input_init(&input);
+	PG_TRY();
+	{
+		double		started = gc_now_ms();
+		int32	   *labels = palloc_extended(sizeof(int32) * Max(nrows, 1),
+											 MCXT_ALLOC_HUGE);
+		int64		r = 0;
+
+		for (int64 i = 0; i < nrows; i++)
+		{
+			bool		isout;
+			Datum		v = WinGetFuncArgInPartition(winobj, 0, (int) i,
+													 WINDOW_SEEK_HEAD, false,
+													 &isnull, &isout);
+
+			part->labels[i] = isnull ? -1 : 0;
+			if (isnull)
+				gc_input_add_null(&input);
+			else
+				gc_input_add(&input, DatumGetArrayTypeP(v), elemtype);
+		}
+		if (input.started)
+			gc_run_kmeans(&input, &opts, gc_now_ms() - started, labels, NULL);
+
+		/* spread the labels of the non-NULL rows over the partition */
+		for (int64 i = 0; i < nrows; i++)
+			if (part->labels[i] >= 0)
+				part->labels[i] = labels[r++];
+	}
+	PG_FINALLY();
+	{
+		gc_input_release(&input);
+	}
+	PG_END_TRY();
+	part->computed = true;
+}
+
+static Datum
+kmeans_window(FunctionCallInfo fcinfo, Oid elemtype)
+{
+	WindowObject winobj = PG_WINDOW_OBJECT();
+	int64		nrows = WinGetPartitionRowCount(winobj);
+	PartitionLabels *part;
+	int64		pos;
+
+	part = WinGetPartitionLocalMemory(winobj, offsetof(PartitionLabels, labels) +
+									  sizeof(int32) * nrows);
+	if (!part->computed)
+		label_partition(winobj, fcinfo, elemtype, part, nrows);
+	pos = WinGetCurrentPosition(winobj);
+	if (part->labels[pos] < 0)
+		PG_RETURN_NULL();
+	PG_RETURN_INT32(part->labels[pos]);
+}
+
+Datum
+gpuclust_kmeans_window(PG_FUNCTION_ARGS)
+{
+	return kmeans_window(fcinfo, FLOAT8OID);
+}
+
+Datum
+gpuclust_kmeans_window_real(PG_FUNCTION_ARGS)
+{
+	return kmeans_window(fcinfo, FLOAT4OID);
+}

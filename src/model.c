@@ -1,0 +1,425 @@
+/*-------------------------------------------------------------------------
+ *
+ * model.c
+ *	  The kmeans_model type: a varlena holding k, d, the centroids, the
+ *	  cluster sizes, the fit's statistics and phase timings.  Its text form
+ *	  is a JSON object (so a model reads well and casts to jsonb); its
+ *	  binary form is the same fields in network byte order.  Also the
+ *	  functions that use a model: kmeans_predict, kmeans_distance and
+ *	  kmeans_centroids.
+ *
+ * IDENTIFICATION
+ *	  src/model.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "gpuclust.h"
+
+#include <math.h>
+
+#include "catalog/pg_type.h"
+#include "funcapi.h"
+#include "lib/stringinfo.h"
+#include "libpq/pqformat.h"
+#include "utils/builtins.h"
+#include "utils/float.h"
+#include "utils/numeric.h"
+
+PG_FUNCTION_INFO_V1(gpuclust_kmeans_model_in);
+PG_FUNCTION_INFO_V1(gpuclust_kmeans_model_out);
+PG_FUNCTION_INFO_V1(gpuclust_kmeans_model_recv);
+PG_FUNCTION_INFO_V1(gpuclust_kmeans_model_send);
+PG_FUNCTION_INFO_V1(gpuclust_kmeans_predict);
+PG_FUNCTION_INFO_V1(gpuclust_kmeans_predict_real);
+PG_FUNCTION_INFO_V1(gpuclust_kmeans_distance);
+PG_FUNCTION_INFO_V1(gpuclust_kmeans_distance_real);
+PG_FUNCTION_INFO_V1(gpuclust_kmeans_centroids);
+
+static const char *const device_names[] = {"cpu", "gpu"};
+
+static void
+check_model_shape(int64 k, int64 d)
+{
+	if (k < 1 || k > GC_MAX_K || d < 1 || d > GC_MAX_DIM ||
+		KmeansModelBytes(k, d) > MaxAllocHugeSize - VARHDRSZ)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("a k-means model of %lld clusters in %lld dimensions is too large",
+						(long long) k, (long long) d),
+				 errhint("A model must stay under 1 GB: reduce k or the dimension.")));
+}
+
+/*
+ * Allocate a zeroed model of k centroids of dimension d
+ */
+KmeansModel *
+gc_model_alloc(int k, int d)
+{
+	Size		bytes;
+	KmeansModel *model;
+
+	check_model_shape(k, d);
+	bytes = KmeansModelBytes(k, d);
+	if (!AllocSizeIsValid(bytes))
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("a k-means model of %d clusters in %d dimensions exceeds 1 GB", k, d),
+				 errhint("Reduce k or the dimension.")));
+	model = palloc0(bytes);
+	SET_VARSIZE(model, bytes);
+	model->version = KMEANS_MODEL_VERSION;
+	model->k = k;
+	model->d = d;
+	return model;
+}
+
+static void
+append_float8(StringInfo buf, double x)
+{
+	char	   *s = float8out_internal(x);
+
+	appendStringInfoString(buf, s);
+	pfree(s);
+}
+
+Datum
+gpuclust_kmeans_model_out(PG_FUNCTION_ARGS)
+{
+	KmeansModel *m = PG_GETARG_KMEANS_MODEL(0);
+	int64	   *sizes = KmeansModelSizes(m);
+	double	   *centroids = KmeansModelCentroids(m);
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "{\"k\": %d, \"d\": %d, \"rows\": " INT64_FORMAT
+					 ", \"null_rows\": " INT64_FORMAT ", \"iterations\": %d, \"converged\": %s, \"inertia\": ",
+					 m->k, m->d, m->rows, m->null_rows, m->iterations,
+					 m->converged ? "true" : "false");
+	append_float8(&buf, m->inertia);
+	appendStringInfo(&buf, ", \"device\": \"%s\", \"timings_ms\": {\"collect\": ",
+					 device_names[m->device == GC_KIND_GPU]);
+	append_float8(&buf, m->collect_ms);
+	appendStringInfoString(&buf, ", \"transfer\": ");
+	append_float8(&buf, m->transfer_ms);
+	appendStringInfoString(&buf, ", \"seeding\": ");
+	append_float8(&buf, m->seeding_ms);
+	appendStringInfoString(&buf, ", \"iterations\": ");
+	append_float8(&buf, m->iterations_ms);
+	appendStringInfoString(&buf, "}, \"sizes\": [");
+	for (int c = 0; c < m->k; c++)
+		appendStringInfo(&buf, "%s" INT64_FORMAT, c ? ", " : "", sizes[c]);
+	appendStringInfoString(&buf, "], \"centroids\": [");
+	for (int c = 0; c < m->k; c++)
+	{
+		appendStringInfoString(&buf, c ? ", [" : "[");
+		for (int j = 0; j < m->d; j++)
+		{
+			if (j)
+				appendStringInfoString(&buf, ", ");
+			append_float8(&buf, centroids[(size_t) c * m->d + j]);
+		}
+		appendStringInfoChar(&buf, ']');
+	}
+	appendStringInfoString(&buf, "]}");
+	PG_RETURN_CSTRING(buf.data);
+}
+
+static void
+bad_model_text(const char *detail)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+			 errmsg("invalid input syntax for type kmeans_model"),
+			 errdetail("%s", detail)));
+}
+
+static JsonbValue *
+model_field(JsonbContainer *obj, const char *name, enum jbvType type, bool required)
+{
+	JsonbValue	key;
+	JsonbValue *v;
+
+	key.type = jbvString;
+	key.val.string.val = (char *) name;
+	key.val.string.len = strlen(name);
+	v = findJsonbValueFromContainer(obj, JB_FOBJECT, &key);
+	if (v == NULL && required)
+		bad_model_text(psprintf("The field \"%s\" is missing.", name));
+	if (v != NULL && v->type != type)
+		bad_model_text(psprintf("The field \"%s\" has the wrong type.", name));
+	return v;
+}
+
+static double
+model_number(JsonbContainer *obj, const char *name, bool required)
+{
+	JsonbValue *v = model_field(obj, name, jbvNumeric, required);
+	double		x;
+
+	if (v == NULL)
+		return 0.0;
+	x = DatumGetFloat8(DirectFunctionCall1(numeric_float8_no_overflow,
+										   NumericGetDatum(v->val.numeric)));
+	if (!isfinite(x))
+		bad_model_text(psprintf("The field \"%s\" is not finite.", name));
+	return x;
+}
+
+static int64
+model_count(JsonbContainer *obj, const char *name, bool required)
+{
+	double		x = model_number(obj, name, required);
+
+	if (x != floor(x) || x < 0 || x > (double) PG_INT64_MAX / 2)
+		bad_model_text(psprintf("The field \"%s\" must be a non-negative integer.", name));
+	return (int64) x;
+}
+
+/*
+ * Read count numbers from a JSON array into out; they must be finite
+ */
+static void
+model_numbers(JsonbContainer *array, int count, double *out, const char *what)
+{
+	if (!JsonContainerIsArray(array) || JsonContainerSize(array) != (uint32) count)
+		bad_model_text(psprintf("The field \"%s\" must be an array of %d elements.", what, count));
+	for (int i = 0; i < count; i++)
+	{
+		JsonbValue *v = getIthJsonbValueFromContainer(array, i);
+
+		if (v == NULL || v->type != jbvNumeric)
+			bad_model_text(psprintf("The field \"%s\" must hold numbers.", what));
+		out[i] = DatumGetFloat8(DirectFunctionCall1(numeric_float8_no_overflow,
+													NumericGetDatum(v->val.numeric)));
+		if (!isfinite(out[i]))
+			bad_model_text(psprintf("The field \"%s\" must hold finite numbers.", what));
+	}
+}
+
+Datum
+gpuclust_kmeans_model_in(PG_FUNCTION_ARGS)
+{
+	char	   *str = PG_GETARG_CSTRING(0);
+	Jsonb	   *jb = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(str)));
+	JsonbContainer *obj = &jb->root;
+	JsonbValue *v;
+	KmeansModel *m;
+	int64		k,
+				d;
+	double	   *row;
+
+	if (!JB_ROOT_IS_OBJECT(jb))
+		bad_model_text("A model is a JSON object.");
+	k = model_count(obj, "k", true);
+	d = model_count(obj, "d", true);
+	check_model_shape(k, d);
+	m = gc_model_alloc((int) k, (int) d);
+	m->rows = model_count(obj, "rows", false);
+	m->null_rows = model_count(obj, "null_rows", false);
+	m->iterations = (int32) Min(model_count(obj, "iterations", false), PG_INT32_MAX);
+	m->inertia = model_number(obj, "inertia", false);
+	v = model_field(obj, "converged", jbvBool, false);
+	m->converged = v ? v->val.boolean : false;
+	v = model_field(obj, "device", jbvString, false);
+	m->device = (v && v->val.string.len == 3 && strncmp(v->val.string.val, "gpu", 3) == 0)
+		? GC_KIND_GPU : GC_KIND_CPU;
+	v = model_field(obj, "timings_ms", jbvBinary, false);
+	if (v && JsonContainerIsObject(v->val.binary.data))
+	{
+		m->collect_ms = model_number(v->val.binary.data, "collect", false);
+		m->transfer_ms = model_number(v->val.binary.data, "transfer", false);
+		m->seeding_ms = model_number(v->val.binary.data, "seeding", false);
+		m->iterations_ms = model_number(v->val.binary.data, "iterations", false);
+	}
+
+	row = palloc(sizeof(double) * Max(k, d));
+	v = model_field(obj, "sizes", jbvBinary, true);
+	model_numbers(v->val.binary.data, (int) k, row, "sizes");
+	for (int c = 0; c < k; c++)
+	{
+		if (row[c] < 0 || row[c] != floor(row[c]))
+			bad_model_text("The field \"sizes\" must hold non-negative integers.");
+		KmeansModelSizes(m)[c] = (int64) row[c];
+	}
+	v = model_field(obj, "centroids", jbvBinary, true);
+	if (!JsonContainerIsArray(v->val.binary.data) ||
+		JsonContainerSize(v->val.binary.data) != (uint32) k)
+		bad_model_text(psprintf("The field \"centroids\" must be an array of %d centroids.", (int) k));
+	for (int c = 0; c < k; c++)
+	{
+		JsonbValue *centroid = getIthJsonbValueFromContainer(v->val.binary.data, c);
+
+		if (centroid->type != jbvBinary)
+			bad_model_text("Each centroid must be an array of numbers.");
+		model_numbers(centroid->val.binary.data, (int) d,
+					  KmeansModelCentroids(m) + (size_t) c * d, "centroids");
+	}
+	PG_RETURN_POINTER(m);
+}
+
+Datum
+gpuclust_kmeans_model_send(PG_FUNCTION_ARGS)
+{
+	KmeansModel *m = PG_GETARG_KMEANS_MODEL(0);
+	StringInfoData buf;
+
+	pq_begintypsend(&buf);
+	pq_sendint16(&buf, m->version);
+	pq_sendint16(&buf, m->device);
+	pq_sendint32(&buf, m->k);
+	pq_sendint32(&buf, m->d);
+	pq_sendint32(&buf, m->iterations);
+	pq_sendint32(&buf, m->converged);
+	pq_sendint64(&buf, m->rows);
+	pq_sendint64(&buf, m->null_rows);
+	pq_sendfloat8(&buf, m->inertia);
+	pq_sendfloat8(&buf, m->collect_ms);
+	pq_sendfloat8(&buf, m->transfer_ms);
+	pq_sendfloat8(&buf, m->seeding_ms);
+	pq_sendfloat8(&buf, m->iterations_ms);
+	for (int c = 0; c < m->k; c++)
+		pq_sendint64(&buf, KmeansModelSizes(m)[c]);
+	for (size_t i = 0; i < (size_t) m->k * m->d; i++)
+		pq_sendfloat8(&buf, KmeansModelCentroids(m)[i]);
+	PG_RETURN_BYTEA_P(pq_endtypsend(&buf));
+}
+
+Datum
+gpuclust_kmeans_model_recv(PG_FUNCTION_ARGS)
+{
+	StringInfo	buf = (StringInfo) PG_GETARG_POINTER(0);
+	int			version = pq_getmsgint(buf, 2);
+	int			device = pq_getmsgint(buf, 2);
+	int			k = (int32) pq_getmsgint(buf, 4);
+	int			d = (int32) pq_getmsgint(buf, 4);
+	KmeansModel *m;
+
+	if (version != KMEANS_MODEL_VERSION)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
+				 errmsg("unsupported kmeans_model version %d", version)));
+	check_model_shape(k, d);
+	if ((Size) (buf->len - buf->cursor) != 2 * sizeof(int32) + 7 * sizeof(int64) +
+		sizeof(int64) * k + sizeof(double) * (Size) k * d)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
+				 errmsg("kmeans_model binary value has the wrong length")));
+	m = gc_model_alloc(k, d);
+	m->device = device == GC_KIND_GPU ? GC_KIND_GPU : GC_KIND_CPU;
+	m->iterations = pq_getmsgint(buf, 4);
+	m->converged = pq_getmsgint(buf, 4) != 0;
+	m->rows = pq_getmsgint64(buf);
+	m->null_rows = pq_getmsgint64(buf);
+	m->inertia = pq_getmsgfloat8(buf);
+	m->collect_ms = pq_getmsgfloat8(buf);
+	m->transfer_ms = pq_getmsgfloat8(buf);
+	m->seeding_ms = pq_getmsgfloat8(buf);
+	m->iterations_ms = pq_getmsgfloat8(buf);
+	for (int c = 0; c < k; c++)
+		KmeansModelSizes(m)[c] = pq_getmsgint64(buf);
+	for (size_t i = 0; i < (size_t) k * d; i++)
+	{
+		double		x = pq_getmsgfloat8(buf);
+
+		if (!isfinite(x))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
+					 errmsg("kmeans_model binary value holds a non-finite centroid")));
+		KmeansModelCentroids(m)[i] = x;
+	}
+	PG_RETURN_POINTER(m);
+}
+
+/*
+ * Nearest centroid of the vector in argument 1, and its squared distance
+ */
+static int
+nearest_of_arg(FunctionCallInfo fcinfo, Oid elemtype, double *distance2)
+{
+	KmeansModel *m = PG_GETARG_KMEANS_MODEL(0);
+	ArrayType  *array = PG_GETARG_ARRAYTYPE_P(1);
+	int			d = gc_array_dim(array, elemtype, 1);
+	double	   *x;
+
+	if (d != m->d)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("vector has %d dimensions, but the model has %d", d, m->d)));
+	x = palloc(sizeof(double) * d);
+	gc_array_values(array, elemtype, d, x, 1);
+	return gc_nearest_centroid(x, KmeansModelCentroids(m), m->k, d, distance2);
+}
+
+Datum
+gpuclust_kmeans_predict(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT32(nearest_of_arg(fcinfo, FLOAT8OID, NULL));
+}
+
+Datum
+gpuclust_kmeans_predict_real(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT32(nearest_of_arg(fcinfo, FLOAT4OID, NULL));
+}
+
+Datum
+gpuclust_kmeans_distance(PG_FUNCTION_ARGS)
+{
+	double		d2;
+
+	nearest_of_arg(fcinfo, FLOAT8OID, &d2);
+	PG_RETURN_FLOAT8(sqrt(d2));
+}
+
+Datum
+gpuclust_kmeans_distance_real(PG_FUNCTION_ARGS)
+{
+	double		d2;
+
+	nearest_of_arg(fcinfo, FLOAT4OID, &d2);
+	PG_RETURN_FLOAT8(sqrt(d2));
+}
+
+/*
+ * kmeans_centroids(model) -> TABLE(cluster int, centroid float8[], size bigint)
+ */
+Datum
+gpuclust_kmeans_centroids(PG_FUNCTION_ARGS)
+{
+	FuncCallContext *funcctx;
+	KmeansModel *m;
+
+	if (SRF_IS_FIRSTCALL())
+	{
+		MemoryContext oldcontext;
+		TupleDesc	tupdesc;
+
+		funcctx = SRF_FIRSTCALL_INIT();
+		oldcontext = MemoryContextSwitchTo(funcctx->multi_call_memory_ctx);
+		if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+			elog(ERROR, "return type must be a row type");
+		funcctx->tuple_desc = BlessTupleDesc(tupdesc);
+		funcctx->user_fctx = PG_GETARG_KMEANS_MODEL(0);
+		MemoryContextSwitchTo(oldcontext);
+	}
+	funcctx = SRF_PERCALL_SETUP();
+	m = funcctx->user_fctx;
+	if (funcctx->call_cntr < (uint64) m->k)
+	{
+		int			c = (int) funcctx->call_cntr;
+		Datum	   *elems = palloc(sizeof(Datum) * m->d);
+		Datum		values[3];
+		bool		nulls[3] = {false, false, false};
+
+		for (int j = 0; j < m->d; j++)
+			elems[j] = Float8GetDatum(KmeansModelCentroids(m)[(size_t) c * m->d + j]);
+		values[0] = Int32GetDatum(c);
+		values[1] = PointerGetDatum(construct_array(elems, m->d, FLOAT8OID,
+													sizeof(float8), FLOAT8PASSBYVAL,
+													TYPALIGN_DOUBLE));
+		values[2] = Int64GetDatum(KmeansModelSizes(m)[c]);
+		SRF_RETURN_NEXT(funcctx,
+						HeapTupleGetDatum(heap_form_tuple(funcctx->tuple_desc, values, nulls)));
+	}
+	SRF_RETURN_DONE(funcctx);
+}

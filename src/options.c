@@ -1,0 +1,241 @@
+/*-------------------------------------------------------------------------
+ *
+ * options.c
+ *	  The options argument of the k-means functions: a jsonb object whose
+ *	  keys are max_iter, tol, init, seed and n_init.  Unknown keys, values
+ *	  of the wrong type and values out of range are errors.
+ *
+ * IDENTIFICATION
+ *	  src/options.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "gpuclust.h"
+
+#include <math.h>
+
+#include "utils/builtins.h"
+#include "utils/numeric.h"
+
+#define VALID_OPTIONS_HINT "Valid options are max_iter, tol, init, seed and n_init."
+
+static void
+option_error(const char *key, const char *expected)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("option \"%s\" must be %s", key, expected)));
+}
+
+static double
+option_number(const char *key, JsonbValue *v, const char *expected)
+{
+	if (v->type != jbvNumeric)
+		option_error(key, expected);
+	return DatumGetFloat8(DirectFunctionCall1(numeric_float8_no_overflow,
+											  NumericGetDatum(v->val.numeric)));
+}
+
+static int64
+option_integer(const char *key, JsonbValue *v, int64 min, int64 max,
+			   const char *expected)
+{
+	double		x = option_number(key, v, expected);
+
+	if (x != floor(x) || x < (double) min || x > (double) max)
+		option_error(key, expected);
+	if (strcmp(key, "seed") == 0)
+		return DatumGetInt64(DirectFunctionCall1(numeric_int8,
+												 NumericGetDatum(v->val.numeric)));
+	return (int64) x;
+}
+
+/*
+ * Read init given as a 2-D array of numbers, one row per centroid
+ */
+static void
+parse_init_centroids(JsonbValue *v, GcKmeansOptions *opts)
+{
+	const char *expected = "\"kmeans++\", \"random\" or an array of centroids, each an array of numbers";
+	JsonbIterator *it;
+	JsonbValue	elem;
+	JsonbIteratorToken tok;
+	int			depth = 0,
+				cols = 0,
+				capacity = 64,
+				count = 0;
+
+	if (v->type != jbvBinary)
+		option_error("init", expected);
+	opts->init_values = palloc(sizeof(double) * capacity);
+	opts->init_rows = 0;
+	opts->init_cols = -1;
+	it = JsonbIteratorInit(v->val.binary.data);
+	while ((tok = JsonbIteratorNext(&it, &elem, false)) != WJB_DONE)
+	{
+		switch (tok)
+		{
+			case WJB_BEGIN_ARRAY:
+				if (++depth > 2)
+					option_error("init", expected);
+				cols = 0;
+				break;
+			case WJB_END_ARRAY:
+				if (--depth == 1)
+				{
+					if (opts->init_cols >= 0 && cols != opts->init_cols)
+						ereport(ERROR,
+								(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+								 errmsg("centroids given in option \"init\" must all have the same dimension")));
+					opts->init_cols = cols;
+					opts->init_rows++;
+				}
+				break;
+			case WJB_ELEM:
+				{
+					double		x;
+
+					if (depth != 2)
+						option_error("init", expected);
+					x = option_number("init", &elem, expected);
+					if (!isfinite(x))
+						option_error("init", "made of finite numbers");
+					if (count == capacity)
+					{
+						capacity *= 2;
+						opts->init_values = repalloc_huge(opts->init_values,
+														  sizeof(double) * capacity);
+					}
+					opts->init_values[count++] = x;
+					cols++;
+					break;
+				}
+			default:
+				option_error("init", expected);
+		}
+	}
+	if (opts->init_rows == 0 || opts->init_cols == 0)
+		option_error("init", expected);
+	opts->params.init = GC_INIT_GIVEN;
+	opts->params.init_centroids = opts->init_values;
+}
+
+static void
+parse_init(JsonbValue *v, GcKmeansOptions *opts)
+{
+	if (v->type == jbvString)
+	{
+		char	   *s = pnstrdup(v->val.string.val, v->val.string.len);
+
+		if (strcmp(s, "kmeans++") == 0)
+			opts->params.init = GC_INIT_KMEANSPP;
+		else if (strcmp(s, "random") == 0)
+			opts->params.init = GC_INIT_RANDOM;
+		else
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("unknown init method \"%s\"", s),
+					 errhint("Use \"kmeans++\", \"random\" or an array of initial centroids.")));
+	}
+	else
+		parse_init_centroids(v, opts);
+}
+
+/*
+ * Fill opts with k, the defaults, and whatever options overrides
+ */
+void
+gc_parse_kmeans_options(Jsonb *options, int k, GcKmeansOptions *opts)
+{
+	GcKmeansParams *params = &opts->params;
+	bool		n_init_given = false;
+
+	if (k < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("k must be at least 1")));
+	if (k > GC_MAX_K)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("k must be at most %d", GC_MAX_K)));
+
+	memset(opts, 0, sizeof(*opts));
+	params->k = k;
+	params->max_iter = 300;
+	params->tol = 1e-4;
+	params->init = GC_INIT_KMEANSPP;
+	params->seed = 0;
+	params->n_init = 1;
+	params->interrupted = gc_interrupted;
+
+	if (options == NULL)
+		return;
+	if (!JB_ROOT_IS_OBJECT(options))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("options must be a jsonb object"),
+				 errhint(VALID_OPTIONS_HINT)));
+
+	{
+		JsonbIterator *it = JsonbIteratorInit(&options->root);
+		JsonbValue	key,
+					v;
+		JsonbIteratorToken tok;
+
+		while ((tok = JsonbIteratorNext(&it, &key, true)) != WJB_DONE)
+		{
+			char	   *name;
+
+			if (tok != WJB_KEY)
+				continue;
+			name = pnstrdup(key.val.string.val, key.val.string.len);
+			tok = JsonbIteratorNext(&it, &v, true);
+			if (strcmp(name, "max_iter") == 0)
+				params->max_iter = (int) option_integer(name, &v, 1, 1000000,
+														"an integer between 1 and 1000000");
+			else if (strcmp(name, "n_init") == 0)
+			{
+				params->n_init = (int) option_integer(name, &v, 1, 1000,
+													  "an integer between 1 and 1000");
+				n_init_given = true;
+			}
+			else if (strcmp(name, "seed") == 0)
+				params->seed = (uint64) option_integer(name, &v, PG_INT64_MIN, PG_INT64_MAX,
+													   "an integer");
+			else if (strcmp(name, "tol") == 0)
+			{
+				params->tol = option_number(name, &v, "a non-negative number");
+				if (!(params->tol >= 0.0) || !isfinite(params->tol))
+					option_error(name, "a non-negative number");
+			}
+			else if (strcmp(name, "init") == 0)
+				parse_init(&v, opts);
+			else
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("unknown option \"%s\"", name),
+						 errhint(VALID_OPTIONS_HINT)));
+		}
+	}
+	if (params->init == GC_INIT_GIVEN && n_init_given && params->n_init > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("option \"n_init\" must be 1 when \"init\" gives the centroids")));
+}
+
+/*
+ * Check that centroids given in init are k rows of d values
+ */
+void
+gc_check_init_shape(GcKmeansOptions *opts, int d)
+{
+	if (opts->params.init != GC_INIT_GIVEN)
+		return;
+	if (opts->init_rows != opts->params.k || opts->init_cols != d)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("option \"init\" must give %d centroids of dimension %d",
+						opts->params.k, d),
+				 errdetail("It gives %d centroids of dimension %d.",
+						   opts->init_rows, opts->init_cols)));
+}

@@ -1,0 +1,217 @@
+/*-------------------------------------------------------------------------
+ *
+ * rowstore.c
+ *	  The row store: rows appended one by one into chunks of host memory
+ *	  (page-locked when the GPU will read them), with a content hash and
+ *	  the bounding box maintained as rows arrive.
+ *
+ * Chunks double from GC_FIRST_CHUNK_BYTES up to GC_MAX_CHUNK_BYTES, so a
+ * ten-row query allocates kilobytes and four million rows need a handful
+ * of allocations; rows are written once, in place, and never copied.
+ *
+ * IDENTIFICATION
+ *	  src/rowstore.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "gc_engine.h"
+#include "gc_math.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define GC_FIRST_CHUNK_BYTES	((size_t) 64 * 1024)
+#define GC_MAX_CHUNK_BYTES		((size_t) 64 * 1024 * 1024)
+
+GcStatus
+gc_fail(GcError *err, GcStatus status, const char *fmt,...)
+{
+	if (err && err->status == GC_OK)
+	{
+		va_list		ap;
+
+		err->status = status;
+		va_start(ap, fmt);
+		vsnprintf(err->message, sizeof(err->message), fmt, ap);
+		va_end(ap);
+	}
+	return status;
+}
+
+/*
+ * Initialize an empty store of d-dimensional rows
+ */
+GcStatus
+gc_rows_init(GcRows *rows, int d, GcHostAlloc alloc, GcHostFree free_fn,
+			 GcError *err)
+{
+	memset(rows, 0, sizeof(*rows));
+	rows->d = d;
+	rows->alloc = alloc;
+	rows->free = free_fn;
+	rows->lo = malloc(sizeof(double) * d);
+	rows->hi = malloc(sizeof(double) * d);
+	if (rows->lo == NULL || rows->hi == NULL)
+	{
+		gc_rows_release(rows);
+		return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for the bounding box");
+	}
+	return GC_OK;
+}
+
+/*
+ * Add a chunk twice the size of the last one
+ */
+static GcStatus
+add_chunk(GcRows *rows, GcError *err)
+{
+	size_t		row_bytes = sizeof(double) * rows->d + sizeof(uint64_t);
+	size_t		bytes = GC_FIRST_CHUNK_BYTES;
+	GcChunk    *chunk;
+
+	if (rows->nchunks > 0)
+	{
+		GcChunk    *last = &rows->chunks[rows->nchunks - 1];
+
+		bytes = (size_t) last->capacity * row_bytes * 2;
+		if (bytes > GC_MAX_CHUNK_BYTES)
+			bytes = GC_MAX_CHUNK_BYTES;
+	}
+	if (bytes < row_bytes)
+		bytes = row_bytes;
+
+	if (rows->nchunks == rows->maxchunks)
+	{
+		int			newmax = rows->maxchunks ? rows->maxchunks * 2 : 16;
+		GcChunk    *grown = realloc(rows->chunks, sizeof(GcChunk) * newmax);
+
+		if (grown == NULL)
+			return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for the chunk list");
+		rows->chunks = grown;
+		rows->maxchunks = newmax;
+	}
+
+	chunk = &rows->chunks[rows->nchunks];
+	memset(chunk, 0, sizeof(*chunk));
+	chunk->capacity = (int64_t) (bytes / row_bytes);
+	chunk->first_row = rows->n;
+	chunk->values = rows->alloc(sizeof(double) * rows->d * chunk->capacity);
+	chunk->hashes = rows->alloc(sizeof(uint64_t) * chunk->capacity);
+	if (chunk->values == NULL || chunk->hashes == NULL)
+	{
+		if (chunk->values)
+			rows->free(chunk->values);
+		if (chunk->hashes)
+			rows->free(chunk->hashes);
+		return gc_fail(err, GC_ERR_HOST_MEMORY,
+					   "could not allocate %zu bytes of host memory for rows",
+					   bytes);
+	}
+	rows->nchunks++;
+	return GC_OK;
+}
+
+/*
+ * Return the slot for the next row; gc_rows_commit makes it count
+ */
+double *
+gc_rows_reserve(GcRows *rows, GcError *err)
+{
+	GcChunk    *chunk = rows->nchunks ? &rows->chunks[rows->nchunks - 1] : NULL;
+
+	if (chunk == NULL || chunk->count == chunk->capacity)
+	{
+		if (add_chunk(rows, err) != GC_OK)
+			return NULL;
+		chunk = &rows->chunks[rows->nchunks - 1];
+	}
+	return chunk->values + (size_t) chunk->count * rows->d;
+}
+
+/*
+ * Account for the row written into the reserved slot
+ */
+void
+gc_rows_commit(GcRows *rows)
+{
+	GcChunk    *chunk = &rows->chunks[rows->nchunks - 1];
+	const double *x = chunk->values + (size_t) chunk->count * rows->d;
+	int			d = rows->d;
+
+	if (rows->n == 0)
+	{
+		memcpy(rows->lo, x, sizeof(double) * d);
+		memcpy(rows->hi, x, sizeof(double) * d);
+	}
+	else
+	{
+		for (int j = 0; j < d; j++)
+		{
+			if (x[j] < rows->lo[j])
+				rows->lo[j] = x[j];
+			if (x[j] > rows->hi[j])
+				rows->hi[j] = x[j];
+		}
+	}
+	chunk->hashes[chunk->count] = gc_row_hash(x, d);
+	chunk->count++;
+	rows->n++;
+}
+
+/*
+ * Find the chunk holding row i (chunks are few: a binary search is plenty)
+ */
+static const GcChunk *
+chunk_of(const GcRows *rows, int64_t i)
+{
+	int			lo = 0,
+				hi = rows->nchunks - 1;
+
+	while (lo < hi)
+	{
+		int			mid = (lo + hi + 1) / 2;
+
+		if (rows->chunks[mid].first_row <= i)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	return &rows->chunks[lo];
+}
+
+const double *
+gc_rows_get(const GcRows *rows, int64_t i)
+{
+	const GcChunk *chunk = chunk_of(rows, i);
+
+	return chunk->values + (size_t) (i - chunk->first_row) * rows->d;
+}
+
+uint64_t
+gc_rows_hash(const GcRows *rows, int64_t i)
+{
+	const GcChunk *chunk = chunk_of(rows, i);
+
+	return chunk->hashes[i - chunk->first_row];
+}
+
+/*
+ * Free every chunk; safe to call twice and on a store never initialized
+ */
+void
+gc_rows_release(GcRows *rows)
+{
+	for (int c = 0; c < rows->nchunks; c++)
+	{
+		rows->free(rows->chunks[c].values);
+		rows->free(rows->chunks[c].hashes);
+	}
+	free(rows->chunks);
+	free(rows->lo);
+	free(rows->hi);
+	rows->chunks = NULL;
+	rows->lo = rows->hi = NULL;
+	rows->nchunks = rows->maxchunks = 0;
+	rows->n = 0;
+}
