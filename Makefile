@@ -35,7 +35,11 @@ cuda/%.o: cuda/%.cu cuda/*.h cuda/*.cuh src/gc_engine.h src/gc_math.h
 	$(NVCC) $(NVCC_FLAGS) -c $< -o $@
 endif
 
-EXTRA_CLEAN = $(CUDA_OBJS) test/results test/regression.diffs test/regression.out
+# rebuild everything when WITH_CUDA changes
+BUILD_CONFIG := with_cuda=$(WITH_CUDA)
+$(shell echo '$(BUILD_CONFIG)' | cmp -s - .build-config || echo '$(BUILD_CONFIG)' > .build-config)
+
+EXTRA_CLEAN = .build-config test/engine/engine_test $(CUDA_OBJS) test/results test/regression.diffs test/regression.out
 
 # .cu objects have no LLVM bitcode
 override with_llvm = no
@@ -44,9 +48,21 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
+$(OBJS): .build-config
+
 # the test directory holds results, not the top level
 REGRESS_OPTS += --outputdir=test
 
 .PHONY: installcheck-gpu
 installcheck-gpu:
 	PGOPTIONS="-c gpuclust.device=gpu" $(MAKE) installcheck
+
+# Engine tests without a server (CPU reference, and the GPU where usable)
+ENGINE_TEST_OBJS = $(ENGINE_OBJS) $(CUDA_OBJS)
+test/engine/engine_test: test/engine/engine_test.c $(ENGINE_TEST_OBJS)
+	$(CC) -O2 -ffp-contract=off -Wall $(if $(WERROR),-Werror) $(PG_CPPFLAGS) -o $@ $< $(ENGINE_TEST_OBJS) \
+		$(if $(filter 1,$(WITH_CUDA)),$(SHLIB_LINK)) -lm
+
+.PHONY: engine-check
+engine-check: test/engine/engine_test
+	test/engine/engine_test

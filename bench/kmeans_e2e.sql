@@ -1,0 +1,32 @@
+-- End-to-end k-means in SQL: 4,000,000 rows, d = 8, k = 100 (uniform data,
+-- the Li/Zhao/Chu Table 1 workload), against the bare scan of the same
+-- table.  Run by bench/gpu-run on the GPU machine; psql's \timing gives
+-- the wall time of each statement, the model its phase timings.
+\set ON_ERROR_STOP 1
+\pset pager off
+CREATE EXTENSION IF NOT EXISTS gpuclust;
+SET max_parallel_workers_per_gather = 0;
+DROP TABLE IF EXISTS bench_t;
+SELECT setseed(0.42);
+CREATE TABLE bench_t AS
+	SELECT i AS id,
+		   ARRAY[random(), random(), random(), random(),
+				 random(), random(), random(), random()]::float8[] AS v
+	FROM generate_series(1, 4000000) i;
+VACUUM ANALYZE bench_t;
+SELECT pg_size_pretty(pg_total_relation_size('bench_t')) AS table_size;
+\timing on
+\echo == bare scan (serial), twice
+SELECT sum(cardinality(v)) FROM bench_t;
+SELECT sum(cardinality(v)) FROM bench_t;
+\echo == kmeans_gpu(v, 100) on the GPU (first call creates the CUDA context)
+SET gpuclust.device = gpu;
+SELECT m::jsonb - 'centroids' - 'sizes' AS model FROM (SELECT kmeans_gpu(v, 100) m FROM bench_t) s;
+SELECT m::jsonb - 'centroids' - 'sizes' AS model FROM (SELECT kmeans_gpu(v, 100) m FROM bench_t) s;
+\echo == 20 iterations, GPU then CPU
+SELECT m::jsonb - 'centroids' - 'sizes' AS model FROM (SELECT kmeans_gpu(v, 100, '{"max_iter": 20, "tol": 0}') m FROM bench_t) s;
+SET gpuclust.device = cpu;
+SELECT m::jsonb - 'centroids' - 'sizes' AS model FROM (SELECT kmeans_gpu(v, 100, '{"max_iter": 20, "tol": 0}') m FROM bench_t) s;
+\echo == bare scan with parallel workers, for reference
+RESET max_parallel_workers_per_gather;
+SELECT sum(cardinality(v)) FROM bench_t;

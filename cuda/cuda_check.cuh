@@ -1,0 +1,42 @@
+/*-------------------------------------------------------------------------
+ *
+ * cuda_check.cuh
+ *	  One macro for checking CUDA calls: on failure it records the call,
+ *	  file, line and error name in a GcError, clears the sticky error, and
+ *	  returns the status from the enclosing function.
+ *
+ * IDENTIFICATION
+ *	  cuda/cuda_check.cuh
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef GC_CUDA_CHECK_CUH
+#define GC_CUDA_CHECK_CUH
+
+#include <cuda_runtime.h>
+
+#include "gc_engine.h"
+
+static inline GcStatus
+gc_cuda_fail(GcError *err, cudaError_t e, const char *call, const char *file, int line)
+{
+	(void) cudaGetLastError();
+	return gc_fail(err,
+				   e == cudaErrorMemoryAllocation ? GC_ERR_DEVICE_MEMORY :
+				   e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver ?
+				   GC_ERR_NO_DEVICE : GC_ERR_DEVICE,
+				   "%s failed: %s (%s) at %s:%d", call, cudaGetErrorName(e),
+				   cudaGetErrorString(e), file, line);
+}
+
+#define GC_CUDA_TRY(call, err) \
+	do { \
+		cudaError_t gc_e_ = (call); \
+		if (gc_e_ != cudaSuccess) \
+			return gc_cuda_fail((err), gc_e_, #call, __FILE__, __LINE__); \
+	} while (0)
+
+/* After a kernel launch: catches bad configurations at once */
+#define GC_CUDA_LAUNCHED(name, err) GC_CUDA_TRY(cudaGetLastError(), err)
+
+#endif							/* GC_CUDA_CHECK_CUH */

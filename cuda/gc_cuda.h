@@ -1,0 +1,37 @@
+/*-------------------------------------------------------------------------
+ *
+ * gc_cuda.h
+ *	  The C boundary of the CUDA backend: device selection, page-locked
+ *	  host allocation for the row store, and the k-means backend table.
+ *	  Every failure comes back as a GcStatus with a message; nothing here
+ *	  aborts or throws.
+ *
+ * IDENTIFICATION
+ *	  cuda/gc_cuda.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef GC_CUDA_H
+#define GC_CUDA_H
+
+#include "../src/gc_engine.h"
+
+#ifdef __cplusplus
+extern "C"
+{
+#endif
+
+/* Makes device gpu_id current; false, with the reason in why, if unusable */
+extern bool gc_cuda_use_device(int gpu_id, char *why, size_t whylen);
+
+/* Page-locked host memory (cudaHostAlloc), so copies can be asynchronous */
+extern void *gc_cuda_host_alloc(size_t bytes);
+extern void gc_cuda_host_free(void *ptr);
+
+extern const GcKmeansBackend gc_kmeans_cuda_backend;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif							/* GC_CUDA_H */

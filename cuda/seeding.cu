@@ -1,0 +1,88 @@
+/*-------------------------------------------------------------------------
+ *
+ * seeding.cu
+ *	  k-means++ seeding (Arthur & Vassilvitskii, 2007) on the GPU, drawn as
+ *	  an exponential race so that it is independent of row order and equal
+ *	  to the CPU reference's draw: at step t each row updates its squared
+ *	  distance to the nearest chosen centre (in double, without FMA) and
+ *	  bids gc_race_key(u(row, seed, t), distance); a block minimum and one
+ *	  atomicMin per block pick the winner into race[t], which step t + 1
+ *	  reads on the device, so the k steps need no round trip to the host.
+ *
+ * IDENTIFICATION
+ *	  cuda/seeding.cu
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "gc_math.h"
+#include "kmeans_kernels.cuh"
+#include "cuda_check.cuh"
+
+#define SEED_THREADS 256
+
+__device__ __forceinline__ unsigned long long
+warp_min(unsigned long long v)
+{
+	for (int off = 16; off > 0; off >>= 1)
+	{
+		unsigned long long o = __shfl_down_sync(0xffffffffu, v, off);
+
+		v = o < v ? o : v;
+	}
+	return v;
+}
+
+__global__ void
+kmeanspp_step_kernel(const double *__restrict__ x64,
+					 const uint64_t *__restrict__ hashes, int64_t n, int d,
+					 uint64_t seed, int t, double *__restrict__ mind2,
+					 unsigned long long *race)
+{
+	__shared__ unsigned long long warp_best[SEED_THREADS / 32];
+	const double *centre = t > 0 ? x64 + (int64_t) (uint32_t) race[t - 1] * d : NULL;
+	unsigned long long best = GC_RACE_NONE;
+
+	for (int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; i < n;
+		 i += (int64_t) gridDim.x * blockDim.x)
+	{
+		double		w = 1.0;
+		unsigned long long key;
+
+		if (t > 0)
+		{
+			double		d2 = gc_sqdist_exact(x64 + i * d, centre, d);
+
+			if (t == 1 || d2 < mind2[i])
+				mind2[i] = d2;
+			w = mind2[i];
+		}
+		key = gc_race_key(gc_unit_draw(hashes[i], seed, (uint64_t) t), w, i);
+		best = key < best ? key : best;
+	}
+	best = warp_min(best);
+	if ((threadIdx.x & 31) == 0)
+		warp_best[threadIdx.x >> 5] = best;
+	__syncthreads();
+	if (threadIdx.x < 32)
+	{
+		best = threadIdx.x < SEED_THREADS / 32 ? warp_best[threadIdx.x] : GC_RACE_NONE;
+		best = warp_min(best);
+		if (threadIdx.x == 0)
+			atomicMin(&race[t], best);
+	}
+}
+
+GcStatus
+launch_kmeanspp_step(const double *x64, const uint64_t *hashes, int64_t n, int d,
+					 uint64_t seed, int t, double *mind2,
+					 unsigned long long *race, cudaStream_t stream, GcError *err)
+{
+	int64_t		blocks = (n + SEED_THREADS - 1) / SEED_THREADS;
+
+	if (blocks > 4096)
+		blocks = 4096;
+	kmeanspp_step_kernel<<<(unsigned) blocks, SEED_THREADS, 0, stream>>>(
+		x64, hashes, n, d, seed, t, mind2, race);
+	GC_CUDA_LAUNCHED("kmeanspp_step", err);
+	return GC_OK;
+}

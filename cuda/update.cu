@@ -1,0 +1,265 @@
+/*-------------------------------------------------------------------------
+ *
+ * update.cu
+ *	  Everything in a Lloyd iteration after labeling, on the GPU:
+ *
+ *	  - centre_rows: the float32 copy of the data, centred on the
+ *		bounding box, that the labeling kernels read;
+ *	  - accumulate_clusters: per-cluster sums of the points as exact
+ *		64-bit fixed-point integers (gc_quantize), privatised in shared
+ *		memory per block when k * (d + 1) words fit (the paper's
+ *		divide-and-conquer partial sums), flushed with one atomic per word;
+ *		integer sums make the result independent of the order of atomics;
+ *	  - update_centroids: the new centroids (gc_dequantize_mean, the same
+ *		arithmetic as the CPU reference), their float copies and norms, and
+ *		the largest centroid shift for the convergence test;
+ *	  - score_points: exact double distances to the assigned centroids,
+ *		cluster sizes and per-block inertia partials (reduced in a fixed
+ *		order, so the inertia is reproducible).
+ *
+ * IDENTIFICATION
+ *	  cuda/update.cu
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "gc_math.h"
+#include "kmeans_kernels.cuh"
+#include "cuda_check.cuh"
+
+#define ELEMENT_THREADS 256
+#define CLUSTER_THREADS 128
+
+static int
+grid_for(int64_t work, int threads, int cap)
+{
+	int64_t		blocks = (work + threads - 1) / threads;
+
+	return (int) (blocks < cap ? (blocks > 0 ? blocks : 1) : cap);
+}
+
+static int
+multiprocessors(void)
+{
+	int			device = 0,
+				sms = 0;
+
+	cudaGetDevice(&device);
+	cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+	return sms > 0 ? sms : 1;
+}
+
+__global__ void
+centre_rows_kernel(const double *__restrict__ x64, const double *__restrict__ offset,
+				   int64_t total, int d, float *__restrict__ x32)
+{
+	for (int64_t e = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; e < total;
+		 e += (int64_t) gridDim.x * blockDim.x)
+		x32[e] = (float) (x64[e] - offset[e % d]);
+}
+
+GcStatus
+launch_centre_rows(const double *x64, const double *offset, int64_t n, int d,
+				   float *x32, cudaStream_t stream, GcError *err)
+{
+	int64_t		total = n * d;
+
+	centre_rows_kernel<<<grid_for(total, ELEMENT_THREADS, 65535), ELEMENT_THREADS, 0, stream>>>(
+		x64, offset, total, d, x32);
+	GC_CUDA_LAUNCHED("centre_rows", err);
+	return GC_OK;
+}
+
+/*
+ * One thread per element, so that reads are coalesced whatever d is; the
+ * count of a point is added by its first element's thread
+ */
+template <bool SHARED>
+__global__ void
+accumulate_clusters_kernel(const double *__restrict__ x64,
+						   const int32_t *__restrict__ labels,
+						   const double *__restrict__ offset,
+						   const double *__restrict__ scale, int64_t n, int d,
+						   int k, unsigned long long *sums,
+						   unsigned long long *counts)
+{
+	extern __shared__ unsigned long long private_sums[];
+	unsigned long long *s_sums = SHARED ? private_sums : sums;
+	unsigned long long *s_counts = SHARED ? private_sums + (size_t) k * d : counts;
+	int64_t		total = n * d;
+	int64_t		words = (int64_t) k * (d + 1);
+
+	if (SHARED)
+	{
+		for (int64_t w = threadIdx.x; w < words; w += blockDim.x)
+			private_sums[w] = 0;
+		__syncthreads();
+	}
+	for (int64_t e = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; e < total;
+		 e += (int64_t) gridDim.x * blockDim.x)
+	{
+		int64_t		i = e / d;
+		int			j = (int) (e - i * d);
+		int			l = labels[i];
+
+		atomicAdd(&s_sums[(int64_t) l * d + j],
+				  (unsigned long long) gc_quantize(x64[e], offset[j], scale[j]));
+		if (j == 0)
+			atomicAdd(&s_counts[l], 1ULL);
+	}
+	if (SHARED)
+	{
+		__syncthreads();
+		for (int64_t w = threadIdx.x; w < words; w += blockDim.x)
+			if (private_sums[w] != 0)
+				atomicAdd(&sums[w], private_sums[w]);	/* counts follow sums */
+	}
+}
+
+GcStatus
+launch_accumulate_clusters(const double *x64, const int32_t *labels,
+						   const double *offset, const double *scale,
+						   int64_t n, int d, int k, unsigned long long *sums,
+						   unsigned long long *counts, cudaStream_t stream,
+						   GcError *err)
+{
+	static int	shared_limit = -1;
+	size_t		shared_bytes = sizeof(unsigned long long) * (size_t) k * (d + 1);
+	int64_t		total = n * d;
+
+	if (shared_limit < 0)
+	{
+		int			device = 0;
+
+		GC_CUDA_TRY(cudaGetDevice(&device), err);
+		GC_CUDA_TRY(cudaDeviceGetAttribute(&shared_limit,
+										   cudaDevAttrMaxSharedMemoryPerBlockOptin,
+										   device), err);
+		GC_CUDA_TRY(cudaFuncSetAttribute(accumulate_clusters_kernel<true>,
+										 cudaFuncAttributeMaxDynamicSharedMemorySize,
+										 shared_limit), err);
+	}
+	/* sums and counts are contiguous, so a shared flush covers both */
+	if (shared_bytes <= (size_t) shared_limit && counts == sums + (size_t) k * d)
+		accumulate_clusters_kernel<true><<<grid_for(total, ELEMENT_THREADS, 2 * multiprocessors()),
+			ELEMENT_THREADS, shared_bytes, stream>>>(x64, labels, offset, scale,
+													 n, d, k, sums, counts);
+	else
+		accumulate_clusters_kernel<false><<<grid_for(total, ELEMENT_THREADS, 65535),
+			ELEMENT_THREADS, 0, stream>>>(x64, labels, offset, scale, n, d, k,
+										  sums, counts);
+	GC_CUDA_LAUNCHED("accumulate_clusters", err);
+	return GC_OK;
+}
+
+/* Sum of v over the block; the result is valid in thread 0 */
+template <typename T>
+__device__ T
+block_sum(T v)
+{
+	__shared__ T warp_sums[32];
+	int			lane = threadIdx.x & 31,
+				warp = threadIdx.x >> 5;
+
+	for (int off = 16; off > 0; off >>= 1)
+		v += __shfl_down_sync(0xffffffffu, v, off);
+	__syncthreads();
+	if (lane == 0)
+		warp_sums[warp] = v;
+	__syncthreads();
+	if (warp == 0)
+	{
+		v = lane < (int) (blockDim.x >> 5) ? warp_sums[lane] : (T) 0;
+		for (int off = 16; off > 0; off >>= 1)
+			v += __shfl_down_sync(0xffffffffu, v, off);
+	}
+	return v;
+}
+
+/* One block per cluster; an empty cluster keeps its centroid */
+__global__ void
+update_centroids_kernel(const unsigned long long *__restrict__ sums,
+						const unsigned long long *__restrict__ counts,
+						const double *__restrict__ offset,
+						const double *__restrict__ scale, int d,
+						double *__restrict__ c64, float *__restrict__ c32,
+						float *__restrict__ cnorm,
+						unsigned long long *max_shift2)
+{
+	int			c = blockIdx.x;
+	long long	count = (long long) counts[c];
+	double		shift2 = 0.0;
+	float		norm = 0.0f;
+
+	for (int j = threadIdx.x; j < d; j += blockDim.x)
+	{
+		size_t		w = (size_t) c * d + j;
+		double		old = c64[w];
+		double		m = count > 0 ?
+			gc_dequantize_mean((long long) sums[w], count, offset[j], scale[j]) : old;
+		double		t = __dsub_rn(m, old);
+		float		f = (float) (m - offset[j]);
+
+		shift2 = __dadd_rn(shift2, __dmul_rn(t, t));
+		c64[w] = m;
+		c32[w] = f;
+		norm = fmaf(f, f, norm);
+	}
+	shift2 = block_sum(shift2);
+	norm = block_sum(norm);
+	if (threadIdx.x == 0)
+	{
+		cnorm[c] = norm;
+		if (max_shift2 != NULL)
+			atomicMax(max_shift2, (unsigned long long) __double_as_longlong(shift2));
+	}
+}
+
+GcStatus
+launch_update_centroids(const unsigned long long *sums,
+						const unsigned long long *counts, const double *offset,
+						const double *scale, int d, int k, double *c64,
+						float *c32, float *cnorm, unsigned long long *max_shift2,
+						cudaStream_t stream, GcError *err)
+{
+	update_centroids_kernel<<<k, CLUSTER_THREADS, 0, stream>>>(
+		sums, counts, offset, scale, d, c64, c32, cnorm, max_shift2);
+	GC_CUDA_LAUNCHED("update_centroids", err);
+	return GC_OK;
+}
+
+/* A fixed grid, so that the partials are summed in a fixed order */
+__global__ void
+score_points_kernel(const double *__restrict__ x64, const double *__restrict__ c64,
+					const int32_t *__restrict__ labels, int64_t n, int d,
+					double *__restrict__ distances, double *__restrict__ partials,
+					unsigned long long *sizes)
+{
+	double		total = 0.0;
+
+	for (int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; i < n;
+		 i += (int64_t) gridDim.x * blockDim.x)
+	{
+		int			l = labels[i];
+		double		d2 = gc_sqdist_exact(x64 + i * d, c64 + (int64_t) l * d, d);
+
+		total += d2;
+		atomicAdd(&sizes[l], 1ULL);
+		if (distances != NULL)
+			distances[i] = sqrt(d2);
+	}
+	total = block_sum(total);
+	if (threadIdx.x == 0)
+		partials[blockIdx.x] = total;
+}
+
+GcStatus
+launch_score_points(const double *x64, const double *c64, const int32_t *labels,
+					int64_t n, int d, double *distances, double *partials,
+					int npartials, unsigned long long *sizes,
+					cudaStream_t stream, GcError *err)
+{
+	score_points_kernel<<<npartials, ELEMENT_THREADS, 0, stream>>>(
+		x64, c64, labels, n, d, distances, partials, sizes);
+	GC_CUDA_LAUNCHED("score_points", err);
+	return GC_OK;
+}
