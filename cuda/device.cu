@@ -59,6 +59,24 @@ gc_cuda_use_device(int gpu_id, char *why, size_t whylen)
 	return true;
 }
 
+extern "C" bool
+gc_cuda_describe_device(char *name, size_t namelen, size_t *free_bytes,
+						size_t *total_bytes)
+{
+	int			device;
+	cudaDeviceProp prop;
+
+	if (cudaGetDevice(&device) != cudaSuccess ||
+		cudaGetDeviceProperties(&prop, device) != cudaSuccess ||
+		cudaMemGetInfo(free_bytes, total_bytes) != cudaSuccess)
+	{
+		(void) cudaGetLastError();
+		return false;
+	}
+	snprintf(name, namelen, "%s (sm_%d%d)", prop.name, prop.major, prop.minor);
+	return true;
+}
+
 extern "C" void *
 gc_cuda_host_alloc(size_t bytes)
 {

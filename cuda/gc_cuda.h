@@ -24,6 +24,10 @@ extern "C"
 /* Makes device gpu_id current; false, with the reason in why, if unusable */
 extern bool gc_cuda_use_device(int gpu_id, char *why, size_t whylen);
 
+/* Name and memory of the current device; false if they cannot be read */
+extern bool gc_cuda_describe_device(char *name, size_t namelen,
+									size_t *free_bytes, size_t *total_bytes);
+
 /* Page-locked host memory (cudaHostAlloc), so copies can be asynchronous */
 extern void *gc_cuda_host_alloc(size_t bytes);
 extern void gc_cuda_host_free(void *ptr);

@@ -126,3 +126,9 @@ CREATE FUNCTION kmeans_gpu_cluster(vec real[], k int, options jsonb) RETURNS int
 CREATE FUNCTION kmeans_gpu_cluster(vec real[], k int) RETURNS int
 	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_window_real'
 	LANGUAGE C VOLATILE WINDOW CALLED ON NULL INPUT PARALLEL SAFE;
+
+-- Which device gpuclust would use, and its memory
+
+CREATE FUNCTION gpuclust_device_info() RETURNS jsonb
+	AS 'MODULE_PATHNAME', 'gpuclust_device_info'
+	LANGUAGE C VOLATILE PARALLEL SAFE;

@@ -15,7 +15,11 @@
 #include <stdlib.h>
 
 #include "miscadmin.h"
+#include "lib/stringinfo.h"
+#include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/json.h"
+#include "utils/jsonb.h"
 
 #ifdef GC_WITH_CUDA
 #include "../cuda/gc_cuda.h"
@@ -106,6 +110,48 @@ gc_choose_device(GcDevice *device)
 				 errmsg("gpuclust was built without GPU support"),
 				 errhint("Rebuild gpuclust with nvcc on the PATH, or set gpuclust.device to auto or cpu.")));
 #endif
+}
+
+/*
+ * gpuclust_device_info() -> jsonb: whether CUDA support was built, the
+ * device setting, and, when a GPU is usable, its name and memory
+ */
+PG_FUNCTION_INFO_V1(gpuclust_device_info);
+Datum
+gpuclust_device_info(PG_FUNCTION_ARGS)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "{\"device\": \"%s\", \"gpu_id\": %d, ",
+					 device_options[gc_device_setting].name, gc_gpu_id);
+#ifdef GC_WITH_CUDA
+	{
+		char		why[256],
+					name[256];
+		size_t		free_bytes,
+					total_bytes;
+
+		appendStringInfoString(&buf, "\"built_with_cuda\": true, ");
+		if (gc_cuda_use_device(gc_gpu_id, why, sizeof(why)) &&
+			gc_cuda_describe_device(name, sizeof(name), &free_bytes, &total_bytes))
+		{
+			appendStringInfoString(&buf, "\"gpu\": ");
+			escape_json(&buf, name);
+			appendStringInfo(&buf, ", \"memory_free_mb\": %zu, \"memory_total_mb\": %zu}",
+							 free_bytes >> 20, total_bytes >> 20);
+		}
+		else
+		{
+			appendStringInfoString(&buf, "\"gpu\": null, \"reason\": ");
+			escape_json(&buf, why);
+			appendStringInfoChar(&buf, '}');
+		}
+	}
+#else
+	appendStringInfoString(&buf, "\"built_with_cuda\": false, \"gpu\": null}");
+#endif
+	PG_RETURN_DATUM(DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data)));
 }
 
 /*

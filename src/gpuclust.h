@@ -59,13 +59,21 @@ typedef struct GcInput
 } GcInput;
 
 extern void gc_input_init(GcInput *input);
-extern void gc_input_add(GcInput *input, ArrayType *array, Oid elemtype);
+extern void gc_input_add(GcInput *input, Datum vector, Oid elemtype);
 extern void gc_input_add_null(GcInput *input);
 extern void gc_input_release(GcInput *input);
 extern void gc_input_release_at_reset(GcInput *input, MemoryContext context);
-extern int	gc_array_dim(ArrayType *array, Oid elemtype, int64 rowno);
-extern void gc_array_values(ArrayType *array, Oid elemtype, int d,
-							double *out, int64 rowno);
+typedef struct GcVectorView
+{
+	int			d;
+	Oid			elemtype;
+	const bits8 *nulls;			/* NULL when the array has no NULLs */
+	const char *data;			/* d elements, possibly unaligned */
+} GcVectorView;
+
+extern void gc_vector_view(Datum datum, Oid elemtype, int64 rowno,
+						   GcVectorView *view);
+extern void gc_vector_copy(const GcVectorView *view, double *out, int64 rowno);
 
 /* options.c: the options jsonb */
 typedef struct GcKmeansOptions

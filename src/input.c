@@ -27,30 +27,43 @@ gc_input_init(GcInput *input)
 }
 
 /*
- * Dimension of a vector, rejecting anything but a non-empty 1-D array
+ * Look at a vector without copying it: short-header arrays stored inline
+ * (the common case for small vectors) are read in place, since packing
+ * changes only the length word, and anything but a non-empty 1-D array is
+ * rejected.  Only toasted (large or compressed) arrays are detoasted.
  */
-int
-gc_array_dim(ArrayType *array, Oid elemtype, int64 rowno)
+void
+gc_vector_view(Datum datum, Oid elemtype, int64 rowno, GcVectorView *view)
 {
-	int			ndim = ARR_NDIM(array);
+	struct varlena *packed = pg_detoast_datum_packed((struct varlena *) DatumGetPointer(datum));
+	const char *base = VARDATA_ANY(packed) - VARHDRSZ;
+	ArrayType	header;
+	int			dim0 = 0;
 
-	if (ARR_ELEMTYPE(array) != elemtype)
-		elog(ERROR, "unexpected array element type %u", ARR_ELEMTYPE(array));
-	if (ndim > 1)
+	memcpy(&header, base, sizeof(ArrayType));
+	if (header.elemtype != elemtype)
+		elog(ERROR, "unexpected array element type %u", header.elemtype);
+	if (header.ndim > 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
 				 errmsg("vector in row " INT64_FORMAT " must be a one-dimensional array", rowno),
-				 errdetail("It has %d dimensions.", ndim)));
-	if (ndim == 0 || ARR_DIMS(array)[0] == 0)
+				 errdetail("It has %d dimensions.", header.ndim)));
+	if (header.ndim == 1)
+		memcpy(&dim0, base + sizeof(ArrayType), sizeof(int));
+	if (dim0 == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_EXCEPTION),
 				 errmsg("vector in row " INT64_FORMAT " is empty", rowno)));
-	if (ARR_DIMS(array)[0] > GC_MAX_DIM)
+	if (dim0 > GC_MAX_DIM)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("vector in row " INT64_FORMAT " has %d dimensions, more than the limit of %d",
-						rowno, ARR_DIMS(array)[0], GC_MAX_DIM)));
-	return ARR_DIMS(array)[0];
+						rowno, dim0, GC_MAX_DIM)));
+	view->d = dim0;
+	view->elemtype = elemtype;
+	view->nulls = header.dataoffset != 0 ?
+		(const bits8 *) (base + sizeof(ArrayType) + 2 * sizeof(int)) : NULL;
+	view->data = base + (header.dataoffset != 0 ? header.dataoffset : ARR_OVERHEAD_NONULLS(1));
 }
 
 static void
@@ -65,32 +78,35 @@ reject_element(int64 rowno, int j, double v)
 }
 
 /*
- * Copy a vector's d elements as doubles into out, rejecting NULL, NaN and
+ * Copy a vector's elements as doubles into out, rejecting NULL, NaN and
  * infinite elements
  */
 void
-gc_array_values(ArrayType *array, Oid elemtype, int d, double *out, int64 rowno)
+gc_vector_copy(const GcVectorView *view, double *out, int64 rowno)
 {
-	if (ARR_HASNULL(array))
-	{
-		bits8	   *nulls = ARR_NULLBITMAP(array);
+	int			d = view->d;
 
+	if (view->nulls)
+	{
 		for (int j = 0; j < d; j++)
-			if (!(nulls[j / 8] & (1 << (j % 8))))
+			if (!(view->nulls[j / 8] & (1 << (j % 8))))
 				ereport(ERROR,
 						(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 						 errmsg("vector in row " INT64_FORMAT " has a NULL element", rowno),
 						 errdetail("Element %d is NULL.", j + 1),
 						 errhint("Remove or impute NULL elements before clustering.")));
 	}
-	if (elemtype == FLOAT8OID)
-		memcpy(out, ARR_DATA_PTR(array), sizeof(double) * d);
+	if (view->elemtype == FLOAT8OID)
+		memcpy(out, view->data, sizeof(double) * d);
 	else
 	{
-		const float *in = (const float *) ARR_DATA_PTR(array);
-
 		for (int j = 0; j < d; j++)
-			out[j] = in[j];
+		{
+			float		f;
+
+			memcpy(&f, view->data + sizeof(float) * j, sizeof(float));
+			out[j] = f;
+		}
 	}
 	for (int j = 0; j < d; j++)
 		if (!isfinite(out[j]))
@@ -102,13 +118,16 @@ gc_array_values(ArrayType *array, Oid elemtype, int d, double *out, int64 rowno)
  * device, whose allocator then holds the rows
  */
 void
-gc_input_add(GcInput *input, ArrayType *array, Oid elemtype)
+gc_input_add(GcInput *input, Datum vector, Oid elemtype)
 {
 	int64		rowno = ++input->seen_rows;
-	int			d = gc_array_dim(array, elemtype, rowno);
+	GcVectorView view;
 	GcError		err = {0};
 	double	   *slot;
+	int			d;
 
+	gc_vector_view(vector, elemtype, rowno, &view);
+	d = view.d;
 	if (!input->started)
 	{
 		gc_choose_device(&input->device);
@@ -132,7 +151,7 @@ gc_input_add(GcInput *input, ArrayType *array, Oid elemtype)
 	slot = gc_rows_reserve(&input->rows, &err);
 	if (slot == NULL)
 		gc_raise(&err);
-	gc_array_values(array, elemtype, d, slot, rowno);
+	gc_vector_copy(&view, slot, rowno);
 	gc_rows_commit(&input->rows);
 }
 

@@ -72,7 +72,7 @@ kmeans_transfn(FunctionCallInfo fcinfo, Oid elemtype)
 	if (PG_ARGISNULL(1))
 		gc_input_add_null(&state->input);
 	else
-		gc_input_add(&state->input, PG_GETARG_ARRAYTYPE_P(1), elemtype);
+		gc_input_add(&state->input, PG_GETARG_DATUM(1), elemtype);
 	PG_RETURN_POINTER(state);
 }
 

@@ -130,7 +130,7 @@ collect_query(const char *query, GcInput *input, QueryRows *qr, MemoryContext cx
 			if (vecnull)
 				gc_input_add_null(input);
 			else
-				gc_input_add(input, DatumGetArrayTypeP(vec), elemtype);
+				gc_input_add(input, vec, elemtype);
 			remember_row(qr, id, idtype,
 						 (idnull ? ROW_ID_NULL : 0) | (vecnull ? ROW_VEC_NULL : 0), cxt);
 		}

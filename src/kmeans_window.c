@@ -73,7 +73,7 @@ label_partition(WindowObject winobj, FunctionCallInfo fcinfo, Oid elemtype,
 			if (isnull)
 				gc_input_add_null(&input);
 			else
-				gc_input_add(&input, DatumGetArrayTypeP(v), elemtype);
+				gc_input_add(&input, v, elemtype);
 		}
 		if (input.started)
 			gc_run_kmeans(&input, &opts, gc_now_ms() - started, labels, NULL);

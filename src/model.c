@@ -337,17 +337,17 @@ static int
 nearest_of_arg(FunctionCallInfo fcinfo, Oid elemtype, double *distance2)
 {
 	KmeansModel *m = PG_GETARG_KMEANS_MODEL(0);
-	ArrayType  *array = PG_GETARG_ARRAYTYPE_P(1);
-	int			d = gc_array_dim(array, elemtype, 1);
+	GcVectorView view;
 	double	   *x;
 
-	if (d != m->d)
+	gc_vector_view(PG_GETARG_DATUM(1), elemtype, 1, &view);
+	if (view.d != m->d)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_EXCEPTION),
-				 errmsg("vector has %d dimensions, but the model has %d", d, m->d)));
-	x = palloc(sizeof(double) * d);
-	gc_array_values(array, elemtype, d, x, 1);
-	return gc_nearest_centroid(x, KmeansModelCentroids(m), m->k, d, distance2);
+				 errmsg("vector has %d dimensions, but the model has %d", view.d, m->d)));
+	x = palloc(sizeof(double) * view.d);
+	gc_vector_copy(&view, x, 1);
+	return gc_nearest_centroid(x, KmeansModelCentroids(m), m->k, view.d, distance2);
 }
 
 Datum

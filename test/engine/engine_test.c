@@ -259,7 +259,20 @@ bench(int64_t n, int d, int k)
 		printf("no GPU: %s\n", why);
 		return;
 	}
-	load_rows(&rows, x, n, d, NULL, gc_cuda_host_alloc, gc_cuda_host_free);
+	{
+		double		t0 = gc_now_ms(),
+					t_pinned,
+					t_plain;
+
+		load_rows(&rows, x, n, d, NULL, plain_alloc, free);
+		t_plain = gc_now_ms() - t0;
+		gc_rows_release(&rows);
+		t0 = gc_now_ms();
+		load_rows(&rows, x, n, d, NULL, gc_cuda_host_alloc, gc_cuda_host_free);
+		t_pinned = gc_now_ms() - t0;
+		printf("row store fill n=%lld d=%d: %.1f ms pinned, %.1f ms malloc\n",
+			   (long long) n, d, t_pinned, t_plain);
+	}
 	gpu = fit(&gc_kmeans_cuda_backend, &rows, k, 0);	/* warm-up */
 	free_fit(&gpu);
 	gpu = fit(&gc_kmeans_cuda_backend, &rows, k, 0);
