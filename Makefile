@@ -23,7 +23,8 @@ PG_CFLAGS = -ffp-contract=off $(if $(WERROR),-Werror)
 
 ifeq ($(WITH_CUDA),1)
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
-CUDA_OBJS = cuda/device.o cuda/kmeans_cuda.o cuda/labeling.o cuda/update.o cuda/seeding.o
+CUDA_OBJS = cuda/device.o cuda/kmeans_cuda.o cuda/labeling.o cuda/labeling_tensor.o \
+	cuda/labeling_pruned.o cuda/update.o cuda/seeding.o
 OBJS += $(CUDA_OBJS)
 PG_CPPFLAGS = -DGC_WITH_CUDA -I$(CUDA_HOME)/include
 SHLIB_LINK = -L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/targets/x86_64-linux/lib -lcudart_static -lstdc++ -ldl -lrt -lpthread
@@ -31,7 +32,7 @@ NVCC_FLAGS = -O3 -std=c++17 -Xcompiler -fPIC -Isrc --fmad=true \
 	-gencode arch=compute_80,code=sm_80 \
 	-gencode arch=compute_90,code=sm_90 \
 	-gencode arch=compute_90,code=compute_90
-cuda/%.o: cuda/%.cu cuda/*.h cuda/*.cuh src/gc_engine.h src/gc_math.h
+cuda/%.o: cuda/%.cu $(wildcard cuda/*.h cuda/*.cuh) src/gc_engine.h src/gc_math.h
 	$(NVCC) $(NVCC_FLAGS) -c $< -o $@
 endif
 
@@ -48,7 +49,7 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
-$(OBJS): .build-config
+$(OBJS): .build-config $(wildcard src/*.h)
 
 # the test directory holds results, not the top level
 REGRESS_OPTS += --outputdir=test

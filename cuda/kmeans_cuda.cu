@@ -28,10 +28,51 @@
 #define SCORE_PARTIALS 1024
 #define SEED_POLL_STEPS 32
 
+/*
+ * The hybrid's cost model, calibrated on an H100 (bench/results/):
+ * - pruning is tried only where Lloyd's labeling is the register kernel
+ *   (d <= 32): the tensor-core kernels do a distance far more cheaply
+ *   than the pruned loop's scalar walk can;
+ * - it is tried only when its per-iteration tables, O(k^2 d + k^2 log k),
+ *   are small against a Lloyd pass, O(n k d): k log2 k <= PRUNE_START_RATIO
+ *   n d;
+ * - once the mean work per point has settled (changes by less than
+ *   PRUNE_SETTLED between iterations), pruning is kept only if the
+ *   measured work ratio k'/k is below PRUNE_MAX_WORK_RATIO, the ratio at
+ *   which a pruned iteration costs as much as a Lloyd one.
+ */
+#define PRUNE_START_RATIO 0.01
+#define PRUNE_SETTLED 0.05
+#define PRUNE_MAX_WORK_RATIO 0.35
+#define PRUNE_MIN_K 8
+/*
+ * Tensor-core labeling: below TENSOR_MIN_K the 128-centroid tiles are
+ * mostly padding; for d <= 32 the register kernel wins unless d and k are
+ * both large (d = 32, k = 1024: register 0.94 ms, tensor TF32 0.31 ms per
+ * iteration on 245,760 points)
+ */
+#define TENSOR_MIN_K 32
+#define TENSOR_MIN_D 16
+#define TENSOR_MIN_K_SMALL_D 256
+
+typedef enum LabelKernel
+{
+	KERNEL_REGISTER,
+	KERNEL_TILED,
+	KERNEL_TENSOR_3XTF32,
+	KERNEL_TENSOR_TF32,
+	KERNEL_FLOAT64
+} LabelKernel;
+
+static const char *const kernel_names[] = {
+	"register", "tiled", "tensor_3xtf32", "tensor_tf32", "float64"
+};
+
 typedef struct IterationStatus
 {
 	unsigned long long changed;
 	unsigned long long max_shift2;	/* bits of a non-negative double */
+	unsigned long long work;	/* distances computed by pruned labeling */
 } IterationStatus;
 
 typedef struct CudaSession
@@ -55,9 +96,36 @@ typedef struct CudaSession
 	double	   *work;			/* n: k-means++ distances, or distances */
 	unsigned long long *sums;	/* k * d, then k counts */
 	unsigned long long *race;	/* k */
-	double	   *partials;		/* SCORE_PARTIALS */
+	gc_u128    *partials;		/* SCORE_PARTIALS exact inertia partials */
 	IterationStatus *status;	/* device */
 	IterationStatus *status_host;	/* page-locked */
+
+	LabelKernel kernel;
+	int			ld;				/* tensor kernels: padded row width */
+	float	   *xpad;			/* tensor kernels: padded x32 */
+	float	   *cpad;			/* tensor kernels: padded c32 */
+	float	   *xnorm;			/* 3xTF32: row norms, for the error bound */
+	int32_t    *doubtful;		/* 3xTF32: points sent to the exact check */
+	unsigned int *doubtful_count;
+	TensorRefinement refine;
+
+	/* pruned labeling */
+	float	   *icd;			/* k * k */
+	float	   *icd_ranked;		/* k * k, each row in rank order */
+	int32_t    *rid;			/* k * k */
+	int32_t    *work_per_point; /* n */
+	int32_t    *order;			/* n: original index of each position */
+	int32_t    *order_step;		/* n */
+	int32_t    *sort_keys;		/* n */
+	int32_t    *sort_values;	/* n */
+	void	   *sort_scratch;
+	size_t		sort_scratch_bytes;
+	double	   *x64_alt;		/* re-ordering targets */
+	float	   *x32_alt;
+	int32_t    *labels_alt;
+	bool		reordered;		/* rows are in work order, not input order */
+
+	cudaEvent_t phase[3];		/* labeling starts, ends, update ends */
 } CudaSession;
 
 static void cuda_close(void *session);
@@ -105,6 +173,8 @@ upload(CudaSession *s, GcError *err)
 	ALLOC_OR_RETURN(s->status, 1);
 	GC_CUDA_TRY(cudaHostAlloc((void **) &s->status_host, sizeof(IterationStatus),
 							  cudaHostAllocDefault), err);
+	for (int e = 0; e < 3; e++)
+		GC_CUDA_TRY(cudaEventCreate(&s->phase[e]), err);
 
 	for (int c = 0; c < rows->nchunks; c++)
 	{
@@ -123,8 +193,60 @@ upload(CudaSession *s, GcError *err)
 								cudaMemcpyHostToDevice, s->stream), err);
 	if (launch_centre_rows(s->x64, s->offset, n, d, s->x32, s->stream, err) != GC_OK)
 		return err->status;
+	if (s->kernel == KERNEL_TENSOR_3XTF32 || s->kernel == KERNEL_TENSOR_TF32)
+	{
+		int64_t		npad = (n + GC_TENSOR_ROW_ALIGN - 1) / GC_TENSOR_ROW_ALIGN * GC_TENSOR_ROW_ALIGN;
+		int			kpad = (k + GC_TENSOR_ROW_ALIGN - 1) / GC_TENSOR_ROW_ALIGN * GC_TENSOR_ROW_ALIGN;
+
+		s->ld = (d + GC_TENSOR_LD_ALIGN - 1) / GC_TENSOR_LD_ALIGN * GC_TENSOR_LD_ALIGN;
+		ALLOC_OR_RETURN(s->xpad, (size_t) npad * s->ld);
+		ALLOC_OR_RETURN(s->cpad, (size_t) kpad * s->ld);
+		GC_CUDA_TRY(cudaMemsetAsync(s->xpad, 0, sizeof(float) * npad * s->ld, s->stream), err);
+		GC_CUDA_TRY(cudaMemsetAsync(s->cpad, 0, sizeof(float) * kpad * s->ld, s->stream), err);
+		if (launch_pad_rows(s->x32, n, d, s->ld, s->xpad, s->stream, err) != GC_OK)
+			return err->status;
+	}
+	if (s->kernel == KERNEL_TENSOR_3XTF32)
+	{
+		unsigned int radius_bits = 0;
+
+		ALLOC_OR_RETURN(s->xnorm, (size_t) n);
+		ALLOC_OR_RETURN(s->doubtful, (size_t) 2 * n);
+		ALLOC_OR_RETURN(s->doubtful_count, 1);
+		GC_CUDA_TRY(cudaMemsetAsync(s->doubtful_count, 0, sizeof(unsigned int), s->stream), err);
+		if (launch_row_norms(s->x32, n, d, s->xnorm, s->doubtful_count, s->stream, err) != GC_OK)
+			return err->status;
+		GC_CUDA_TRY(cudaMemcpyAsync(&radius_bits, s->doubtful_count, sizeof(unsigned int),
+									cudaMemcpyDeviceToHost, s->stream), err);
+		GC_CUDA_TRY(cudaStreamSynchronize(s->stream), err);
+		s->refine.xnorm = s->xnorm;
+		memcpy(&s->refine.radius, &radius_bits, sizeof(float));
+		/* 3xTF32 products err by a few float32 roundings per term */
+		s->refine.eps = (float) (ldexp(1.0, -21) * sqrt((double) d) + ldexp(1.0, -20));
+		s->refine.doubtful = s->doubtful;
+		s->refine.doubtful_count = s->doubtful_count;
+		s->refine.x64 = s->x64;
+		s->refine.c64 = s->c64;
+		s->refine.d = d;
+	}
 	GC_CUDA_TRY(cudaStreamSynchronize(s->stream), err);
 	return GC_OK;
+}
+
+/*
+ * The Lloyd labeling kernel for this precision and shape
+ */
+static LabelKernel
+choose_kernel(const GcKmeansParams *params, int d, int k)
+{
+	if (params->precision == GC_PRECISION_FLOAT64)
+		return KERNEL_FLOAT64;
+	if (params->precision == GC_PRECISION_TF32)
+		return KERNEL_TENSOR_TF32;
+	if (d <= GC_REGISTER_MAX_DIM && (d < TENSOR_MIN_D || k < TENSOR_MIN_K_SMALL_D))
+		return KERNEL_REGISTER;
+	return k >= TENSOR_MIN_K ? KERNEL_TENSOR_3XTF32 :
+		d <= GC_REGISTER_MAX_DIM ? KERNEL_REGISTER : KERNEL_TILED;
 }
 
 static GcStatus
@@ -142,6 +264,7 @@ cuda_open(const GcRows *rows, const GcFrame *frame, const GcKmeansParams *params
 	s->n = rows->n;
 	s->d = rows->d;
 	s->k = params->k;
+	s->kernel = choose_kernel(params, s->d, s->k);
 	status = upload(s, err);
 	if (status != GC_OK)
 	{
@@ -173,8 +296,28 @@ cuda_close(void *session)
 	cudaFree(s->race);
 	cudaFree(s->partials);
 	cudaFree(s->status);
+	cudaFree(s->xpad);
+	cudaFree(s->xnorm);
+	cudaFree(s->doubtful);
+	cudaFree(s->doubtful_count);
+	cudaFree(s->cpad);
+	cudaFree(s->icd);
+	cudaFree(s->icd_ranked);
+	cudaFree(s->rid);
+	cudaFree(s->work_per_point);
+	cudaFree(s->order);
+	cudaFree(s->order_step);
+	cudaFree(s->sort_keys);
+	cudaFree(s->sort_values);
+	cudaFree(s->sort_scratch);
+	cudaFree(s->x64_alt);
+	cudaFree(s->x32_alt);
+	cudaFree(s->labels_alt);
 	if (s->status_host)
 		cudaFreeHost(s->status_host);
+	for (int e = 0; e < 3; e++)
+		if (s->phase[e])
+			cudaEventDestroy(s->phase[e]);
 	if (s->stream)
 		cudaStreamDestroy(s->stream);
 	(void) cudaGetLastError();
@@ -230,6 +373,40 @@ cuda_seed_kmeanspp(void *session, const GcKmeansParams *params, uint64_t seed,
 	return GC_OK;
 }
 
+/* The tensor kernels read the centroids from their padded copy */
+static GcStatus
+refresh_padded_centroids(CudaSession *s, GcError *err)
+{
+	if (s->cpad == NULL)
+		return GC_OK;
+	return launch_pad_rows(s->c32, s->k, s->d, s->ld, s->cpad, s->stream, err);
+}
+
+/*
+ * Lloyd's labeling with the session's kernel
+ */
+static GcStatus
+label_points(CudaSession *s, unsigned long long *changed, GcError *err)
+{
+	switch (s->kernel)
+	{
+		case KERNEL_FLOAT64:
+			return launch_assign_points_f64(s->x64, s->c64, s->n, s->d, s->k,
+											s->labels, changed, s->stream, err);
+		case KERNEL_TENSOR_3XTF32:
+		case KERNEL_TENSOR_TF32:
+			s->refine.x64 = s->x64; /* re-ordering swaps the buffers */
+			return launch_assign_points_tensor(s->xpad, s->cpad, s->cnorm,
+											   s->kernel == KERNEL_TENSOR_3XTF32 ? &s->refine : NULL,
+											   s->n, s->ld, s->k,
+											   s->kernel == KERNEL_TENSOR_3XTF32,
+											   s->labels, changed, s->stream, err);
+		default:
+			return launch_assign_points(s->x32, s->c32, s->n, s->d, s->k,
+										s->labels, changed, s->stream, err);
+	}
+}
+
 /*
  * Upload centroids given in the caller's coordinates, with their float
  * copies and norms (an update with all counts zero keeps them as given)
@@ -243,47 +420,179 @@ load_centroids(CudaSession *s, const double *centroids, GcError *err)
 								cudaMemcpyHostToDevice, s->stream), err);
 	GC_CUDA_TRY(cudaMemsetAsync(s->sums, 0, sizeof(unsigned long long) * (kd + s->k),
 								s->stream), err);
-	return launch_update_centroids(s->sums, s->sums + kd, s->offset, s->scale, s->d,
-								   s->k, s->c64, s->c32, s->cnorm, NULL,
-								   s->stream, err);
+	if (launch_update_centroids(s->sums, s->sums + kd, s->offset, s->scale, s->d,
+								s->k, s->c64, s->c32, s->cnorm, NULL,
+								s->stream, err) != GC_OK)
+		return err->status;
+	return refresh_padded_centroids(s, err);
 }
 
 /*
  * One Lloyd iteration: label, accumulate, update, and fetch the status
  */
 static GcStatus
-iterate(CudaSession *s, IterationStatus *status, GcError *err)
+iterate(CudaSession *s, bool pruned, IterationStatus *status,
+		GcLloydOutcome *outcome, GcError *err)
 {
 	size_t		kd = (size_t) s->k * s->d;
+	GcStatus	labelled;
+	float		label_ms,
+				update_ms;
 
 	GC_CUDA_TRY(cudaMemsetAsync(s->status, 0, sizeof(IterationStatus), s->stream), err);
 	GC_CUDA_TRY(cudaMemsetAsync(s->sums, 0, sizeof(unsigned long long) * (kd + s->k),
 								s->stream), err);
-	if (launch_assign_points(s->x32, s->c32, s->cnorm, s->n, s->d, s->k, s->labels,
-							 &s->status->changed, s->stream, err) != GC_OK ||
+	GC_CUDA_TRY(cudaEventRecord(s->phase[0], s->stream), err);
+	if (pruned)
+		labelled = launch_rank_centroids(s->c32, s->k, s->d, s->icd, s->rid, s->icd_ranked,
+										 s->stream, err) != GC_OK ?
+			err->status :
+			launch_assign_points_pruned(s->x32, s->c32, s->icd_ranked, s->rid, s->n, s->d,
+										s->k, s->labels, s->work_per_point,
+										&s->status->changed, &s->status->work,
+										s->stream, err);
+	else
+		labelled = label_points(s, &s->status->changed, err);
+	if (labelled == GC_OK)
+		GC_CUDA_TRY(cudaEventRecord(s->phase[1], s->stream), err);
+	if (labelled != GC_OK ||
 		launch_accumulate_clusters(s->x64, s->labels, s->offset, s->scale, s->n,
 								   s->d, s->k, s->sums, s->sums + kd, s->stream,
 								   err) != GC_OK ||
 		launch_update_centroids(s->sums, s->sums + kd, s->offset, s->scale, s->d,
 								s->k, s->c64, s->c32, s->cnorm,
-								&s->status->max_shift2, s->stream, err) != GC_OK)
+								&s->status->max_shift2, s->stream, err) != GC_OK ||
+		refresh_padded_centroids(s, err) != GC_OK)
 		return err->status;
+	GC_CUDA_TRY(cudaEventRecord(s->phase[2], s->stream), err);
 	GC_CUDA_TRY(cudaMemcpyAsync(s->status_host, s->status, sizeof(IterationStatus),
 								cudaMemcpyDeviceToHost, s->stream), err);
 	GC_CUDA_TRY(cudaStreamSynchronize(s->stream), err);
 	*status = *s->status_host;
+	GC_CUDA_TRY(cudaEventElapsedTime(&label_ms, s->phase[0], s->phase[1]), err);
+	GC_CUDA_TRY(cudaEventElapsedTime(&update_ms, s->phase[1], s->phase[2]), err);
+	outcome->labeling_ms += label_ms;
+	outcome->update_ms += update_ms;
 	return GC_OK;
 }
 
+/*
+ * Buffers of pruned labeling, allocated on first use
+ */
 static GcStatus
-cuda_lloyd(void *session, const GcKmeansParams *params, double *centroids,
-		   GcLloydOutcome *outcome, GcError *err)
+prepare_pruning(CudaSession *s, GcError *err)
 {
-	CudaSession *s = (CudaSession *) session;
-	GcStatus	status;
+	if (s->icd != NULL)
+		return GC_OK;
+	ALLOC_OR_RETURN(s->icd, (size_t) s->k * s->k);
+	ALLOC_OR_RETURN(s->icd_ranked, (size_t) s->k * s->k);
+	ALLOC_OR_RETURN(s->rid, (size_t) s->k * s->k);
+	ALLOC_OR_RETURN(s->work_per_point, (size_t) s->n);
+	return GC_OK;
+}
 
-	outcome->iterations = 0;
-	outcome->converged = false;
+/*
+ * The second epoch of Wu & Hong: move the points (data, float copy and
+ * labels) into decreasing order of work, so that the threads of a warp
+ * have similar work and read consecutive rows; order keeps, for every
+ * position, the point's index in the input
+ */
+static GcStatus
+reorder_by_work(CudaSession *s, GcError *err)
+{
+	int64_t		n = s->n;
+	int			d = s->d;
+	double	   *x64;
+	float	   *x32;
+	int32_t    *labels;
+
+	if (s->order == NULL)
+	{
+		ALLOC_OR_RETURN(s->order, (size_t) n);
+		ALLOC_OR_RETURN(s->order_step, (size_t) n);
+		ALLOC_OR_RETURN(s->sort_keys, (size_t) n);
+		ALLOC_OR_RETURN(s->sort_values, (size_t) n);
+		ALLOC_OR_RETURN(s->x64_alt, (size_t) n * d);
+		ALLOC_OR_RETURN(s->x32_alt, (size_t) n * d);
+		ALLOC_OR_RETURN(s->labels_alt, (size_t) n);
+	}
+	if (launch_order_by_work(s->work_per_point, n, s->order_step, s->sort_keys,
+							 s->sort_values, &s->sort_scratch, &s->sort_scratch_bytes,
+							 s->stream, err) != GC_OK ||
+		launch_gather_rows<double>(s->x64, s->order_step, n, d, false, s->x64_alt, s->stream, err) != GC_OK ||
+		launch_gather_rows<float>(s->x32, s->order_step, n, d, false, s->x32_alt, s->stream, err) != GC_OK ||
+		launch_gather_rows<int32_t>(s->labels, s->order_step, n, 1, false, s->labels_alt, s->stream, err) != GC_OK)
+		return err->status;
+	/* order of the new layout = order of the old one, gathered the same way */
+	if (s->reordered)
+	{
+		if (launch_gather_rows<int32_t>(s->order, s->order_step, n, 1, false, s->sort_keys,
+										s->stream, err) != GC_OK)
+			return err->status;
+		GC_CUDA_TRY(cudaMemcpyAsync(s->order, s->sort_keys, sizeof(int32_t) * n,
+									cudaMemcpyDeviceToDevice, s->stream), err);
+	}
+	else
+		GC_CUDA_TRY(cudaMemcpyAsync(s->order, s->order_step, sizeof(int32_t) * n,
+									cudaMemcpyDeviceToDevice, s->stream), err);
+	x64 = s->x64, s->x64 = s->x64_alt, s->x64_alt = x64;
+	x32 = s->x32, s->x32 = s->x32_alt, s->x32_alt = x32;
+	labels = s->labels, s->labels = s->labels_alt, s->labels_alt = labels;
+	s->reordered = true;
+	return GC_OK;
+}
+
+/*
+ * Put the points back in input order, so that scoring, labels and later
+ * restarts see the caller's row order
+ */
+static GcStatus
+restore_order(CudaSession *s, GcError *err)
+{
+	double	   *x64;
+	float	   *x32;
+	int32_t    *labels;
+
+	if (!s->reordered)
+		return GC_OK;
+	if (launch_gather_rows<double>(s->x64, s->order, s->n, s->d, true, s->x64_alt, s->stream, err) != GC_OK ||
+		launch_gather_rows<float>(s->x32, s->order, s->n, s->d, true, s->x32_alt, s->stream, err) != GC_OK ||
+		launch_gather_rows<int32_t>(s->labels, s->order, s->n, 1, true, s->labels_alt, s->stream, err) != GC_OK)
+		return err->status;
+	x64 = s->x64, s->x64 = s->x64_alt, s->x64_alt = x64;
+	x32 = s->x32, s->x32 = s->x32_alt, s->x32_alt = x32;
+	labels = s->labels, s->labels = s->labels_alt, s->labels_alt = labels;
+	s->reordered = false;
+	return GC_OK;
+}
+
+/*
+ * Whether pruning is worth trying at all (see the cost model above)
+ */
+static bool
+pruning_may_pay(const CudaSession *s, const GcKmeansParams *params)
+{
+	if (params->algorithm == GC_ALGORITHM_LLOYD || s->k < 2 || s->k > GC_PRUNED_MAX_K)
+		return false;
+	if (params->algorithm == GC_ALGORITHM_PRUNED)
+		return true;
+	return s->kernel == KERNEL_REGISTER && s->k >= PRUNE_MIN_K &&
+		s->k * log2((double) s->k) <= PRUNE_START_RATIO * (double) s->n * s->d;
+}
+
+static GcStatus
+run_lloyd(CudaSession *s, const GcKmeansParams *params, double *centroids,
+		  GcLloydOutcome *outcome, GcError *err)
+{
+	GcStatus	status;
+	bool		use_pruned = pruning_may_pay(s, params);
+	bool		settled = false;
+	double		last_mean_work = 0.0;
+
+	memset(outcome, 0, sizeof(*outcome));
+	outcome->kernel = kernel_names[s->kernel];
+	if (use_pruned && (status = prepare_pruning(s, err)) != GC_OK)
+		return status;
 	GC_CUDA_TRY(cudaMemsetAsync(s->labels, 0xff, sizeof(int32_t) * s->n, s->stream), err);
 	if ((status = load_centroids(s, centroids, err)) != GC_OK)
 		return status;
@@ -292,11 +601,15 @@ cuda_lloyd(void *session, const GcKmeansParams *params, double *centroids,
 	{
 		IterationStatus st;
 		double		max_shift2;
+		bool		prune_now = use_pruned && it > 1;
 
-		if ((status = iterate(s, &st, err)) != GC_OK)
+		if ((status = iterate(s, prune_now, &st, outcome, err)) != GC_OK)
 			return status;
 		memcpy(&max_shift2, &st.max_shift2, sizeof(double));
 		outcome->iterations = it;
+		outcome->distances += prune_now ? (double) st.work : (double) s->n * s->k;
+		outcome->distances_lloyd += (double) s->n * s->k;
+		outcome->pruned |= prune_now;
 		if (st.changed == 0 || sqrt(max_shift2) <= params->tol * s->frame->diagonal)
 		{
 			outcome->converged = true;
@@ -304,7 +617,33 @@ cuda_lloyd(void *session, const GcKmeansParams *params, double *centroids,
 		}
 		if (interrupted(s))
 			return gc_fail(err, GC_INTERRUPTED, "interrupted in iteration %d", it);
+
+		if (prune_now)
+		{
+			double		mean_work = (double) st.work / (double) s->n;
+
+			/* the hybrid: back to Lloyd's as soon as pruning does not pay */
+			if (params->algorithm == GC_ALGORITHM_AUTO &&
+				mean_work > PRUNE_MAX_WORK_RATIO * s->k)
+			{
+				use_pruned = false;
+				/* Lloyd's kernels other than the register one read a padded copy */
+				if ((status = restore_order(s, err)) != GC_OK)
+					return status;
+			}
+			/* end of the first epoch: re-order once the work has settled */
+			else if (!settled && last_mean_work > 0 &&
+					 fabs(mean_work - last_mean_work) <= PRUNE_SETTLED * last_mean_work)
+			{
+				settled = true;
+				if ((status = reorder_by_work(s, err)) != GC_OK)
+					return status;
+			}
+			last_mean_work = mean_work;
+		}
 	}
+	if ((status = restore_order(s, err)) != GC_OK)
+		return status;
 	GC_CUDA_TRY(cudaMemcpyAsync(centroids, s->c64, sizeof(double) * s->k * s->d,
 								cudaMemcpyDeviceToHost, s->stream), err);
 	GC_CUDA_TRY(cudaStreamSynchronize(s->stream), err);
@@ -312,22 +651,39 @@ cuda_lloyd(void *session, const GcKmeansParams *params, double *centroids,
 }
 
 static GcStatus
+cuda_lloyd(void *session, const GcKmeansParams *params, double *centroids,
+		   GcLloydOutcome *outcome, GcError *err)
+{
+	CudaSession *s = (CudaSession *) session;
+	GcStatus	status = run_lloyd(s, params, centroids, outcome, err);
+
+	/* an interrupted or failed run may leave the rows re-ordered */
+	if (status != GC_OK && s->reordered)
+	{
+		GcError		ignored = {GC_OK, ""};
+
+		(void) restore_order(s, &ignored);
+	}
+	return status;
+}
+
+static GcStatus
 cuda_score(void *session, const double *centroids, int32_t *labels,
 		   double *distances, int64_t *sizes, double *inertia, GcError *err)
 {
 	CudaSession *s = (CudaSession *) session;
-	double		partials[SCORE_PARTIALS];
+	gc_u128		partials[SCORE_PARTIALS];
+	gc_u128		total = 0;
 	unsigned long long *device_sizes = s->sums;	/* free between iterations */
 	GcStatus	status;
 
 	if ((status = load_centroids(s, centroids, err)) != GC_OK)
 		return status;
-	if (launch_assign_points(s->x32, s->c32, s->cnorm, s->n, s->d, s->k, s->labels,
-							 NULL, s->stream, err) != GC_OK)
+	if (label_points(s, NULL, err) != GC_OK)
 		return err->status;
 	GC_CUDA_TRY(cudaMemsetAsync(device_sizes, 0, sizeof(unsigned long long) * s->k,
 								s->stream), err);
-	if (launch_score_points(s->x64, s->c64, s->labels, s->n, s->d,
+	if (launch_score_points(s->x64, s->c64, s->labels, s->n, s->d, s->frame->inertia_exp,
 							distances ? s->work : NULL, s->partials, SCORE_PARTIALS,
 							device_sizes, s->stream, err) != GC_OK)
 		return err->status;
@@ -343,9 +699,9 @@ cuda_score(void *session, const double *centroids, int32_t *labels,
 									cudaMemcpyDeviceToHost, s->stream), err);
 	GC_CUDA_TRY(cudaStreamSynchronize(s->stream), err);
 
-	*inertia = 0.0;
 	for (int b = 0; b < SCORE_PARTIALS; b++)
-		*inertia += partials[b];
+		total += partials[b];
+	*inertia = gc_inertia_value(total, s->frame);
 	return GC_OK;
 }
 

@@ -27,9 +27,70 @@
  * ties; counts the labels that changed into *changed when not NULL
  */
 GcStatus	launch_assign_points(const float *x32, const float *c32,
-								 const float *cnorm, int64_t n, int d, int k,
+								 int64_t n, int d, int k,
 								 int32_t *labels, unsigned long long *changed,
 								 cudaStream_t stream, GcError *err);
+
+/* labels in double precision (precision float64) */
+GcStatus	launch_assign_points_f64(const double *x64, const double *c64,
+									 int64_t n, int d, int k, int32_t *labels,
+									 unsigned long long *changed,
+									 cudaStream_t stream, GcError *err);
+
+/* labeling_tensor.cu: rows padded to ld (a multiple of 32) and 128 */
+#define GC_TENSOR_LD_ALIGN 32
+#define GC_TENSOR_ROW_ALIGN 128
+/*
+ * What the tensor kernel needs to send doubtful points to the exact check:
+ * row norms, their maximum, the relative error of the product, a list of
+ * (row, previous label) pairs and its length, and the double data
+ */
+typedef struct TensorRefinement
+{
+	const float *xnorm;
+	float		radius;
+	float		eps;
+	int32_t    *doubtful;		/* 2 * n */
+	unsigned int *doubtful_count;
+	const double *x64;
+	const double *c64;
+	int			d;
+} TensorRefinement;
+
+GcStatus	launch_assign_points_tensor(const float *xp, const float *cp,
+										const float *cnorm,
+										const TensorRefinement *refine,
+										int64_t n, int ld, int k, bool split,
+										int32_t *labels,
+										unsigned long long *changed,
+										cudaStream_t stream, GcError *err);
+GcStatus	launch_row_norms(const float *x32, int64_t n, int d, float *xnorm,
+							 unsigned int *max_bits, cudaStream_t stream,
+							 GcError *err);
+GcStatus	launch_pad_rows(const float *src, int64_t rows, int d, int ld,
+							float *dst, cudaStream_t stream, GcError *err);
+
+/* labeling_pruned.cu: Wu & Hong's triangle-inequality labeling */
+#define GC_PRUNED_MAX_K 4096
+GcStatus	launch_rank_centroids(const float *c32, int k, int d, float *icd,
+								  int32_t *rid, float *icd_ranked,
+								  cudaStream_t stream, GcError *err);
+GcStatus	launch_assign_points_pruned(const float *x32, const float *c32,
+										const float *icd_ranked,
+										const int32_t *rid,
+										int64_t n, int d, int k,
+										int32_t *labels, int32_t *work,
+										unsigned long long *changed,
+										unsigned long long *work_total,
+										cudaStream_t stream, GcError *err);
+GcStatus	launch_order_by_work(const int32_t *work, int64_t n, int32_t *order,
+								 int32_t *keys_tmp, int32_t *iota_tmp,
+								 void **scratch, size_t *scratch_bytes,
+								 cudaStream_t stream, GcError *err);
+template <typename T>
+GcStatus	launch_gather_rows(const T *src, const int32_t *order, int64_t n,
+							   int width, bool inverse, T *dst,
+							   cudaStream_t stream, GcError *err);
 
 /* update.cu */
 GcStatus	launch_centre_rows(const double *x64, const double *offset,
@@ -50,8 +111,9 @@ GcStatus	launch_update_centroids(const unsigned long long *sums,
 									cudaStream_t stream, GcError *err);
 GcStatus	launch_score_points(const double *x64, const double *c64,
 								const int32_t *labels, int64_t n, int d,
-								double *distances, double *partials,
-								int npartials, unsigned long long *sizes,
+								int inertia_exp, double *distances,
+								unsigned __int128 *partials, int npartials,
+								unsigned long long *sizes,
 								cudaStream_t stream, GcError *err);
 
 /* seeding.cu: step t of the k-means++ race, into race[t] */

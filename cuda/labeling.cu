@@ -7,13 +7,17 @@
  *	  - d <= 32: one thread per point, the point held in registers (padded
  *		to a power of two), centroids streamed through shared memory in
  *		tiles and read as broadcasts; distances as sum (x - c)^2.
- *	  - d > 32: the distance as a matrix product, ||c||^2 - 2 x.c, tiled in
+ *	  - d > 32: the distance in the shape of a matrix product, tiled in
  *		shared memory (64 points x 64 centroids x 16 dimensions per step,
- *		4 x 4 results per thread), with the arg-min fused into the tile
- *		loop so the n x k distance matrix is never written.
+ *		4 x 4 results per thread), accumulating (x - c)^2 rather than x.c so
+ *		that no cancellation can flip a label, with the arg-min fused into
+ *		the tile loop so the n x k distance matrix is never written.  Large
+ *		k goes to the tensor-core kernel (labeling_tensor.cu).
  *
  *	  Both compute in float32 on data centred on the bounding box, and keep
- *	  the lowest centroid index on ties, as the CPU reference does.
+ *	  the lowest centroid index on ties, as the CPU reference does.  The
+ *	  register kernel also serves precision float64 (on the raw doubles),
+ *	  with a direct double kernel above 32 dimensions.
  *
  * IDENTIFICATION
  *	  cuda/labeling.cu
@@ -21,6 +25,7 @@
  *-------------------------------------------------------------------------
  */
 #include <float.h>
+#include <math.h>
 
 #include "kmeans_kernels.cuh"
 #include "cuda_check.cuh"
@@ -43,24 +48,24 @@ count_changed(bool changed_here, unsigned long long *changed)
 		atomicAdd(changed, (unsigned long long) __popc(mask));
 }
 
-template <int DP>
+template <typename T, int DP>
 __global__ void
 __launch_bounds__(REGISTER_THREADS)
-assign_points_register_kernel(const float *__restrict__ x32,
-							  const float *__restrict__ c32, int64_t n, int d,
+assign_points_register_kernel(const T *__restrict__ x,
+							  const T *__restrict__ centroids, int64_t n, int d,
 							  int k, int32_t *__restrict__ labels,
 							  unsigned long long *changed)
 {
-	constexpr int tile_k = REGISTER_TILE_FLOATS / DP;
-	__shared__ __align__(16) float tile[REGISTER_TILE_FLOATS];
+	constexpr int tile_k = REGISTER_TILE_FLOATS * sizeof(float) / sizeof(T) / DP;
+	__shared__ __align__(16) T tile[tile_k * DP];
 	int64_t		i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
-	float		p[DP];
-	float		best = FLT_MAX;
+	T			p[DP];
+	T			best = sizeof(T) == sizeof(float) ? (T) FLT_MAX : (T) DBL_MAX;
 	int			best_c = 0;
 
 #pragma unroll
 	for (int j = 0; j < DP; j++)
-		p[j] = (i < n && j < d) ? x32[i * d + j] : 0.0f;
+		p[j] = (i < n && j < d) ? x[i * d + j] : (T) 0;
 
 	for (int c0 = 0; c0 < k; c0 += tile_k)
 	{
@@ -72,19 +77,19 @@ assign_points_register_kernel(const float *__restrict__ x32,
 			int			c = t / DP,
 						j = t % DP;
 
-			tile[t] = j < d ? c32[(int64_t) (c0 + c) * d + j] : 0.0f;
+			tile[t] = j < d ? centroids[(int64_t) (c0 + c) * d + j] : (T) 0;
 		}
 		__syncthreads();
 		for (int c = 0; c < tk; c++)
 		{
-			float		s = 0.0f;
+			T			s = 0;
 
 #pragma unroll
 			for (int j = 0; j < DP; j++)
 			{
-				float		t = p[j] - tile[c * DP + j];
+				T			t = p[j] - tile[c * DP + j];
 
-				s = fmaf(t, t, s);
+				s = fma(t, t, s);
 			}
 			if (s < best)
 			{
@@ -102,7 +107,7 @@ __global__ void
 __launch_bounds__(TILED_THREADS)
 assign_points_tiled_kernel(const float *__restrict__ x32,
 						   const float *__restrict__ c32,
-						   const float *__restrict__ cnorm, int64_t n, int d,
+						   int64_t n, int d,
 						   int k, int32_t *__restrict__ labels,
 						   unsigned long long *changed)
 {
@@ -151,7 +156,11 @@ assign_points_tiled_kernel(const float *__restrict__ x32,
 				for (int u = 0; u < 4; u++)
 #pragma unroll
 					for (int v = 0; v < 4; v++)
-						acc[u][v] = fmaf(av[u], bv[v], acc[u][v]);
+					{
+						float		t = av[u] - bv[v];
+
+						acc[u][v] = fmaf(t, t, acc[u][v]);
+					}
 			}
 			__syncthreads();
 		}
@@ -162,12 +171,10 @@ assign_points_tiled_kernel(const float *__restrict__ x32,
 
 			if (c < k)
 			{
-				float		norm = cnorm[c];
-
 #pragma unroll
 				for (int u = 0; u < 4; u++)
 				{
-					float		s = fmaf(-2.0f, acc[u][v], norm);
+					float		s = acc[u][v];
 
 					if (s < best[u])
 					{
@@ -208,41 +215,103 @@ assign_points_tiled_kernel(const float *__restrict__ x32,
 	}
 }
 
-template <int DP>
+/* Double precision for d > 32: the point read from global memory (L1) */
+__global__ void
+__launch_bounds__(REGISTER_THREADS)
+assign_points_direct64_kernel(const double *__restrict__ x64,
+							  const double *__restrict__ c64, int64_t n, int d,
+							  int k, int32_t *__restrict__ labels,
+							  unsigned long long *changed)
+{
+	int64_t		i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
+	double		best = DBL_MAX;
+	int			best_c = 0;
+
+	if (i < n)
+	{
+		const double *x = x64 + i * d;
+
+		for (int c = 0; c < k; c++)
+		{
+			const double *centroid = c64 + (int64_t) c * d;
+			double		s = 0.0;
+
+			for (int j = 0; j < d; j++)
+			{
+				double		t = x[j] - centroid[j];
+
+				s = fma(t, t, s);
+			}
+			if (s < best)
+			{
+				best = s;
+				best_c = c;
+			}
+		}
+	}
+	count_changed(i < n && labels[i] != best_c, changed);
+	if (i < n)
+		labels[i] = best_c;
+}
+
+template <typename T, int DP>
 static void
-launch_register(const float *x32, const float *c32, int64_t n, int d, int k,
+launch_register(const T *x, const T *centroids, int64_t n, int d, int k,
 				int32_t *labels, unsigned long long *changed, cudaStream_t stream)
 {
 	unsigned	blocks = (unsigned) ((n + REGISTER_THREADS - 1) / REGISTER_THREADS);
 
-	assign_points_register_kernel<DP><<<blocks, REGISTER_THREADS, 0, stream>>>(
-		x32, c32, n, d, k, labels, changed);
+	assign_points_register_kernel<T, DP><<<blocks, REGISTER_THREADS, 0, stream>>>(
+		x, centroids, n, d, k, labels, changed);
+}
+
+/* Template dispatch on the padded dimension; false when d > 32 */
+template <typename T>
+static bool
+launch_register_for(const T *x, const T *centroids, int64_t n, int d, int k,
+					int32_t *labels, unsigned long long *changed, cudaStream_t stream)
+{
+	if (d <= 1)
+		launch_register<T, 1>(x, centroids, n, d, k, labels, changed, stream);
+	else if (d <= 2)
+		launch_register<T, 2>(x, centroids, n, d, k, labels, changed, stream);
+	else if (d <= 4)
+		launch_register<T, 4>(x, centroids, n, d, k, labels, changed, stream);
+	else if (d <= 8)
+		launch_register<T, 8>(x, centroids, n, d, k, labels, changed, stream);
+	else if (d <= 16)
+		launch_register<T, 16>(x, centroids, n, d, k, labels, changed, stream);
+	else if (d <= GC_REGISTER_MAX_DIM)
+		launch_register<T, 32>(x, centroids, n, d, k, labels, changed, stream);
+	else
+		return false;
+	return true;
 }
 
 GcStatus
-launch_assign_points(const float *x32, const float *c32, const float *cnorm,
+launch_assign_points_f64(const double *x64, const double *c64, int64_t n, int d,
+						 int k, int32_t *labels, unsigned long long *changed,
+						 cudaStream_t stream, GcError *err)
+{
+	if (!launch_register_for<double>(x64, c64, n, d, k, labels, changed, stream))
+		assign_points_direct64_kernel<<<(unsigned) ((n + REGISTER_THREADS - 1) / REGISTER_THREADS),
+			REGISTER_THREADS, 0, stream>>>(x64, c64, n, d, k, labels, changed);
+	GC_CUDA_LAUNCHED("assign_points_f64", err);
+	return GC_OK;
+}
+
+GcStatus
+launch_assign_points(const float *x32, const float *c32,
 					 int64_t n, int d, int k, int32_t *labels,
 					 unsigned long long *changed, cudaStream_t stream,
 					 GcError *err)
 {
-	if (d <= 1)
-		launch_register<1>(x32, c32, n, d, k, labels, changed, stream);
-	else if (d <= 2)
-		launch_register<2>(x32, c32, n, d, k, labels, changed, stream);
-	else if (d <= 4)
-		launch_register<4>(x32, c32, n, d, k, labels, changed, stream);
-	else if (d <= 8)
-		launch_register<8>(x32, c32, n, d, k, labels, changed, stream);
-	else if (d <= 16)
-		launch_register<16>(x32, c32, n, d, k, labels, changed, stream);
-	else if (d <= GC_REGISTER_MAX_DIM)
-		launch_register<32>(x32, c32, n, d, k, labels, changed, stream);
-	else
+	if (!launch_register_for<float>(x32, c32, n, d, k, labels, changed, stream))
 	{
 		unsigned	blocks = (unsigned) ((n + TILE_POINTS - 1) / TILE_POINTS);
 
 		assign_points_tiled_kernel<<<blocks, TILED_THREADS, 0, stream>>>(
-			x32, c32, cnorm, n, d, k, labels, changed);
+			x32, c32, n, d, k, labels, changed);
 	}
 	GC_CUDA_LAUNCHED("assign_points", err);
 	return GC_OK;

@@ -227,14 +227,20 @@ launch_update_centroids(const unsigned long long *sums,
 	return GC_OK;
 }
 
-/* A fixed grid, so that the partials are summed in a fixed order */
+/*
+ * Squared distances to the assigned centroids, summed exactly as 128-bit
+ * integers (gc_quantize_wide): per block, then over the blocks' partials
+ */
 __global__ void
 score_points_kernel(const double *__restrict__ x64, const double *__restrict__ c64,
 					const int32_t *__restrict__ labels, int64_t n, int d,
-					double *__restrict__ distances, double *__restrict__ partials,
-					unsigned long long *sizes)
+					int inertia_exp, double *__restrict__ distances,
+					gc_u128 *__restrict__ partials, unsigned long long *sizes)
 {
-	double		total = 0.0;
+	__shared__ gc_u128 warp_sums[32];
+	gc_u128		total = 0;
+	int			lane = threadIdx.x & 31,
+				warp = threadIdx.x >> 5;
 
 	for (int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; i < n;
 		 i += (int64_t) gridDim.x * blockDim.x)
@@ -242,24 +248,37 @@ score_points_kernel(const double *__restrict__ x64, const double *__restrict__ c
 		int			l = labels[i];
 		double		d2 = gc_sqdist_exact(x64 + i * d, c64 + (int64_t) l * d, d);
 
-		total += d2;
+		total += gc_quantize_wide(d2, inertia_exp);
 		atomicAdd(&sizes[l], 1ULL);
 		if (distances != NULL)
 			distances[i] = sqrt(d2);
 	}
-	total = block_sum(total);
+	for (int off = 16; off > 0; off >>= 1)
+	{
+		unsigned long long lo = __shfl_down_sync(0xffffffffu, (unsigned long long) total, off);
+		unsigned long long hi = __shfl_down_sync(0xffffffffu, (unsigned long long) (total >> 64), off);
+
+		total += ((gc_u128) hi << 64) | lo;
+	}
+	if (lane == 0)
+		warp_sums[warp] = total;
+	__syncthreads();
 	if (threadIdx.x == 0)
+	{
+		for (int w = 1; w < (int) (blockDim.x >> 5); w++)
+			total += warp_sums[w];
 		partials[blockIdx.x] = total;
+	}
 }
 
 GcStatus
 launch_score_points(const double *x64, const double *c64, const int32_t *labels,
-					int64_t n, int d, double *distances, double *partials,
-					int npartials, unsigned long long *sizes,
+					int64_t n, int d, int inertia_exp, double *distances,
+					gc_u128 *partials, int npartials, unsigned long long *sizes,
 					cudaStream_t stream, GcError *err)
 {
 	score_points_kernel<<<npartials, ELEMENT_THREADS, 0, stream>>>(
-		x64, c64, labels, n, d, distances, partials, sizes);
+		x64, c64, labels, n, d, inertia_exp, distances, partials, sizes);
 	GC_CUDA_LAUNCHED("score_points", err);
 	return GC_OK;
 }

@@ -30,6 +30,8 @@ extern "C"
 /* Limits of the SQL surface, checked by the glue. */
 #define GC_MAX_DIM		65536
 #define GC_MAX_K		1000000
+/* Largest coordinate magnitude: squared distances stay finite below it */
+#define GC_MAX_MAGNITUDE 1.0e150
 
 typedef enum GcStatus
 {
@@ -105,7 +107,11 @@ typedef struct GcFrame
 	double	   *offset;			/* per-dimension bounding-box centre */
 	double	   *scale;			/* per-dimension fixed-point scale, a power of 2 */
 	double		diagonal;		/* bounding-box diagonal, for tol */
+	int			inertia_exp;	/* squared distances summed in units of 2^-inertia_exp */
 } GcFrame;
+
+/* Sum of exactly quantised squared distances, back to a double */
+extern double gc_inertia_value(unsigned __int128 sum, const GcFrame *frame);
 
 extern GcStatus gc_frame_init(GcFrame *frame, const GcRows *rows, GcError *err);
 extern void gc_frame_release(GcFrame *frame);
@@ -121,6 +127,20 @@ typedef enum GcInit
 	GC_INIT_GIVEN
 } GcInit;
 
+typedef enum GcAlgorithm
+{
+	GC_ALGORITHM_AUTO = 0,		/* the hybrid: pruned when it pays */
+	GC_ALGORITHM_LLOYD,
+	GC_ALGORITHM_PRUNED			/* triangle inequality (Wu & Hong, 2011) */
+} GcAlgorithm;
+
+typedef enum GcPrecision
+{
+	GC_PRECISION_FLOAT32 = 0,	/* GPU labeling in float32 (3xTF32 on tensor cores) */
+	GC_PRECISION_FLOAT64,		/* GPU labeling in double */
+	GC_PRECISION_TF32			/* tensor cores, TF32 inputs: fastest, ~1e-3 error */
+} GcPrecision;
+
 typedef struct GcKmeansParams
 {
 	int			k;
@@ -130,6 +150,8 @@ typedef struct GcKmeansParams
 	const double *init_centroids;	/* k * d values when init is GIVEN */
 	uint64_t	seed;			/* default 0 */
 	int			n_init;			/* restarts, default 1 */
+	GcAlgorithm algorithm;		/* default auto */
+	GcPrecision precision;		/* default float32; the CPU always uses double */
 	bool		(*interrupted) (void);	/* polled in long loops */
 } GcKmeansParams;
 
@@ -137,7 +159,9 @@ typedef struct GcKmeansTimings
 {
 	double		transfer_ms;
 	double		seeding_ms;
-	double		iterations_ms;
+	double		iterations_ms;	/* everything after seeding, scoring included */
+	double		labeling_ms;	/* of which labeling, where measured (GPU) */
+	double		update_ms;		/* of which centroid updates, where measured */
 } GcKmeansTimings;
 
 typedef struct GcKmeansResult
@@ -149,6 +173,9 @@ typedef struct GcKmeansResult
 	double		inertia;
 	int			iterations;
 	bool		converged;
+	bool		pruned;			/* the best run used pruned labeling */
+	double		skipped_fraction;	/* distance computations pruning skipped */
+	const char *kernel;
 	GcKmeansTimings timings;
 } GcKmeansResult;
 
@@ -161,6 +188,12 @@ typedef struct GcLloydOutcome
 {
 	int			iterations;
 	bool		converged;
+	bool		pruned;			/* pruned labeling ran in some iteration */
+	double		distances;		/* point-centroid distances computed */
+	double		distances_lloyd;	/* what Lloyd's would have computed */
+	const char *kernel;			/* labeling kernel used last */
+	double		labeling_ms;	/* device time in labeling, where measured */
+	double		update_ms;		/* device time in centroid updates */
 } GcLloydOutcome;
 
 /*
@@ -196,8 +229,8 @@ extern GcStatus gc_kmeans_fit(const GcKmeansBackend *backend,
 							  GcKmeansResult *result, GcError *err);
 
 /* Shared pieces of the algorithm, identical on both backends. */
-extern void gc_select_random_rows(const GcRows *rows, int k, uint64_t seed,
-								  int64_t *chosen);
+extern GcStatus gc_select_random_rows(const GcRows *rows, int k, uint64_t seed,
+									  int64_t *chosen, GcError *err);
 extern int	gc_nearest_centroid(const double *x, const double *centroids,
 								int k, int d, double *distance2);
 

@@ -149,4 +149,31 @@ gc_dequantize_mean(long long sum, long long count, double offset, double scale)
 #endif
 }
 
+/*
+ * Inertia is summed exactly, so that it does not depend on the order of
+ * the rows: each squared distance x >= 0 becomes the 128-bit integer
+ * floor(x * 2^unit_exp), built from x's 53-bit mantissa by shifts alone.
+ */
+typedef unsigned __int128 gc_u128;
+
+GC_HD gc_u128
+gc_quantize_wide(double x, int unit_exp)
+{
+	int			e;
+	double		m;
+	uint64_t	mantissa;
+	int			shift;
+
+	if (!(x > 0.0))
+		return 0;
+	m = frexp(x, &e);			/* x = m 2^e, m in [0.5, 1) */
+	mantissa = (uint64_t) (m * 9007199254740992.0);	/* exact: m 2^53 */
+	shift = e - 53 + unit_exp;
+	if (shift >= 0)
+		return (gc_u128) mantissa << shift;
+	if (shift <= -64)
+		return 0;
+	return mantissa >> (-shift);
+}
+
 #endif							/* GC_MATH_H */

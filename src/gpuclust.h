@@ -87,6 +87,7 @@ typedef struct GcKmeansOptions
 extern void gc_parse_kmeans_options(Jsonb *options, int k,
 									GcKmeansOptions *opts);
 extern void gc_check_init_shape(GcKmeansOptions *opts, int d);
+extern const char *gc_precision_name(GcPrecision precision);
 
 /* model.c: the kmeans_model type */
 typedef struct KmeansModel
@@ -105,6 +106,13 @@ typedef struct KmeansModel
 	double		transfer_ms;
 	double		seeding_ms;
 	double		iterations_ms;
+	double		labeling_ms;
+	double		update_ms;
+	int16		precision;		/* GcPrecision */
+	int16		pruned;			/* pruned labeling ran */
+	int32		padding;
+	double		skipped_fraction;	/* distance computations pruning skipped */
+	char		kernel[16];		/* labeling kernel, NUL-terminated */
 	/* int64 sizes[k], then double centroids[k * d] */
 	char		data[FLEXIBLE_ARRAY_MEMBER];
 } KmeansModel;

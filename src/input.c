@@ -109,8 +109,17 @@ gc_vector_copy(const GcVectorView *view, double *out, int64 rowno)
 		}
 	}
 	for (int j = 0; j < d; j++)
+	{
 		if (!isfinite(out[j]))
 			reject_element(rowno, j, out[j]);
+		if (fabs(out[j]) > GC_MAX_MAGNITUDE)
+			ereport(ERROR,
+					(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+					 errmsg("vector in row " INT64_FORMAT " has a value out of range", rowno),
+					 errdetail("Element %d is %g; magnitudes above %g are not supported.",
+							   j + 1, out[j], GC_MAX_MAGNITUDE),
+					 errhint("Rescale the vectors so that squared distances stay finite.")));
+	}
 }
 
 /*

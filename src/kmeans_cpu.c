@@ -134,9 +134,88 @@ cpu_seed_kmeanspp(void *session, const GcKmeansParams *params, uint64_t seed,
 }
 
 /*
+ * Inter-centroid distances (icd, k x k) and, for each centroid, the other
+ * centroids ranked by distance from it (rid, k x k, the centroid itself
+ * first): the tables of Wu & Hong's pruned labeling
+ */
+static void
+rank_centroids(const double *centroids, int k, int d, double *icd, int32_t *rid)
+{
+	for (int a = 0; a < k; a++)
+	{
+		icd[(size_t) a * k + a] = 0.0;
+		for (int b = a + 1; b < k; b++)
+		{
+			double		dist = sqrt(gc_sqdist_exact(centroids + (size_t) a * d,
+													centroids + (size_t) b * d, d));
+
+			icd[(size_t) a * k + b] = icd[(size_t) b * k + a] = dist;
+		}
+	}
+	for (int a = 0; a < k; a++)
+	{
+		const double *row = icd + (size_t) a * k;
+		int32_t    *ranks = rid + (size_t) a * k;
+
+		/* insertion sort by (distance, index): rows are short and nearly sorted */
+		for (int b = 0; b < k; b++)
+		{
+			int			pos = b;
+
+			while (pos > 0 && (row[ranks[pos - 1]] > row[b] ||
+							   (row[ranks[pos - 1]] == row[b] && ranks[pos - 1] > b)))
+			{
+				ranks[pos] = ranks[pos - 1];
+				pos--;
+			}
+			ranks[pos] = b;
+		}
+	}
+}
+
+/*
+ * Nearest centroid of x starting from its previous one, a: centroids are
+ * tried in rid order and the walk stops at the first whose distance from
+ * a exceeds d(x, a) + best, beyond which, by the triangle inequality, none
+ * can be closer than best.  The result equals gc_nearest_centroid's.
+ */
+static int
+nearest_pruned(const double *x, const double *centroids, int k, int d, int a,
+			   const double *icd, const int32_t *rid, int64_t *work)
+{
+	double		best2 = gc_sqdist_exact(x, centroids + (size_t) a * d, d);
+	double		da = sqrt(best2),
+				best = da;
+	int			best_c = a;
+
+	for (int r = 1; r < k; r++)
+	{
+		int			j = rid[(size_t) a * k + r];
+		double		d2;
+
+		if (icd[(size_t) a * k + j] > (da + best) * (1.0 + 1e-12))
+			break;
+		d2 = gc_sqdist_exact(x, centroids + (size_t) j * d, d);
+		(*work)++;
+		if (d2 < best2 || (d2 == best2 && j < best_c))
+		{
+			best2 = d2;
+			best = sqrt(d2);
+			best_c = j;
+		}
+	}
+	(*work)++;
+	return best_c;
+}
+
+/* Pruning pays on the CPU unless nearly every centroid must be tried */
+#define CPU_PRUNED_MAX_WORK_RATIO 0.75
+
+/*
  * Lloyd's iterations from the centroids given, until no label changes,
  * the largest centroid shift is at most tol times the bounding-box
- * diagonal, or max_iter.
+ * diagonal, or max_iter.  From the second iteration on, labels may come
+ * from pruned labeling, which gives the same labels with less work.
  */
 static GcStatus
 cpu_lloyd(void *session, const GcKmeansParams *params, double *centroids,
@@ -147,20 +226,36 @@ cpu_lloyd(void *session, const GcKmeansParams *params, double *centroids,
 	const GcFrame *frame = s->frame;
 	int			k = s->k,
 				d = rows->d;
+	bool		use_pruned = params->algorithm == GC_ALGORITHM_PRUNED ||
+		(params->algorithm == GC_ALGORITHM_AUTO && k >= 4 && rows->n >= 4 * (int64_t) k);
+	double	   *icd = NULL;
+	int32_t    *rid = NULL;
+	GcStatus	status = GC_OK;
 
-	outcome->iterations = 0;
-	outcome->converged = false;
+	memset(outcome, 0, sizeof(*outcome));
+	outcome->kernel = "cpu";
 	for (int64_t i = 0; i < rows->n; i++)
 		s->labels[i] = -1;
-
-	for (int it = 1; it <= params->max_iter; it++)
+	if (use_pruned)
 	{
-		int64_t		changed = 0;
-		double		max_shift2 = 0.0;
+		icd = malloc(sizeof(double) * k * k);
+		rid = malloc(sizeof(int32_t) * k * k);
+		if (icd == NULL || rid == NULL)
+			use_pruned = false; /* plain Lloyd needs no tables */
+	}
 
+	for (int it = 1; it <= params->max_iter && status == GC_OK; it++)
+	{
+		int64_t		changed = 0,
+					work = 0;
+		double		max_shift2 = 0.0;
+		bool		prune_now = use_pruned && it > 1;
+
+		if (prune_now)
+			rank_centroids(centroids, k, d, icd, rid);
 		memset(s->sums, 0, sizeof(long long) * k * d);
 		memset(s->counts, 0, sizeof(long long) * k);
-		for (int ci = 0; ci < rows->nchunks; ci++)
+		for (int ci = 0; ci < rows->nchunks && status == GC_OK; ci++)
 		{
 			const GcChunk *chunk = &rows->chunks[ci];
 
@@ -172,8 +267,17 @@ cpu_lloyd(void *session, const GcKmeansParams *params, double *centroids,
 				long long  *sum;
 
 				if (poll_interrupt(params, row))
-					return gc_fail(err, GC_INTERRUPTED, "interrupted in iteration %d", it);
-				l = gc_nearest_centroid(x, centroids, k, d, NULL);
+				{
+					status = gc_fail(err, GC_INTERRUPTED, "interrupted in iteration %d", it);
+					break;
+				}
+				if (prune_now)
+					l = nearest_pruned(x, centroids, k, d, s->labels[row], icd, rid, &work);
+				else
+				{
+					l = gc_nearest_centroid(x, centroids, k, d, NULL);
+					work += k;
+				}
 				changed += (l != s->labels[row]);
 				s->labels[row] = l;
 				s->counts[l]++;
@@ -182,6 +286,15 @@ cpu_lloyd(void *session, const GcKmeansParams *params, double *centroids,
 					sum[j] += gc_quantize(x[j], frame->offset[j], frame->scale[j]);
 			}
 		}
+		if (status != GC_OK)
+			break;
+		outcome->distances += (double) work;
+		outcome->distances_lloyd += (double) rows->n * k;
+		outcome->pruned |= prune_now;
+		/* the hybrid: back to plain labeling when pruning saves little */
+		if (prune_now && params->algorithm == GC_ALGORITHM_AUTO &&
+			(double) work > CPU_PRUNED_MAX_WORK_RATIO * (double) rows->n * k)
+			use_pruned = false;
 
 		for (int c = 0; c < k; c++)
 		{
@@ -210,7 +323,9 @@ cpu_lloyd(void *session, const GcKmeansParams *params, double *centroids,
 			break;
 		}
 	}
-	return GC_OK;
+	free(icd);
+	free(rid);
+	return status;
 }
 
 /*
@@ -222,7 +337,7 @@ cpu_score(void *session, const double *centroids, int32_t *labels,
 {
 	CpuSession *s = session;
 	const GcRows *rows = s->rows;
-	double		total = 0.0;
+	gc_u128		total = 0;
 
 	memset(sizes, 0, sizeof(int64_t) * s->k);
 	for (int ci = 0; ci < rows->nchunks; ci++)
@@ -241,14 +356,14 @@ cpu_score(void *session, const double *centroids, int32_t *labels,
 									centroids, s->k, rows->d, &d2);
 
 			sizes[l]++;
-			total += d2;
+			total += gc_quantize_wide(d2, s->frame->inertia_exp);
 			if (labels)
 				labels[row] = l;
 			if (distances)
 				distances[row] = sqrt(d2);
 		}
 	}
-	*inertia = total;
+	*inertia = gc_inertia_value(total, s->frame);
 	return GC_OK;
 }
 

@@ -21,8 +21,6 @@
 #include <stdlib.h>
 #include <time.h>
 
-/* Largest coordinate magnitude whose squared distances stay finite */
-#define GC_MAX_EXTENT 1.0e150
 
 double
 gc_now_ms(void)
@@ -61,12 +59,12 @@ gc_frame_init(GcFrame *frame, const GcRows *rows, GcError *err)
 		double		half = rows->hi[j] / 2 - rows->lo[j] / 2;
 		int			e = 0;
 
-		if (fabs(rows->lo[j]) > GC_MAX_EXTENT || fabs(rows->hi[j]) > GC_MAX_EXTENT)
+		if (fabs(rows->lo[j]) > GC_MAX_MAGNITUDE || fabs(rows->hi[j]) > GC_MAX_MAGNITUDE)
 		{
 			gc_frame_release(frame);
 			return gc_fail(err, GC_ERR_RANGE,
 						   "dimension %d holds a value of magnitude above %g", j + 1,
-						   GC_MAX_EXTENT);
+						   GC_MAX_MAGNITUDE);
 		}
 		frame->offset[j] = rows->lo[j] / 2 + rows->hi[j] / 2;
 		if (half > 0.0)
@@ -78,7 +76,26 @@ gc_frame_init(GcFrame *frame, const GcRows *rows, GcError *err)
 		diag2 += 4.0 * half * half;
 	}
 	frame->diagonal = sqrt(diag2);
+
+	/*
+	 * A point's squared distance to its nearest centroid is at most diag2
+	 * (some centroid is a mean of points, inside the box): n of them, with
+	 * two bits to spare, fit in 128 bits.
+	 */
+	{
+		int			e = 0;
+
+		if (diag2 > 0.0)
+			frexp(diag2, &e);	/* diag2 < 2^e */
+		frame->inertia_exp = 125 - nbits - e;
+	}
 	return GC_OK;
+}
+
+double
+gc_inertia_value(unsigned __int128 sum, const GcFrame *frame)
+{
+	return ldexp((double) sum, -frame->inertia_exp);
 }
 
 void
@@ -153,12 +170,15 @@ sift_down(RankedRow *heap, int size, int i)
  * Random initialisation: the k rows with the smallest seeded draws, in
  * increasing order of draw (a max-heap of the k best so far).
  */
-void
-gc_select_random_rows(const GcRows *rows, int k, uint64_t seed, int64_t *chosen)
+GcStatus
+gc_select_random_rows(const GcRows *rows, int k, uint64_t seed, int64_t *chosen,
+					  GcError *err)
 {
 	RankedRow  *heap = malloc(sizeof(RankedRow) * k);
 	int			size = 0;
 
+	if (heap == NULL)
+		return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for seeding");
 	for (int c = 0; c < rows->nchunks; c++)
 	{
 		const GcChunk *chunk = &rows->chunks[c];
@@ -195,6 +215,7 @@ gc_select_random_rows(const GcRows *rows, int k, uint64_t seed, int64_t *chosen)
 	for (int i = 0; i < size; i++)
 		chosen[i] = heap[i].index;
 	free(heap);
+	return GC_OK;
 }
 
 /*
@@ -219,7 +240,7 @@ initial_centroids(const GcKmeansBackend *backend, void *session,
 	if (chosen == NULL)
 		return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for seeding");
 	if (params->init == GC_INIT_RANDOM)
-		gc_select_random_rows(rows, k, seed, chosen);
+		status = gc_select_random_rows(rows, k, seed, chosen, err);
 	else
 		status = backend->seed_kmeanspp(session, params, seed, chosen, err);
 	if (status == GC_OK)
@@ -256,6 +277,7 @@ gc_kmeans_fit(const GcKmeansBackend *backend, const GcRows *rows,
 	status = backend->open(rows, &frame, params, &session, err);
 	result->timings.transfer_ms = gc_now_ms() - t0;
 	result->timings.seeding_ms = result->timings.iterations_ms = 0.0;
+	result->timings.labeling_ms = result->timings.update_ms = 0.0;
 	result->inertia = INFINITY;
 
 	work = malloc(sizeof(double) * k * d);
@@ -281,11 +303,17 @@ gc_kmeans_fit(const GcKmeansBackend *backend, const GcRows *rows,
 			status = backend->score(session, work, NULL, NULL, work_sizes,
 									&inertia, err);
 		result->timings.iterations_ms += gc_now_ms() - t0;
+		result->timings.labeling_ms += outcome.labeling_ms;
+		result->timings.update_ms += outcome.update_ms;
 		if (status == GC_OK && inertia < result->inertia)
 		{
 			result->inertia = inertia;
 			result->iterations = outcome.iterations;
 			result->converged = outcome.converged;
+			result->pruned = outcome.pruned;
+			result->kernel = outcome.kernel;
+			result->skipped_fraction = outcome.distances_lloyd > 0 ?
+				1.0 - outcome.distances / outcome.distances_lloyd : 0.0;
 			memcpy(result->centroids, work, sizeof(double) * k * d);
 			memcpy(result->sizes, work_sizes, sizeof(int64_t) * k);
 		}

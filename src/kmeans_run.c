@@ -55,5 +55,11 @@ gc_run_kmeans(GcInput *input, GcKmeansOptions *opts, double collect_ms,
 	model->transfer_ms = result.timings.transfer_ms;
 	model->seeding_ms = result.timings.seeding_ms;
 	model->iterations_ms = result.timings.iterations_ms;
+	model->labeling_ms = result.timings.labeling_ms;
+	model->update_ms = result.timings.update_ms;
+	model->precision = opts->params.precision;
+	model->pruned = result.pruned;
+	model->skipped_fraction = result.skipped_fraction;
+	strlcpy(model->kernel, result.kernel ? result.kernel : "", sizeof(model->kernel));
 	return model;
 }

@@ -23,6 +23,7 @@
 #include "libpq/pqformat.h"
 #include "utils/builtins.h"
 #include "utils/float.h"
+#include "utils/json.h"
 #include "utils/numeric.h"
 
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_model_in);
@@ -96,8 +97,13 @@ gpuclust_kmeans_model_out(PG_FUNCTION_ARGS)
 					 m->k, m->d, m->rows, m->null_rows, m->iterations,
 					 m->converged ? "true" : "false");
 	append_float8(&buf, m->inertia);
-	appendStringInfo(&buf, ", \"device\": \"%s\", \"timings_ms\": {\"collect\": ",
-					 device_names[m->device == GC_KIND_GPU]);
+	appendStringInfo(&buf, ", \"device\": \"%s\", \"algorithm\": \"%s\", \"kernel\": ",
+					 device_names[m->device == GC_KIND_GPU], m->pruned ? "pruned" : "lloyd");
+	escape_json(&buf, m->kernel);
+	appendStringInfo(&buf, ", \"precision\": \"%s\", \"distances_skipped\": ",
+					 gc_precision_name((GcPrecision) m->precision));
+	append_float8(&buf, m->skipped_fraction);
+	appendStringInfoString(&buf, ", \"timings_ms\": {\"collect\": ");
 	append_float8(&buf, m->collect_ms);
 	appendStringInfoString(&buf, ", \"transfer\": ");
 	append_float8(&buf, m->transfer_ms);
@@ -105,6 +111,10 @@ gpuclust_kmeans_model_out(PG_FUNCTION_ARGS)
 	append_float8(&buf, m->seeding_ms);
 	appendStringInfoString(&buf, ", \"iterations\": ");
 	append_float8(&buf, m->iterations_ms);
+	appendStringInfoString(&buf, ", \"labeling\": ");
+	append_float8(&buf, m->labeling_ms);
+	appendStringInfoString(&buf, ", \"update\": ");
+	append_float8(&buf, m->update_ms);
 	appendStringInfoString(&buf, "}, \"sizes\": [");
 	for (int c = 0; c < m->k; c++)
 		appendStringInfo(&buf, "%s" INT64_FORMAT, c ? ", " : "", sizes[c]);
@@ -191,8 +201,9 @@ model_numbers(JsonbContainer *array, int count, double *out, const char *what)
 			bad_model_text(psprintf("The field \"%s\" must hold numbers.", what));
 		out[i] = DatumGetFloat8(DirectFunctionCall1(numeric_float8_no_overflow,
 													NumericGetDatum(v->val.numeric)));
-		if (!isfinite(out[i]))
-			bad_model_text(psprintf("The field \"%s\" must hold finite numbers.", what));
+		if (!isfinite(out[i]) || fabs(out[i]) > GC_MAX_MAGNITUDE)
+			bad_model_text(psprintf("The field \"%s\" must hold finite numbers of magnitude at most %g.",
+									what, GC_MAX_MAGNITUDE));
 	}
 }
 
@@ -212,6 +223,8 @@ gpuclust_kmeans_model_in(PG_FUNCTION_ARGS)
 		bad_model_text("A model is a JSON object.");
 	k = model_count(obj, "k", true);
 	d = model_count(obj, "d", true);
+	if (k < 1 || d < 1)
+		bad_model_text("The fields \"k\" and \"d\" must be at least 1.");
 	check_model_shape(k, d);
 	m = gc_model_alloc((int) k, (int) d);
 	m->rows = model_count(obj, "rows", false);
@@ -223,6 +236,17 @@ gpuclust_kmeans_model_in(PG_FUNCTION_ARGS)
 	v = model_field(obj, "device", jbvString, false);
 	m->device = (v && v->val.string.len == 3 && strncmp(v->val.string.val, "gpu", 3) == 0)
 		? GC_KIND_GPU : GC_KIND_CPU;
+	v = model_field(obj, "algorithm", jbvString, false);
+	m->pruned = v && v->val.string.len == 6 && strncmp(v->val.string.val, "pruned", 6) == 0;
+	v = model_field(obj, "kernel", jbvString, false);
+	if (v)
+		strlcpy(m->kernel, pnstrdup(v->val.string.val, v->val.string.len), sizeof(m->kernel));
+	v = model_field(obj, "precision", jbvString, false);
+	for (int p = GC_PRECISION_FLOAT32; v && p <= GC_PRECISION_TF32; p++)
+		if (strlen(gc_precision_name((GcPrecision) p)) == (size_t) v->val.string.len &&
+			strncmp(gc_precision_name((GcPrecision) p), v->val.string.val, v->val.string.len) == 0)
+			m->precision = p;
+	m->skipped_fraction = model_number(obj, "distances_skipped", false);
 	v = model_field(obj, "timings_ms", jbvBinary, false);
 	if (v && JsonContainerIsObject(v->val.binary.data))
 	{
@@ -230,6 +254,8 @@ gpuclust_kmeans_model_in(PG_FUNCTION_ARGS)
 		m->transfer_ms = model_number(v->val.binary.data, "transfer", false);
 		m->seeding_ms = model_number(v->val.binary.data, "seeding", false);
 		m->iterations_ms = model_number(v->val.binary.data, "iterations", false);
+		m->labeling_ms = model_number(v->val.binary.data, "labeling", false);
+		m->update_ms = model_number(v->val.binary.data, "update", false);
 	}
 
 	row = palloc(sizeof(double) * Max(k, d));
@@ -277,6 +303,12 @@ gpuclust_kmeans_model_send(PG_FUNCTION_ARGS)
 	pq_sendfloat8(&buf, m->transfer_ms);
 	pq_sendfloat8(&buf, m->seeding_ms);
 	pq_sendfloat8(&buf, m->iterations_ms);
+	pq_sendfloat8(&buf, m->labeling_ms);
+	pq_sendfloat8(&buf, m->update_ms);
+	pq_sendint16(&buf, m->precision);
+	pq_sendint16(&buf, m->pruned);
+	pq_sendfloat8(&buf, m->skipped_fraction);
+	pq_sendbytes(&buf, m->kernel, sizeof(m->kernel));
 	for (int c = 0; c < m->k; c++)
 		pq_sendint64(&buf, KmeansModelSizes(m)[c]);
 	for (size_t i = 0; i < (size_t) m->k * m->d; i++)
@@ -299,7 +331,8 @@ gpuclust_kmeans_model_recv(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
 				 errmsg("unsupported kmeans_model version %d", version)));
 	check_model_shape(k, d);
-	if ((Size) (buf->len - buf->cursor) != 2 * sizeof(int32) + 7 * sizeof(int64) +
+	if ((Size) (buf->len - buf->cursor) != 2 * sizeof(int32) + 9 * sizeof(int64) +
+		2 * sizeof(int16) + sizeof(double) + sizeof(m->kernel) +
 		sizeof(int64) * k + sizeof(double) * (Size) k * d)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
@@ -315,16 +348,27 @@ gpuclust_kmeans_model_recv(PG_FUNCTION_ARGS)
 	m->transfer_ms = pq_getmsgfloat8(buf);
 	m->seeding_ms = pq_getmsgfloat8(buf);
 	m->iterations_ms = pq_getmsgfloat8(buf);
+	m->labeling_ms = pq_getmsgfloat8(buf);
+	m->update_ms = pq_getmsgfloat8(buf);
+	m->precision = pq_getmsgint(buf, 2);
+	if (m->precision < GC_PRECISION_FLOAT32 || m->precision > GC_PRECISION_TF32)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
+				 errmsg("kmeans_model binary value has an unknown precision")));
+	m->pruned = pq_getmsgint(buf, 2) != 0;
+	m->skipped_fraction = pq_getmsgfloat8(buf);
+	pq_copymsgbytes(buf, m->kernel, sizeof(m->kernel));
+	m->kernel[sizeof(m->kernel) - 1] = '\0';
 	for (int c = 0; c < k; c++)
 		KmeansModelSizes(m)[c] = pq_getmsgint64(buf);
 	for (size_t i = 0; i < (size_t) k * d; i++)
 	{
 		double		x = pq_getmsgfloat8(buf);
 
-		if (!isfinite(x))
+		if (!isfinite(x) || fabs(x) > GC_MAX_MAGNITUDE)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
-					 errmsg("kmeans_model binary value holds a non-finite centroid")));
+					 errmsg("kmeans_model binary value holds a non-finite or out-of-range centroid")));
 		KmeansModelCentroids(m)[i] = x;
 	}
 	PG_RETURN_POINTER(m);

@@ -17,7 +17,7 @@
 #include "utils/builtins.h"
 #include "utils/numeric.h"
 
-#define VALID_OPTIONS_HINT "Valid options are max_iter, tol, init, seed and n_init."
+#define VALID_OPTIONS_HINT "Valid options are max_iter, tol, init, seed, n_init, algorithm and precision."
 
 static void
 option_error(const char *key, const char *expected)
@@ -41,12 +41,22 @@ option_integer(const char *key, JsonbValue *v, int64 min, int64 max,
 			   const char *expected)
 {
 	double		x = option_number(key, v, expected);
+	Datum		num = NumericGetDatum(v->val.numeric);
 
-	if (x != floor(x) || x < (double) min || x > (double) max)
+	if (x != floor(x))
 		option_error(key, expected);
-	if (strcmp(key, "seed") == 0)
-		return DatumGetInt64(DirectFunctionCall1(numeric_int8,
-												 NumericGetDatum(v->val.numeric)));
+	if (min == PG_INT64_MIN && max == PG_INT64_MAX)
+	{
+		/* the whole int64 range, compared exactly (a double is not) */
+		if (DatumGetInt32(DirectFunctionCall2(numeric_cmp, num,
+											  NumericGetDatum(int64_to_numeric(min)))) < 0 ||
+			DatumGetInt32(DirectFunctionCall2(numeric_cmp, num,
+											  NumericGetDatum(int64_to_numeric(max)))) > 0)
+			option_error(key, expected);
+		return DatumGetInt64(DirectFunctionCall1(numeric_int8, num));
+	}
+	if (x < (double) min || x > (double) max)
+		option_error(key, expected);
 	return (int64) x;
 }
 
@@ -142,6 +152,31 @@ parse_init(JsonbValue *v, GcKmeansOptions *opts)
 }
 
 /*
+ * The index of v's string in names, or an error listing them
+ */
+static int
+option_choice(const char *key, JsonbValue *v, const char *const *names, int count,
+			  const char *expected)
+{
+	if (v->type == jbvString)
+		for (int i = 0; i < count; i++)
+			if (strlen(names[i]) == (size_t) v->val.string.len &&
+				strncmp(names[i], v->val.string.val, v->val.string.len) == 0)
+				return i;
+	option_error(key, expected);
+	return 0;
+}
+
+static const char *const algorithm_names[] = {"auto", "lloyd", "pruned"};
+static const char *const precision_names[] = {"float32", "float64", "tf32"};
+
+const char *
+gc_precision_name(GcPrecision precision)
+{
+	return precision_names[precision];
+}
+
+/*
  * Fill opts with k, the defaults, and whatever options overrides
  */
 void
@@ -166,6 +201,8 @@ gc_parse_kmeans_options(Jsonb *options, int k, GcKmeansOptions *opts)
 	params->init = GC_INIT_KMEANSPP;
 	params->seed = 0;
 	params->n_init = 1;
+	params->algorithm = GC_ALGORITHM_AUTO;
+	params->precision = GC_PRECISION_FLOAT32;
 	params->interrupted = gc_interrupted;
 
 	if (options == NULL)
@@ -210,6 +247,12 @@ gc_parse_kmeans_options(Jsonb *options, int k, GcKmeansOptions *opts)
 			}
 			else if (strcmp(name, "init") == 0)
 				parse_init(&v, opts);
+			else if (strcmp(name, "algorithm") == 0)
+				params->algorithm = (GcAlgorithm) option_choice(name, &v, algorithm_names, 3,
+																"\"auto\", \"lloyd\" or \"pruned\"");
+			else if (strcmp(name, "precision") == 0)
+				params->precision = (GcPrecision) option_choice(name, &v, precision_names, 3,
+																"\"float32\", \"float64\" or \"tf32\"");
 			else
 				ereport(ERROR,
 						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

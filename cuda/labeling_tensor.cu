@@ -1,0 +1,490 @@
+/*-------------------------------------------------------------------------
+ *
+ * labeling_tensor.cu
+ *	  Nearest-centroid labeling on tensor cores, for large k * d: the
+ *	  distance ||c||^2 - 2 x.c as a matrix product X C^T computed in
+ *	  128 x 128 tiles with mma.sync (m16n8k8, TF32 inputs, FP32
+ *	  accumulation), operands streamed into shared memory with cp.async,
+ *	  two stages deep, and the arg-min fused into the epilogue of every
+ *	  centroid tile, so the n x k distance matrix is never written
+ *	  (the scheme of FAISS, cuVS's fused L2 nearest neighbour and
+ *	  Flash-KMeans).
+ *
+ *	  Two modes:
+ *	  - TF32: one product per step; about 1e-3 relative error in x.c.
+ *	  - 3xTF32: each operand split into a TF32 "big" part and a TF32
+ *		remainder, and big*big + big*small + small*big accumulated, which
+ *		recovers float32 accuracy on the tensor cores (as CUTLASS does).
+ *
+ *	  ||c||^2 - 2 x.c cancels badly when clusters are small against their
+ *	  distance from the centre of the data, so the kernel keeps the two
+ *	  smallest values per point; where their gap is within the error bound
+ *	  of the product, eps (||x|| + R)^2 with R the largest ||x||, the point
+ *	  is listed, and refine_labels recomputes its nearest centroid exactly
+ *	  (double, no FMA, as the CPU reference does).  TF32 mode skips that
+ *	  refinement: it trades exactness for speed by request.
+ *
+ *	  Operands are the centred float32 data and centroids, copied into
+ *	  buffers whose rows are padded to a multiple of 32 columns and whose
+ *	  row counts are padded to a multiple of 128, so that no tile needs a
+ *	  bounds check; padded centroid columns are masked in the epilogue.
+ *
+ * IDENTIFICATION
+ *	  cuda/labeling_tensor.cu
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <float.h>
+
+#include "gc_math.h"
+#include "kmeans_kernels.cuh"
+#include "cuda_check.cuh"
+
+#define TM 128					/* points per block tile */
+#define TN 128					/* centroids per block tile */
+#define TK 32					/* dimensions per step */
+#define TPAD 4					/* row padding against bank conflicts */
+#define TSTRIDE (TK + TPAD)
+#define TTHREADS 256			/* 8 warps: 2 along points, 4 along centroids */
+#define TSTAGES 2
+#define TSMEM_BYTES (TSTAGES * (TM + TN) * TSTRIDE * sizeof(float))
+
+__device__ __forceinline__ uint32_t
+to_tf32(float x)
+{
+	uint32_t	r;
+
+	asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+	return r;
+}
+
+__device__ __forceinline__ void
+mma_tf32(float *acc, const uint32_t *a, const uint32_t *b)
+{
+	asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+				 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+				 : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
+				 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+__device__ __forceinline__ void
+cp_async16(void *smem, const void *gmem)
+{
+	unsigned	s = (unsigned) __cvta_generic_to_shared(smem);
+
+	asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(s), "l"(gmem));
+}
+
+__device__ __forceinline__ void
+cp_async_commit(void)
+{
+	asm volatile("cp.async.commit_group;");
+}
+
+template <int N>
+__device__ __forceinline__ void
+cp_async_wait(void)
+{
+	asm volatile("cp.async.wait_group %0;" :: "n"(N));
+}
+
+/* Start loading the (point tile, centroid tile, k step) operands into stage */
+__device__ __forceinline__ void
+load_stage(float *xs, float *cs, const float *xp, const float *cp, int ld,
+		   int64_t row0, int col0, int k0)
+{
+	for (int v = threadIdx.x; v < TM * TK / 4; v += TTHREADS)
+	{
+		int			r = v / (TK / 4),
+					c4 = v % (TK / 4);
+
+		cp_async16(xs + r * TSTRIDE + c4 * 4, xp + (row0 + r) * ld + k0 + c4 * 4);
+		cp_async16(cs + r * TSTRIDE + c4 * 4, cp + (int64_t) (col0 + r) * ld + k0 + c4 * 4);
+	}
+}
+
+/* Merge (best, second, index) candidates; the lower index wins ties */
+__device__ __forceinline__ void
+merge_top2(float &best, float &second, int &best_c, float ob, float os, int oc)
+{
+	if (ob < best || (ob == best && oc < best_c))
+	{
+		second = fminf(best, os);
+		best = ob;
+		best_c = oc;
+	}
+	else
+		second = fminf(second, ob);
+}
+
+template <bool SPLIT>
+__global__ void
+__launch_bounds__(TTHREADS)
+assign_points_tensor_kernel(const float *__restrict__ xp,
+							const float *__restrict__ cp,
+							const float *__restrict__ cnorm,
+							const float *__restrict__ xnorm, float radius,
+							float eps, int64_t n, int ld, int k, int kpad,
+							int32_t *__restrict__ labels,
+							unsigned long long *changed,
+							int32_t *__restrict__ doubtful,
+							unsigned int *doubtful_count)
+{
+	extern __shared__ __align__(16) float smem[];
+	__shared__ float red_best[TM][4];
+	__shared__ float red_second[TM][4];
+	__shared__ int red_idx[TM][4];
+	int			lane = threadIdx.x & 31,
+				warp = threadIdx.x >> 5;
+	int			warp_m = warp >> 2,
+				warp_n = warp & 3;
+	int			g = lane >> 2,
+				t = lane & 3;
+	int64_t		row0 = (int64_t) blockIdx.x * TM;
+	int			ksteps = ld / TK;
+	int			total = (kpad / TN) * ksteps;
+	float		acc[4][4][4];
+	float		best[4][2];
+	float		second[4][2];
+	int			best_c[4][2];
+
+#pragma unroll
+	for (int mt = 0; mt < 4; mt++)
+		for (int h = 0; h < 2; h++)
+		{
+			best[mt][h] = second[mt][h] = FLT_MAX;
+			best_c[mt][h] = 0;
+		}
+#pragma unroll
+	for (int mt = 0; mt < 4; mt++)
+#pragma unroll
+		for (int nt = 0; nt < 4; nt++)
+#pragma unroll
+			for (int e = 0; e < 4; e++)
+				acc[mt][nt][e] = 0.0f;
+
+	load_stage(smem, smem + TM * TSTRIDE, xp, cp, ld, row0, 0, 0);
+	cp_async_commit();
+
+	for (int it = 0; it < total; it++)
+	{
+		int			stage = it & 1;
+		float	   *xs = smem + stage * (TM + TN) * TSTRIDE;
+		float	   *cs = xs + TM * TSTRIDE;
+		int			kstep = it % ksteps;
+		int			col0 = (it / ksteps) * TN;
+
+		if (it + 1 < total)
+		{
+			float	   *nxs = smem + (stage ^ 1) * (TM + TN) * TSTRIDE;
+
+			load_stage(nxs, nxs + TM * TSTRIDE, xp, cp, ld, row0,
+					   ((it + 1) / ksteps) * TN, ((it + 1) % ksteps) * TK);
+		}
+		cp_async_commit();
+		cp_async_wait<1>();
+		__syncthreads();
+
+#pragma unroll
+		for (int kk = 0; kk < TK; kk += 8)
+		{
+			uint32_t	a[4][4],
+						b[4][2];
+			uint32_t	a_lo[4][4],
+						b_lo[4][2];
+
+#pragma unroll
+			for (int mt = 0; mt < 4; mt++)
+			{
+				const float *base = xs + (warp_m * 64 + mt * 16 + g) * TSTRIDE + kk + t;
+				float		v[4] = {base[0], base[8 * TSTRIDE], base[4], base[8 * TSTRIDE + 4]};
+
+#pragma unroll
+				for (int e = 0; e < 4; e++)
+				{
+					a[mt][e] = to_tf32(v[e]);
+					if (SPLIT)
+						a_lo[mt][e] = to_tf32(v[e] - __uint_as_float(a[mt][e]));
+				}
+			}
+#pragma unroll
+			for (int nt = 0; nt < 4; nt++)
+			{
+				const float *base = cs + (warp_n * 32 + nt * 8 + g) * TSTRIDE + kk + t;
+				float		v[2] = {base[0], base[4]};
+
+#pragma unroll
+				for (int e = 0; e < 2; e++)
+				{
+					b[nt][e] = to_tf32(v[e]);
+					if (SPLIT)
+						b_lo[nt][e] = to_tf32(v[e] - __uint_as_float(b[nt][e]));
+				}
+			}
+#pragma unroll
+			for (int mt = 0; mt < 4; mt++)
+#pragma unroll
+				for (int nt = 0; nt < 4; nt++)
+				{
+					if (SPLIT)
+					{
+						mma_tf32(acc[mt][nt], a_lo[mt], b[nt]);
+						mma_tf32(acc[mt][nt], a[mt], b_lo[nt]);
+					}
+					mma_tf32(acc[mt][nt], a[mt], b[nt]);
+				}
+		}
+		__syncthreads();
+
+		if (kstep == ksteps - 1)
+		{
+			/* epilogue of a centroid tile: fold into the running arg-min */
+#pragma unroll
+			for (int nt = 0; nt < 4; nt++)
+#pragma unroll
+				for (int e = 0; e < 2; e++)
+				{
+					int			c = col0 + warp_n * 32 + nt * 8 + 2 * t + e;
+					float		norm = c < k ? cnorm[c] : 0.0f;
+
+#pragma unroll
+					for (int mt = 0; mt < 4; mt++)
+#pragma unroll
+						for (int h = 0; h < 2; h++)
+						{
+							float		s = fmaf(-2.0f, acc[mt][nt][h * 2 + e], norm);
+
+							if (c < k)
+							{
+								if (s < best[mt][h])
+								{
+									second[mt][h] = best[mt][h];
+									best[mt][h] = s;
+									best_c[mt][h] = c;
+								}
+								else if (s < second[mt][h])
+									second[mt][h] = s;
+							}
+							acc[mt][nt][h * 2 + e] = 0.0f;
+						}
+				}
+		}
+	}
+
+	/* arg-min over the 4 threads of a quad, then over the 4 warps along n */
+#pragma unroll
+	for (int mt = 0; mt < 4; mt++)
+#pragma unroll
+		for (int h = 0; h < 2; h++)
+		{
+#pragma unroll
+			for (int off = 1; off < 4; off <<= 1)
+			{
+				float		ob = __shfl_xor_sync(0xffffffffu, best[mt][h], off);
+				float		os = __shfl_xor_sync(0xffffffffu, second[mt][h], off);
+				int			oc = __shfl_xor_sync(0xffffffffu, best_c[mt][h], off);
+
+				merge_top2(best[mt][h], second[mt][h], best_c[mt][h], ob, os, oc);
+			}
+			if (t == 0)
+			{
+				int			r = warp_m * 64 + mt * 16 + h * 8 + g;
+
+				red_best[r][warp_n] = best[mt][h];
+				red_second[r][warp_n] = second[mt][h];
+				red_idx[r][warp_n] = best_c[mt][h];
+			}
+		}
+	__syncthreads();
+	if (threadIdx.x < TM)
+	{
+		int			r = threadIdx.x;
+		float		b = red_best[r][0],
+					sec = red_second[r][0];
+		int			c = red_idx[r][0];
+		int64_t		row = row0 + r;
+
+		for (int w = 1; w < 4; w++)
+			merge_top2(b, sec, c, red_best[r][w], red_second[r][w], red_idx[r][w]);
+		if (row < n)
+		{
+			int			previous = labels[row];
+			float		reach = xnorm != NULL ? xnorm[row] + radius : 0.0f;
+
+			if (xnorm != NULL && sec - b <= eps * reach * reach)
+			{
+				unsigned	slot = atomicAdd(doubtful_count, 1u);
+
+				doubtful[2 * slot] = (int32_t) row;
+				doubtful[2 * slot + 1] = previous;
+			}
+			else if (changed != NULL && previous != c)
+				atomicAdd(changed, 1ULL);
+			labels[row] = c;
+		}
+	}
+}
+
+#define REFINE_THREADS 128
+#define REFINE_BLOCKS 1024
+
+/*
+ * The exact nearest centroid of each doubtful point: one block per point,
+ * threads over the centroids, distances as the CPU reference computes them
+ */
+__global__ void
+__launch_bounds__(REFINE_THREADS)
+refine_labels_kernel(const double *__restrict__ x64, const double *__restrict__ c64,
+					 int d, int k, const int32_t *__restrict__ doubtful,
+					 const unsigned int *doubtful_count, int32_t *__restrict__ labels,
+					 unsigned long long *changed)
+{
+	__shared__ double best_d2[REFINE_THREADS];
+	__shared__ int best_c[REFINE_THREADS];
+	unsigned	count = *doubtful_count;
+
+	for (unsigned e = blockIdx.x; e < count; e += gridDim.x)
+	{
+		int64_t		row = doubtful[2 * e];
+		int			previous = doubtful[2 * e + 1];
+		double		mine = DBL_MAX;
+		int			mine_c = k;
+
+		for (int c = threadIdx.x; c < k; c += blockDim.x)
+		{
+			double		s = gc_sqdist_exact(x64 + row * d, c64 + (int64_t) c * d, d);
+
+			if (s < mine)
+			{
+				mine = s;
+				mine_c = c;
+			}
+		}
+		best_d2[threadIdx.x] = mine;
+		best_c[threadIdx.x] = mine_c;
+		__syncthreads();
+		for (int half = blockDim.x / 2; half > 0; half >>= 1)
+		{
+			if (threadIdx.x < half)
+			{
+				double		o = best_d2[threadIdx.x + half];
+				int			oc = best_c[threadIdx.x + half];
+
+				if (o < best_d2[threadIdx.x] || (o == best_d2[threadIdx.x] && oc < best_c[threadIdx.x]))
+				{
+					best_d2[threadIdx.x] = o;
+					best_c[threadIdx.x] = oc;
+				}
+			}
+			__syncthreads();
+		}
+		if (threadIdx.x == 0)
+		{
+			labels[row] = best_c[0];
+			if (changed != NULL && best_c[0] != previous)
+				atomicAdd(changed, 1ULL);
+		}
+		__syncthreads();
+	}
+}
+
+/* Norm of every centred row, and the largest (as float bits, all >= 0) */
+__global__ void
+row_norms_kernel(const float *__restrict__ x32, int64_t n, int d,
+				 float *__restrict__ xnorm, unsigned int *max_bits)
+{
+	float		largest = 0.0f;
+
+	for (int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; i < n;
+		 i += (int64_t) gridDim.x * blockDim.x)
+	{
+		float		s = 0.0f;
+
+		for (int j = 0; j < d; j++)
+			s = fmaf(x32[i * d + j], x32[i * d + j], s);
+		xnorm[i] = sqrtf(s);
+		largest = fmaxf(largest, xnorm[i]);
+	}
+	atomicMax(max_bits, __float_as_uint(largest));
+}
+
+GcStatus
+launch_row_norms(const float *x32, int64_t n, int d, float *xnorm,
+				 unsigned int *max_bits, cudaStream_t stream, GcError *err)
+{
+	row_norms_kernel<<<1024, 256, 0, stream>>>(x32, n, d, xnorm, max_bits);
+	GC_CUDA_LAUNCHED("row_norms", err);
+	return GC_OK;
+}
+
+GcStatus
+launch_assign_points_tensor(const float *xp, const float *cp, const float *cnorm,
+							const TensorRefinement *refine, int64_t n, int ld,
+							int k, bool split, int32_t *labels,
+							unsigned long long *changed, cudaStream_t stream,
+							GcError *err)
+{
+	static bool configured = false;
+	int			kpad = (k + TN - 1) / TN * TN;
+	unsigned	blocks = (unsigned) ((n + TM - 1) / TM);
+
+	if (!configured)
+	{
+		GC_CUDA_TRY(cudaFuncSetAttribute(assign_points_tensor_kernel<true>,
+										 cudaFuncAttributeMaxDynamicSharedMemorySize,
+										 (int) TSMEM_BYTES), err);
+		GC_CUDA_TRY(cudaFuncSetAttribute(assign_points_tensor_kernel<false>,
+										 cudaFuncAttributeMaxDynamicSharedMemorySize,
+										 (int) TSMEM_BYTES), err);
+		configured = true;
+	}
+	if (refine != NULL)
+		GC_CUDA_TRY(cudaMemsetAsync(refine->doubtful_count, 0, sizeof(unsigned int), stream), err);
+	if (split)
+		assign_points_tensor_kernel<true><<<blocks, TTHREADS, TSMEM_BYTES, stream>>>(
+			xp, cp, cnorm, refine ? refine->xnorm : NULL, refine ? refine->radius : 0.0f,
+			refine ? refine->eps : 0.0f, n, ld, k, kpad, labels, changed,
+			refine ? refine->doubtful : NULL, refine ? refine->doubtful_count : NULL);
+	else
+		assign_points_tensor_kernel<false><<<blocks, TTHREADS, TSMEM_BYTES, stream>>>(
+			xp, cp, cnorm, refine ? refine->xnorm : NULL, refine ? refine->radius : 0.0f,
+			refine ? refine->eps : 0.0f, n, ld, k, kpad, labels, changed,
+			refine ? refine->doubtful : NULL, refine ? refine->doubtful_count : NULL);
+	GC_CUDA_LAUNCHED("assign_points_tensor", err);
+	if (refine != NULL)
+	{
+		refine_labels_kernel<<<REFINE_BLOCKS, REFINE_THREADS, 0, stream>>>(
+			refine->x64, refine->c64, refine->d, k, refine->doubtful,
+			refine->doubtful_count, labels, changed);
+		GC_CUDA_LAUNCHED("refine_labels", err);
+	}
+	return GC_OK;
+}
+
+/* Copy rows of width d into a zeroed buffer of rows of width ld */
+__global__ void
+pad_rows_kernel(const float *__restrict__ src, int64_t rows, int d, int ld,
+				float *__restrict__ dst)
+{
+	int64_t		total = rows * d;
+
+	for (int64_t e = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; e < total;
+		 e += (int64_t) gridDim.x * blockDim.x)
+	{
+		int64_t		r = e / d;
+
+		dst[r * ld + (e - r * d)] = src[e];
+	}
+}
+
+GcStatus
+launch_pad_rows(const float *src, int64_t rows, int d, int ld, float *dst,
+				cudaStream_t stream, GcError *err)
+{
+	int64_t		blocks = (rows * d + 255) / 256;
+
+	pad_rows_kernel<<<(unsigned) (blocks < 65535 ? (blocks > 0 ? blocks : 1) : 65535), 256, 0, stream>>>(
+		src, rows, d, ld, dst);
+	GC_CUDA_LAUNCHED("pad_rows", err);
+	return GC_OK;
+}
