@@ -1,0 +1,25 @@
+-- Faults on the GPU path, run by bench/gpu-run on the GPU machine:
+-- statement_timeout stops a long GPU fit within a second of the deadline,
+-- no GPU memory is left behind, and the session stays usable.
+\set ON_ERROR_STOP 0
+\pset pager off
+CREATE EXTENSION IF NOT EXISTS gpuclust;
+SET max_parallel_workers_per_gather = 0;
+SELECT setseed(0.7);
+CREATE TABLE fault_t AS
+	SELECT ARRAY[random(), random(), random(), random(),
+				 random(), random(), random(), random()]::float8[] AS v
+	FROM generate_series(1, 1000000);
+SET gpuclust.device = gpu;
+SELECT gpuclust_device_info() - 'memory_free_mb' AS device;
+-- warm the CUDA context so that its memory is not counted below
+SELECT (kmeans_gpu(v, 10)::jsonb)->'device' FROM fault_t;
+SELECT (gpuclust_device_info()->>'memory_free_mb')::int AS free_before \gset
+SET statement_timeout = '3s';
+SELECT clock_timestamp() AS t0 \gset
+SELECT kmeans_gpu(v, 1000, '{"tol": 0, "max_iter": 1000000}') IS NOT NULL FROM fault_t;
+SELECT round(extract(epoch FROM clock_timestamp() - :'t0'::timestamptz)::numeric, 2) AS seconds_until_cancel;
+RESET statement_timeout;
+SELECT (gpuclust_device_info()->>'memory_free_mb')::int AS free_after \gset
+SELECT :free_before - :free_after AS gpu_mb_not_returned;
+SELECT (kmeans_gpu(v, 10)::jsonb)->'rows' AS session_still_works FROM fault_t;

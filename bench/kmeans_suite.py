@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""k-means benchmark suite, run on the GPU machine from the project root by
+bench/gpu-run (after bench/pack).  For each workload it writes the data once
+(float64 rows) and measures, in the same run:
+
+  - our GPU per iteration: lloyd, pruned (where it applies), auto, tf32
+    (.devpg/engine_test bench ... reading the same rows from a file);
+  - a PyTorch baseline on the same GPU: matmul-form distances, argmin,
+    index_add update, float32 (PyTorch's default: no TF32 in matmul);
+  - scikit-learn Lloyd and Elkan on the machine's cores;
+  - the achieved fraction of FP32 peak, 2 n k d flops per iteration over
+    PEAK_TFLOPS.
+
+Results: one JSON line per measurement on stdout and in $OUT/kmeans.jsonl.
+Usage: kmeans_suite.py [workload-name ...]   (default: all)
+"""
+import gzip, json, os, subprocess, sys, time
+
+import numpy as np
+
+PEAK_TFLOPS = 60.0      # H100 FP32 (non-tensor), the figure the project uses
+OUT = os.environ.get("OUT", "/tmp/bench-out")
+DATA = "/tmp/gpuclust-bench"
+os.makedirs(OUT, exist_ok=True)
+os.makedirs(DATA, exist_ok=True)
+results = open(os.path.join(OUT, "kmeans.jsonl"), "a")
+
+
+def emit(rec):
+    line = json.dumps(rec)
+    print(line, flush=True)
+    results.write(line + "\n")
+    results.flush()
+
+
+def uniform(n, d, seed):
+    return np.random.default_rng(seed).random((n, d))
+
+
+def gaussian(n, d, k, var, seed):
+    rng = np.random.default_rng(seed)
+    centres = rng.random((k, d))
+    labels = rng.integers(0, k, n)
+    return centres[labels] + rng.normal(0.0, np.sqrt(var), (n, d))
+
+
+def kdd():
+    rows = []
+    # bench/pack copies the file into .devpg/, since ../shared does not travel
+    with gzip.open(".devpg/kddcup.data_10_percent.gz", "rt") as f:
+        for line in f:
+            parts = line.strip().rstrip(".").split(",")
+            rows.append([float(v) for i, v in enumerate(parts[:-1]) if i not in (1, 2, 3)])
+    return np.asarray(rows, dtype=np.float64)
+
+
+def ours(name, X, k, algorithm, precision, iters):
+    n, d = X.shape
+    path = os.path.join(DATA, name + ".f64")
+    if not os.path.exists(path):
+        np.ascontiguousarray(X, dtype=np.float64).tofile(path)
+    out = subprocess.run([".devpg/engine_test", "bench", str(n), str(d), str(k), "file:" + path,
+                          algorithm, precision, str(iters)], capture_output=True, text=True)
+    sys.stderr.write(out.stderr)
+    rec = json.loads(out.stdout.strip().splitlines()[-1])
+    rec.update(workload=name, impl="gpuclust", peak_fraction=rec["tflops"] / PEAK_TFLOPS)
+    emit(rec)
+    return rec
+
+
+def torch_baseline(name, X, k, iters):
+    import torch
+    Xg = torch.from_numpy(X.astype(np.float32)).cuda()
+    n, d = Xg.shape
+    C = Xg[torch.randperm(n, generator=torch.Generator().manual_seed(0))[:k].cuda()].clone()
+
+    def step(C):
+        # ||x||^2 is the same for every centroid: argmin needs ||c||^2 - 2 x.c
+        dist = torch.addmm((C * C).sum(1)[None, :], Xg, C.t(), beta=1.0, alpha=-2.0)
+        labels = dist.argmin(1)
+        sums = torch.zeros_like(C).index_add_(0, labels, Xg)
+        counts = torch.bincount(labels, minlength=k).clamp_(min=1).unsqueeze(1)
+        return sums / counts
+
+    for _ in range(2):
+        C = step(C)
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(iters):
+        C = step(C)
+    end.record()
+    torch.cuda.synchronize()
+    ms = start.elapsed_time(end) / iters
+    rec = dict(workload=name, impl="pytorch", n=n, d=d, k=k, ms_per_iteration=ms,
+               tflops=2.0 * n * k * d / (ms * 1e9))
+    rec["peak_fraction"] = rec["tflops"] / PEAK_TFLOPS
+    emit(rec)
+    del Xg
+    torch.cuda.empty_cache()
+    return rec
+
+
+def sklearn(name, X, k, algorithm, iters):
+    from sklearn.cluster import KMeans
+    n, d = X.shape
+    init = X[np.random.default_rng(0).choice(n, k, replace=False)]
+    km = KMeans(n_clusters=k, init=init, n_init=1, max_iter=iters, tol=0.0, algorithm=algorithm)
+    t0 = time.perf_counter()
+    km.fit(X)
+    ms = (time.perf_counter() - t0) * 1000 / max(km.n_iter_, 1)
+    emit(dict(workload=name, impl="sklearn-" + algorithm, n=n, d=d, k=k, ms_per_iteration=ms,
+              iterations=int(km.n_iter_), threads=os.cpu_count()))
+
+
+def workload(name, X, k, variants, torch_iters=20, sk_iters=10, sk_algos=("lloyd", "elkan")):
+    for algorithm, precision in variants:
+        ours(name, X, k, algorithm, precision, 50)
+    torch_baseline(name, X, k, torch_iters)
+    for algo in sk_algos:
+        sklearn(name, X, k, algo, sk_iters)
+    os.remove(os.path.join(DATA, name + ".f64"))
+
+
+LLOYD_AUTO = [("lloyd", "float32"), ("auto", "float32")]
+ALL = [("lloyd", "float32"), ("pruned", "float32"), ("auto", "float32"), ("lloyd", "tf32")]
+DENSE = [("lloyd", "float32"), ("auto", "float32"), ("lloyd", "tf32")]
+
+WORKLOADS = {}
+for n in (2_000_000, 4_000_000):
+    for k in (100, 400):
+        for d in (2, 8):
+            WORKLOADS[f"table1-n{n // 1_000_000}M-k{k}-d{d}"] = (
+                lambda n=n, k=k, d=d: (uniform(n, d, 1), k, LLOYD_AUTO, dict(sk_iters=3, sk_algos=("lloyd",))))
+for k in (23, 100):
+    WORKLOADS[f"kdd-k{k}"] = lambda k=k: (kdd(), k, ALL, {})
+for k in (32, 1024):
+    for var in (0.0125, 0.05, 0.1, 0.2, 0.3):
+        WORKLOADS[f"wuhong-k{k}-var{var}"] = (
+            lambda k=k, var=var: (gaussian(245_760, 32, k, var, 2), k, ALL,
+                                  dict(sk_algos=("lloyd", "elkan") if k == 32 else ("lloyd",))))
+WORKLOADS["highdim-n1M-d128-k1024"] = lambda: (uniform(1_000_000, 128, 3), 1024, DENSE,
+                                               dict(sk_iters=2, sk_algos=("lloyd",)))
+WORKLOADS["embeddings-n1M-d768-k1000"] = lambda: (
+    gaussian(1_000_000, 768, 1000, 0.05, 4).astype(np.float64), 1000, DENSE,
+    dict(torch_iters=5, sk_iters=1, sk_algos=("lloyd",)))
+
+if __name__ == "__main__":
+    names = sys.argv[1:] or list(WORKLOADS)
+    for name in names:
+        X, k, variants, extra = WORKLOADS[name]()
+        print(f"== {name}: n={X.shape[0]} d={X.shape[1]} k={k}", file=sys.stderr, flush=True)
+        workload(name, X, k, variants, **extra)
