@@ -30,30 +30,39 @@
 
 /*
  * The hybrid's cost model, calibrated on an H100 (bench/results/):
- * - pruning is tried only where Lloyd's labeling is the register kernel
- *   (d <= 32): the tensor-core kernels do a distance far more cheaply
- *   than the pruned loop's scalar walk can;
+ * - pruning is tried only where Lloyd's labeling is a SIMT kernel
+ *   (register or tiled): the tensor-core kernels do a distance far more
+ *   cheaply than the pruned loop's scalar walk can;
  * - it is tried only when its per-iteration tables, O(k^2 d + k^2 log k),
  *   are small against a Lloyd pass, O(n k d): k log2 k <= PRUNE_START_RATIO
  *   n d;
+ * - after every pruned iteration of the first epoch, pruning is kept only
+ *   if the measured work ratio k'/k is below PRUNE_MAX_WORK_RATIO: a
+ *   distance in the pruned walk (random centroid order, divergent loop
+ *   lengths) costs 12 to 20 times one in the register kernel, so the
+ *   break-even ratio is 0.05 to 0.08 (H100, n = 245,760 to 4M, d = 2 to
+ *   38, k = 23 to 1024: pruned wins at ratios 0.02 to 0.06, loses at 0.13
+ *   to 0.18);
  * - once the mean work per point has settled (changes by less than
- *   PRUNE_SETTLED between iterations), pruning is kept only if the
- *   measured work ratio k'/k is below PRUNE_MAX_WORK_RATIO, the ratio at
- *   which a pruned iteration costs as much as a Lloyd one.
+ *   PRUNE_SETTLED between iterations), the points are re-ordered by work
+ *   (the second epoch), after which a pruned labeling slower than the last
+ *   measured Lloyd labeling switches back to Lloyd's for good.
  */
 #define PRUNE_START_RATIO 0.01
 #define PRUNE_SETTLED 0.05
-#define PRUNE_MAX_WORK_RATIO 0.35
+#define PRUNE_MAX_WORK_RATIO 0.08
 #define PRUNE_MIN_K 8
 /*
- * Tensor-core labeling: below TENSOR_MIN_K the 128-centroid tiles are
- * mostly padding; for d <= 32 the register kernel wins unless d and k are
- * both large (d = 32, k = 1024: register 0.94 ms, tensor TF32 0.31 ms per
- * iteration on 245,760 points)
+ * Kernel choice for float32, measured on an H100 (bench/results/):
+ * d <= 32 stays in registers (d = 32, k = 1024, 245,760 points: register
+ * 0.94 ms, 3xTF32 1.03 ms per iteration); above, the tensor cores pay from
+ * k = 128 (KDD Cup, d = 38: k = 23 tiled 0.19 ms of labeling, k = 100
+ * 3xTF32 on heavy-tailed data 3.5 ms, mostly exact re-checks).  When more
+ * than DOUBTFUL_MAX_FRACTION of the points need the exact re-check, the
+ * data defeat the product form and labeling moves to the tiled kernel.
  */
-#define TENSOR_MIN_K 32
-#define TENSOR_MIN_D 16
-#define TENSOR_MIN_K_SMALL_D 256
+#define TENSOR_MIN_K 128
+#define DOUBTFUL_MAX_FRACTION 0.02
 
 typedef enum LabelKernel
 {
@@ -73,6 +82,7 @@ typedef struct IterationStatus
 	unsigned long long changed;
 	unsigned long long max_shift2;	/* bits of a non-negative double */
 	unsigned long long work;	/* distances computed by pruned labeling */
+	unsigned long long doubtful;	/* points the 3xTF32 kernel re-checked */
 } IterationStatus;
 
 typedef struct CudaSession
@@ -243,10 +253,9 @@ choose_kernel(const GcKmeansParams *params, int d, int k)
 		return KERNEL_FLOAT64;
 	if (params->precision == GC_PRECISION_TF32)
 		return KERNEL_TENSOR_TF32;
-	if (d <= GC_REGISTER_MAX_DIM && (d < TENSOR_MIN_D || k < TENSOR_MIN_K_SMALL_D))
+	if (d <= GC_REGISTER_MAX_DIM)
 		return KERNEL_REGISTER;
-	return k >= TENSOR_MIN_K ? KERNEL_TENSOR_3XTF32 :
-		d <= GC_REGISTER_MAX_DIM ? KERNEL_REGISTER : KERNEL_TILED;
+	return k >= TENSOR_MIN_K ? KERNEL_TENSOR_3XTF32 : KERNEL_TILED;
 }
 
 static GcStatus
@@ -453,6 +462,9 @@ iterate(CudaSession *s, bool pruned, IterationStatus *status,
 										s->stream, err);
 	else
 		labelled = label_points(s, &s->status->changed, err);
+	if (labelled == GC_OK && !pruned && s->kernel == KERNEL_TENSOR_3XTF32)
+		GC_CUDA_TRY(cudaMemcpyAsync(&s->status->doubtful, s->doubtful_count, sizeof(unsigned int),
+									cudaMemcpyDeviceToDevice, s->stream), err);
 	if (labelled == GC_OK)
 		GC_CUDA_TRY(cudaEventRecord(s->phase[1], s->stream), err);
 	if (labelled != GC_OK ||
@@ -576,7 +588,7 @@ pruning_may_pay(const CudaSession *s, const GcKmeansParams *params)
 		return false;
 	if (params->algorithm == GC_ALGORITHM_PRUNED)
 		return true;
-	return s->kernel == KERNEL_REGISTER && s->k >= PRUNE_MIN_K &&
+	return (s->kernel == KERNEL_REGISTER || s->kernel == KERNEL_TILED) && s->k >= PRUNE_MIN_K &&
 		s->k * log2((double) s->k) <= PRUNE_START_RATIO * (double) s->n * s->d;
 }
 
@@ -588,6 +600,7 @@ run_lloyd(CudaSession *s, const GcKmeansParams *params, double *centroids,
 	bool		use_pruned = pruning_may_pay(s, params);
 	bool		settled = false;
 	double		last_mean_work = 0.0;
+	double		lloyd_label_ms = 0.0;
 
 	memset(outcome, 0, sizeof(*outcome));
 	outcome->kernel = kernel_names[s->kernel];
@@ -602,11 +615,22 @@ run_lloyd(CudaSession *s, const GcKmeansParams *params, double *centroids,
 		IterationStatus st;
 		double		max_shift2;
 		bool		prune_now = use_pruned && it > 1;
+		double		label_ms_before = outcome->labeling_ms;
+		double		label_ms;
 
 		if ((status = iterate(s, prune_now, &st, outcome, err)) != GC_OK)
 			return status;
+		label_ms = outcome->labeling_ms - label_ms_before;
+		if (!prune_now)
+			lloyd_label_ms = label_ms;
 		memcpy(&max_shift2, &st.max_shift2, sizeof(double));
 		outcome->iterations = it;
+		if (s->kernel == KERNEL_TENSOR_3XTF32 &&
+			(double) st.doubtful > DOUBTFUL_MAX_FRACTION * (double) s->n)
+		{
+			s->kernel = KERNEL_TILED;
+			outcome->kernel = kernel_names[s->kernel];
+		}
 		outcome->distances += prune_now ? (double) st.work : (double) s->n * s->k;
 		outcome->distances_lloyd += (double) s->n * s->k;
 		outcome->pruned |= prune_now;
@@ -624,7 +648,8 @@ run_lloyd(CudaSession *s, const GcKmeansParams *params, double *centroids,
 
 			/* the hybrid: back to Lloyd's as soon as pruning does not pay */
 			if (params->algorithm == GC_ALGORITHM_AUTO &&
-				mean_work > PRUNE_MAX_WORK_RATIO * s->k)
+				(mean_work > PRUNE_MAX_WORK_RATIO * s->k ||
+				 (settled && label_ms > lloyd_label_ms)))
 			{
 				use_pruned = false;
 				/* Lloyd's kernels other than the register one read a padded copy */
