@@ -103,6 +103,7 @@ typedef struct CudaSession
 	float	   *c32;			/* k * d, centred */
 	float	   *cnorm;			/* k */
 	int32_t    *labels;			/* n */
+	int32_t    *old_labels;		/* n: the labels before this iteration */
 	double	   *work;			/* n: k-means++ distances, or distances */
 	unsigned long long *sums;	/* k * d, then k counts */
 	unsigned long long *race;	/* k */
@@ -176,6 +177,7 @@ upload(CudaSession *s, GcError *err)
 	ALLOC_OR_RETURN(s->c32, (size_t) k * d);
 	ALLOC_OR_RETURN(s->cnorm, (size_t) k);
 	ALLOC_OR_RETURN(s->labels, (size_t) n);
+	ALLOC_OR_RETURN(s->old_labels, (size_t) n);
 	ALLOC_OR_RETURN(s->work, (size_t) n);
 	ALLOC_OR_RETURN(s->sums, (size_t) k * (d + 1));
 	ALLOC_OR_RETURN(s->race, (size_t) k);
@@ -300,6 +302,7 @@ cuda_close(void *session)
 	cudaFree(s->c32);
 	cudaFree(s->cnorm);
 	cudaFree(s->labels);
+	cudaFree(s->old_labels);
 	cudaFree(s->work);
 	cudaFree(s->sums);
 	cudaFree(s->race);
@@ -449,8 +452,9 @@ iterate(CudaSession *s, bool pruned, IterationStatus *status,
 				update_ms;
 
 	GC_CUDA_TRY(cudaMemsetAsync(s->status, 0, sizeof(IterationStatus), s->stream), err);
-	GC_CUDA_TRY(cudaMemsetAsync(s->sums, 0, sizeof(unsigned long long) * (kd + s->k),
-								s->stream), err);
+	/* the sums carry over: only points that change cluster update them */
+	GC_CUDA_TRY(cudaMemcpyAsync(s->old_labels, s->labels, sizeof(int32_t) * s->n,
+								cudaMemcpyDeviceToDevice, s->stream), err);
 	GC_CUDA_TRY(cudaEventRecord(s->phase[0], s->stream), err);
 	if (pruned)
 		labelled = launch_rank_centroids(s->c32, s->k, s->d, s->icd, s->rid, s->icd_ranked,
@@ -468,7 +472,7 @@ iterate(CudaSession *s, bool pruned, IterationStatus *status,
 	if (labelled == GC_OK)
 		GC_CUDA_TRY(cudaEventRecord(s->phase[1], s->stream), err);
 	if (labelled != GC_OK ||
-		launch_accumulate_clusters(s->x64, s->labels, s->offset, s->scale, s->n,
+		launch_accumulate_clusters(s->x64, s->labels, s->old_labels, s->offset, s->scale, s->n,
 								   s->d, s->k, s->sums, s->sums + kd, s->stream,
 								   err) != GC_OK ||
 		launch_update_centroids(s->sums, s->sums + kd, s->offset, s->scale, s->d,

@@ -9,7 +9,11 @@
  *		64-bit fixed-point integers (gc_quantize), privatised in shared
  *		memory per block when k * (d + 1) words fit (the paper's
  *		divide-and-conquer partial sums), flushed with one atomic per word;
- *		integer sums make the result independent of the order of atomics;
+ *		integer sums make the result independent of the order of atomics,
+ *		and let an iteration update the previous sums with the points that
+ *		changed cluster only (added to the new, subtracted from the old):
+ *		the same sums as a full recount, at a cost that falls as k-means
+ *		converges;
  *	  - update_centroids: the new centroids (gc_dequantize_mean, the same
  *		arithmetic as the CPU reference), their float copies and norms, and
  *		the largest centroid shift for the convergence test;
@@ -77,6 +81,7 @@ template <bool SHARED>
 __global__ void
 accumulate_clusters_kernel(const double *__restrict__ x64,
 						   const int32_t *__restrict__ labels,
+						   const int32_t *__restrict__ old_labels,
 						   const double *__restrict__ offset,
 						   const double *__restrict__ scale, int64_t n, int d,
 						   int k, unsigned long long *sums,
@@ -99,12 +104,22 @@ accumulate_clusters_kernel(const double *__restrict__ x64,
 	{
 		int64_t		i = e / d;
 		int			j = (int) (e - i * d);
-		int			l = labels[i];
+		int			l = labels[i],
+					old = old_labels[i];
+		unsigned long long q;
 
-		atomicAdd(&s_sums[(int64_t) l * d + j],
-				  (unsigned long long) gc_quantize(x64[e], offset[j], scale[j]));
+		if (l == old)
+			continue;
+		q = (unsigned long long) gc_quantize(x64[e], offset[j], scale[j]);
+		atomicAdd(&s_sums[(int64_t) l * d + j], q);
 		if (j == 0)
 			atomicAdd(&s_counts[l], 1ULL);
+		if (old >= 0)
+		{
+			atomicAdd(&s_sums[(int64_t) old * d + j], 0ULL - q);
+			if (j == 0)
+				atomicAdd(&s_counts[old], 0ULL - 1ULL);
+		}
 	}
 	if (SHARED)
 	{
@@ -117,6 +132,7 @@ accumulate_clusters_kernel(const double *__restrict__ x64,
 
 GcStatus
 launch_accumulate_clusters(const double *x64, const int32_t *labels,
+						   const int32_t *old_labels,
 						   const double *offset, const double *scale,
 						   int64_t n, int d, int k, unsigned long long *sums,
 						   unsigned long long *counts, cudaStream_t stream,
@@ -141,12 +157,12 @@ launch_accumulate_clusters(const double *x64, const int32_t *labels,
 	/* sums and counts are contiguous, so a shared flush covers both */
 	if (shared_bytes <= (size_t) shared_limit && counts == sums + (size_t) k * d)
 		accumulate_clusters_kernel<true><<<grid_for(total, ELEMENT_THREADS, 2 * multiprocessors()),
-			ELEMENT_THREADS, shared_bytes, stream>>>(x64, labels, offset, scale,
-													 n, d, k, sums, counts);
+			ELEMENT_THREADS, shared_bytes, stream>>>(x64, labels, old_labels, offset,
+													 scale, n, d, k, sums, counts);
 	else
 		accumulate_clusters_kernel<false><<<grid_for(total, ELEMENT_THREADS, 65535),
-			ELEMENT_THREADS, 0, stream>>>(x64, labels, offset, scale, n, d, k,
-										  sums, counts);
+			ELEMENT_THREADS, 0, stream>>>(x64, labels, old_labels, offset, scale,
+										  n, d, k, sums, counts);
 	GC_CUDA_LAUNCHED("accumulate_clusters", err);
 	return GC_OK;
 }

@@ -51,15 +51,20 @@ gc_double_bits(double x)
 	return bits;
 }
 
-/* Hash of a row's values: equal rows hash alike, wherever they sit. */
+/*
+ * Hash of a row's values: equal rows hash alike, wherever they sit.  Each
+ * element is mixed with its position independently of the others and the
+ * results summed, so the mixes pipeline instead of forming one chain of
+ * dependent multiplies (the hash is computed for every row collected).
+ */
 GC_HD uint64_t
 gc_row_hash(const double *x, int d)
 {
-	uint64_t	h = gc_mix64((uint64_t) d + UINT64_C(0x9e3779b97f4a7c15));
+	uint64_t	sum = 0;
 
 	for (int j = 0; j < d; j++)
-		h = gc_mix64(h ^ gc_double_bits(x[j]));
-	return h;
+		sum += gc_mix64(gc_double_bits(x[j]) ^ ((uint64_t) j * UINT64_C(0x9e3779b97f4a7c15)));
+	return gc_mix64(sum ^ ((uint64_t) d * UINT64_C(0xd1b54a32d192ed03)));
 }
 
 /*
