@@ -124,7 +124,7 @@ def workload(name, X, k, variants, torch_iters=20, sk_iters=10, sk_algos=("lloyd
 
 LLOYD_AUTO = [("lloyd", "float32"), ("auto", "float32")]
 ALL = [("lloyd", "float32"), ("pruned", "float32"), ("auto", "float32"), ("lloyd", "tf32")]
-DENSE = [("lloyd", "float32"), ("auto", "float32"), ("lloyd", "tf32")]
+DENSE = [("lloyd", "float32"), ("auto", "float32"), ("lloyd", "tf32"), ("lloyd", "bf16")]
 
 WORKLOADS = {}
 for n in (2_000_000, 4_000_000):

@@ -70,11 +70,12 @@ typedef enum LabelKernel
 	KERNEL_TILED,
 	KERNEL_TENSOR_3XTF32,
 	KERNEL_TENSOR_TF32,
+	KERNEL_TENSOR_BF16,
 	KERNEL_FLOAT64
 } LabelKernel;
 
 static const char *const kernel_names[] = {
-	"register", "tiled", "tensor_3xtf32", "tensor_tf32", "float64"
+	"register", "tiled", "tensor_3xtf32", "tensor_tf32", "tensor_bf16", "float64"
 };
 
 typedef struct IterationStatus
@@ -205,7 +206,8 @@ upload(CudaSession *s, GcError *err)
 								cudaMemcpyHostToDevice, s->stream), err);
 	if (launch_centre_rows(s->x64, s->offset, n, d, s->x32, s->stream, err) != GC_OK)
 		return err->status;
-	if (s->kernel == KERNEL_TENSOR_3XTF32 || s->kernel == KERNEL_TENSOR_TF32)
+	if (s->kernel == KERNEL_TENSOR_3XTF32 || s->kernel == KERNEL_TENSOR_TF32 ||
+		s->kernel == KERNEL_TENSOR_BF16)
 	{
 		int64_t		npad = (n + GC_TENSOR_ROW_ALIGN - 1) / GC_TENSOR_ROW_ALIGN * GC_TENSOR_ROW_ALIGN;
 		int			kpad = (k + GC_TENSOR_ROW_ALIGN - 1) / GC_TENSOR_ROW_ALIGN * GC_TENSOR_ROW_ALIGN;
@@ -255,6 +257,8 @@ choose_kernel(const GcKmeansParams *params, int d, int k)
 		return KERNEL_FLOAT64;
 	if (params->precision == GC_PRECISION_TF32)
 		return KERNEL_TENSOR_TF32;
+	if (params->precision == GC_PRECISION_BF16)
+		return KERNEL_TENSOR_BF16;
 	if (d <= GC_REGISTER_MAX_DIM)
 		return KERNEL_REGISTER;
 	return k >= TENSOR_MIN_K ? KERNEL_TENSOR_3XTF32 : KERNEL_TILED;
@@ -407,11 +411,14 @@ label_points(CudaSession *s, unsigned long long *changed, GcError *err)
 											s->labels, changed, s->stream, err);
 		case KERNEL_TENSOR_3XTF32:
 		case KERNEL_TENSOR_TF32:
+		case KERNEL_TENSOR_BF16:
 			s->refine.x64 = s->x64; /* re-ordering swaps the buffers */
 			return launch_assign_points_tensor(s->xpad, s->cpad, s->cnorm,
 											   s->kernel == KERNEL_TENSOR_3XTF32 ? &s->refine : NULL,
 											   s->n, s->ld, s->k,
-											   s->kernel == KERNEL_TENSOR_3XTF32,
+											   s->kernel == KERNEL_TENSOR_3XTF32 ? GC_TENSOR_TF32X3 :
+											   s->kernel == KERNEL_TENSOR_BF16 ? GC_TENSOR_BF16 :
+											   GC_TENSOR_TF32,
 											   s->labels, changed, s->stream, err);
 		default:
 			return launch_assign_points(s->x32, s->c32, s->n, s->d, s->k,

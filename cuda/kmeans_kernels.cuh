@@ -57,10 +57,18 @@ typedef struct TensorRefinement
 	int			d;
 } TensorRefinement;
 
+typedef enum GcTensorMode
+{
+	GC_TENSOR_TF32,
+	GC_TENSOR_TF32X3,
+	GC_TENSOR_BF16
+} GcTensorMode;
+
 GcStatus	launch_assign_points_tensor(const float *xp, const float *cp,
 										const float *cnorm,
 										const TensorRefinement *refine,
-										int64_t n, int ld, int k, bool split,
+										int64_t n, int ld, int k,
+										GcTensorMode mode,
 										int32_t *labels,
 										unsigned long long *changed,
 										cudaStream_t stream, GcError *err);

@@ -10,11 +10,13 @@
  *	  (the scheme of FAISS, cuVS's fused L2 nearest neighbour and
  *	  Flash-KMeans).
  *
- *	  Two modes:
+ *	  Three modes:
  *	  - TF32: one product per step; about 1e-3 relative error in x.c.
  *	  - 3xTF32: each operand split into a TF32 "big" part and a TF32
  *		remainder, and big*big + big*small + small*big accumulated, which
  *		recovers float32 accuracy on the tensor cores (as CUTLASS does).
+ *	  - BF16: operands rounded to bfloat16 (m16n8k8 bf16 products, float32
+ *		accumulation): twice TF32's rate, about 4e-3 relative error.
  *
  *	  ||c||^2 - 2 x.c cancels badly when clusters are small against their
  *	  distance from the centre of the data, so the kernel keeps the two
@@ -34,6 +36,7 @@
  *
  *-------------------------------------------------------------------------
  */
+#include <cuda_bf16.h>
 #include <float.h>
 
 #include "gc_math.h"
@@ -65,6 +68,24 @@ mma_tf32(float *acc, const uint32_t *a, const uint32_t *b)
 				 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
 				 : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
 				 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+__device__ __forceinline__ void
+mma_bf16(float *acc, const uint32_t *a, uint32_t b)
+{
+	asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32 "
+				 "{%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};"
+				 : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
+				 : "r"(a[0]), "r"(a[1]), "r"(b));
+}
+
+/* Two floats as a bfloat16 pair, the first in the low half */
+__device__ __forceinline__ uint32_t
+pack_bf16(float lo, float hi)
+{
+	__nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+
+	return *reinterpret_cast<uint32_t *>(&v);
 }
 
 __device__ __forceinline__ void
@@ -117,7 +138,14 @@ merge_top2(float &best, float &second, int &best_c, float ob, float os, int oc)
 		second = fminf(second, ob);
 }
 
-template <bool SPLIT>
+enum TensorMode
+{
+	MODE_TF32,
+	MODE_TF32X3,
+	MODE_BF16
+};
+
+template <int MODE>
 __global__ void
 __launch_bounds__(TTHREADS)
 assign_points_tensor_kernel(const float *__restrict__ xp,
@@ -188,51 +216,81 @@ assign_points_tensor_kernel(const float *__restrict__ xp,
 #pragma unroll
 		for (int kk = 0; kk < TK; kk += 8)
 		{
-			uint32_t	a[4][4],
-						b[4][2];
-			uint32_t	a_lo[4][4],
-						b_lo[4][2];
-
-#pragma unroll
-			for (int mt = 0; mt < 4; mt++)
+			if (MODE == MODE_BF16)
 			{
-				const float *base = xs + (warp_m * 64 + mt * 16 + g) * TSTRIDE + kk + t;
-				float		v[4] = {base[0], base[8 * TSTRIDE], base[4], base[8 * TSTRIDE + 4]};
+				uint32_t	a[4][2],
+							b[4];
 
 #pragma unroll
-				for (int e = 0; e < 4; e++)
+				for (int mt = 0; mt < 4; mt++)
 				{
-					a[mt][e] = to_tf32(v[e]);
-					if (SPLIT)
-						a_lo[mt][e] = to_tf32(v[e] - __uint_as_float(a[mt][e]));
-				}
-			}
-#pragma unroll
-			for (int nt = 0; nt < 4; nt++)
-			{
-				const float *base = cs + (warp_n * 32 + nt * 8 + g) * TSTRIDE + kk + t;
-				float		v[2] = {base[0], base[4]};
+					const float *base = xs + (warp_m * 64 + mt * 16 + g) * TSTRIDE + kk + 2 * t;
 
-#pragma unroll
-				for (int e = 0; e < 2; e++)
-				{
-					b[nt][e] = to_tf32(v[e]);
-					if (SPLIT)
-						b_lo[nt][e] = to_tf32(v[e] - __uint_as_float(b[nt][e]));
+					a[mt][0] = pack_bf16(base[0], base[1]);
+					a[mt][1] = pack_bf16(base[8 * TSTRIDE], base[8 * TSTRIDE + 1]);
 				}
-			}
-#pragma unroll
-			for (int mt = 0; mt < 4; mt++)
 #pragma unroll
 				for (int nt = 0; nt < 4; nt++)
 				{
-					if (SPLIT)
-					{
-						mma_tf32(acc[mt][nt], a_lo[mt], b[nt]);
-						mma_tf32(acc[mt][nt], a[mt], b_lo[nt]);
-					}
-					mma_tf32(acc[mt][nt], a[mt], b[nt]);
+					const float *base = cs + (warp_n * 32 + nt * 8 + g) * TSTRIDE + kk + 2 * t;
+
+					b[nt] = pack_bf16(base[0], base[1]);
 				}
+#pragma unroll
+				for (int mt = 0; mt < 4; mt++)
+#pragma unroll
+					for (int nt = 0; nt < 4; nt++)
+						mma_bf16(acc[mt][nt], a[mt], b[nt]);
+			}
+			else
+			{
+
+				uint32_t	a[4][4],
+							b[4][2];
+				uint32_t	a_lo[4][4],
+							b_lo[4][2];
+
+#pragma unroll
+				for (int mt = 0; mt < 4; mt++)
+				{
+					const float *base = xs + (warp_m * 64 + mt * 16 + g) * TSTRIDE + kk + t;
+					float		v[4] = {base[0], base[8 * TSTRIDE], base[4], base[8 * TSTRIDE + 4]};
+
+#pragma unroll
+					for (int e = 0; e < 4; e++)
+					{
+						a[mt][e] = to_tf32(v[e]);
+						if (MODE == MODE_TF32X3)
+							a_lo[mt][e] = to_tf32(v[e] - __uint_as_float(a[mt][e]));
+					}
+				}
+#pragma unroll
+				for (int nt = 0; nt < 4; nt++)
+				{
+					const float *base = cs + (warp_n * 32 + nt * 8 + g) * TSTRIDE + kk + t;
+					float		v[2] = {base[0], base[4]};
+
+#pragma unroll
+					for (int e = 0; e < 2; e++)
+					{
+						b[nt][e] = to_tf32(v[e]);
+						if (MODE == MODE_TF32X3)
+							b_lo[nt][e] = to_tf32(v[e] - __uint_as_float(b[nt][e]));
+					}
+				}
+#pragma unroll
+				for (int mt = 0; mt < 4; mt++)
+#pragma unroll
+					for (int nt = 0; nt < 4; nt++)
+					{
+						if (MODE == MODE_TF32X3)
+						{
+							mma_tf32(acc[mt][nt], a_lo[mt], b[nt]);
+							mma_tf32(acc[mt][nt], a[mt], b_lo[nt]);
+						}
+						mma_tf32(acc[mt][nt], a[mt], b[nt]);
+					}
+			}
 		}
 		__syncthreads();
 
@@ -417,12 +475,12 @@ launch_row_norms(const float *x32, int64_t n, int d, float *xnorm,
 	return GC_OK;
 }
 
-GcStatus
-launch_assign_points_tensor(const float *xp, const float *cp, const float *cnorm,
-							const TensorRefinement *refine, int64_t n, int ld,
-							int k, bool split, int32_t *labels,
-							unsigned long long *changed, cudaStream_t stream,
-							GcError *err)
+template <int MODE>
+static GcStatus
+launch_mode(const float *xp, const float *cp, const float *cnorm,
+			const TensorRefinement *refine, int64_t n, int ld, int k,
+			int32_t *labels, unsigned long long *changed, cudaStream_t stream,
+			GcError *err)
 {
 	static bool configured = false;
 	int			kpad = (k + TN - 1) / TN * TN;
@@ -430,27 +488,37 @@ launch_assign_points_tensor(const float *xp, const float *cp, const float *cnorm
 
 	if (!configured)
 	{
-		GC_CUDA_TRY(cudaFuncSetAttribute(assign_points_tensor_kernel<true>,
-										 cudaFuncAttributeMaxDynamicSharedMemorySize,
-										 (int) TSMEM_BYTES), err);
-		GC_CUDA_TRY(cudaFuncSetAttribute(assign_points_tensor_kernel<false>,
+		GC_CUDA_TRY(cudaFuncSetAttribute(assign_points_tensor_kernel<MODE>,
 										 cudaFuncAttributeMaxDynamicSharedMemorySize,
 										 (int) TSMEM_BYTES), err);
 		configured = true;
 	}
+	assign_points_tensor_kernel<MODE><<<blocks, TTHREADS, TSMEM_BYTES, stream>>>(
+		xp, cp, cnorm, refine ? refine->xnorm : NULL, refine ? refine->radius : 0.0f,
+		refine ? refine->eps : 0.0f, n, ld, k, kpad, labels, changed,
+		refine ? refine->doubtful : NULL, refine ? refine->doubtful_count : NULL);
+	GC_CUDA_LAUNCHED("assign_points_tensor", err);
+	return GC_OK;
+}
+
+GcStatus
+launch_assign_points_tensor(const float *xp, const float *cp, const float *cnorm,
+							const TensorRefinement *refine, int64_t n, int ld,
+							int k, GcTensorMode mode, int32_t *labels,
+							unsigned long long *changed, cudaStream_t stream,
+							GcError *err)
+{
+	GcStatus	status;
+
 	if (refine != NULL)
 		GC_CUDA_TRY(cudaMemsetAsync(refine->doubtful_count, 0, sizeof(unsigned int), stream), err);
-	if (split)
-		assign_points_tensor_kernel<true><<<blocks, TTHREADS, TSMEM_BYTES, stream>>>(
-			xp, cp, cnorm, refine ? refine->xnorm : NULL, refine ? refine->radius : 0.0f,
-			refine ? refine->eps : 0.0f, n, ld, k, kpad, labels, changed,
-			refine ? refine->doubtful : NULL, refine ? refine->doubtful_count : NULL);
-	else
-		assign_points_tensor_kernel<false><<<blocks, TTHREADS, TSMEM_BYTES, stream>>>(
-			xp, cp, cnorm, refine ? refine->xnorm : NULL, refine ? refine->radius : 0.0f,
-			refine ? refine->eps : 0.0f, n, ld, k, kpad, labels, changed,
-			refine ? refine->doubtful : NULL, refine ? refine->doubtful_count : NULL);
-	GC_CUDA_LAUNCHED("assign_points_tensor", err);
+	status = mode == GC_TENSOR_TF32X3 ?
+		launch_mode<MODE_TF32X3>(xp, cp, cnorm, refine, n, ld, k, labels, changed, stream, err) :
+		mode == GC_TENSOR_BF16 ?
+		launch_mode<MODE_BF16>(xp, cp, cnorm, refine, n, ld, k, labels, changed, stream, err) :
+		launch_mode<MODE_TF32>(xp, cp, cnorm, refine, n, ld, k, labels, changed, stream, err);
+	if (status != GC_OK)
+		return status;
 	if (refine != NULL)
 	{
 		refine_labels_kernel<<<REFINE_BLOCKS, REFINE_THREADS, 0, stream>>>(

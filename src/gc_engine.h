@@ -138,7 +138,8 @@ typedef enum GcPrecision
 {
 	GC_PRECISION_FLOAT32 = 0,	/* GPU labeling in float32 (3xTF32 on tensor cores) */
 	GC_PRECISION_FLOAT64,		/* GPU labeling in double */
-	GC_PRECISION_TF32			/* tensor cores, TF32 inputs: fastest, ~1e-3 error */
+	GC_PRECISION_TF32,			/* tensor cores, TF32 inputs: ~1e-3 error */
+	GC_PRECISION_BF16			/* tensor cores, bfloat16 inputs: fastest, ~4e-3 error */
 } GcPrecision;
 
 typedef struct GcKmeansParams

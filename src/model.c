@@ -242,7 +242,7 @@ gpuclust_kmeans_model_in(PG_FUNCTION_ARGS)
 	if (v)
 		strlcpy(m->kernel, pnstrdup(v->val.string.val, v->val.string.len), sizeof(m->kernel));
 	v = model_field(obj, "precision", jbvString, false);
-	for (int p = GC_PRECISION_FLOAT32; v && p <= GC_PRECISION_TF32; p++)
+	for (int p = GC_PRECISION_FLOAT32; v && p <= GC_PRECISION_BF16; p++)
 		if (strlen(gc_precision_name((GcPrecision) p)) == (size_t) v->val.string.len &&
 			strncmp(gc_precision_name((GcPrecision) p), v->val.string.val, v->val.string.len) == 0)
 			m->precision = p;
@@ -351,7 +351,7 @@ gpuclust_kmeans_model_recv(PG_FUNCTION_ARGS)
 	m->labeling_ms = pq_getmsgfloat8(buf);
 	m->update_ms = pq_getmsgfloat8(buf);
 	m->precision = pq_getmsgint(buf, 2);
-	if (m->precision < GC_PRECISION_FLOAT32 || m->precision > GC_PRECISION_TF32)
+	if (m->precision < GC_PRECISION_FLOAT32 || m->precision > GC_PRECISION_BF16)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
 				 errmsg("kmeans_model binary value has an unknown precision")));

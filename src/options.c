@@ -168,7 +168,7 @@ option_choice(const char *key, JsonbValue *v, const char *const *names, int coun
 }
 
 static const char *const algorithm_names[] = {"auto", "lloyd", "pruned"};
-static const char *const precision_names[] = {"float32", "float64", "tf32"};
+static const char *const precision_names[] = {"float32", "float64", "tf32", "bf16"};
 
 const char *
 gc_precision_name(GcPrecision precision)
@@ -251,8 +251,8 @@ gc_parse_kmeans_options(Jsonb *options, int k, GcKmeansOptions *opts)
 				params->algorithm = (GcAlgorithm) option_choice(name, &v, algorithm_names, 3,
 																"\"auto\", \"lloyd\" or \"pruned\"");
 			else if (strcmp(name, "precision") == 0)
-				params->precision = (GcPrecision) option_choice(name, &v, precision_names, 3,
-																"\"float32\", \"float64\" or \"tf32\"");
+				params->precision = (GcPrecision) option_choice(name, &v, precision_names, 4,
+																"\"float32\", \"float64\", \"tf32\" or \"bf16\"");
 			else
 				ereport(ERROR,
 						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

@@ -257,6 +257,7 @@ run_case(int64_t n, int d, int k)
 			{GC_ALGORITHM_PRUNED, GC_PRECISION_FLOAT32, "gpu pruned"},
 			{GC_ALGORITHM_LLOYD, GC_PRECISION_FLOAT64, "gpu float64"},
 			{GC_ALGORITHM_LLOYD, GC_PRECISION_TF32, "gpu tf32"},
+			{GC_ALGORITHM_LLOYD, GC_PRECISION_BF16, "gpu bf16"},
 		};
 		char		why[256];
 
@@ -271,17 +272,22 @@ run_case(int64_t n, int d, int k)
 										   variants[v].algorithm, variants[v].precision,
 										   300, 1e-4);
 
-				if (variants[v].precision == GC_PRECISION_TF32)
+				if (variants[v].precision == GC_PRECISION_TF32 ||
+					variants[v].precision == GC_PRECISION_BF16)
 				{
-					/* TF32 rounds inputs to 10 bits: close, not identical */
+					/* TF32 and bf16 round inputs to 10 and 7 bits: close, not identical */
 					int64_t		mismatched = 0;
 
 					for (int64_t i = 0; i < n; i++)
 						mismatched += gpu.labels[i] != cpu.labels[i];
-					check(gpu.status == GC_OK && mismatched <= n / 50,
-						  "gpu tf32: at most 2% of labels differ", config);
+					char		what[96];
+
+					snprintf(what, sizeof(what), "%s: at most 2%% of labels differ (%lld do)",
+							 variants[v].name, (long long) mismatched);
+					check(gpu.status == GC_OK && mismatched <= n / 50, what, config);
+					snprintf(what, sizeof(what), "%s: inertia within 1%%", variants[v].name);
 					check(fabs(gpu.result.inertia - cpu.result.inertia) <= 1e-2 * cpu.result.inertia,
-						  "gpu tf32: inertia within 1%", config);
+						  what, config);
 				}
 				else
 					check_same_fit(&cpu, &gpu, n, k, d, variants[v].name, config);
@@ -347,7 +353,8 @@ bench(int64_t n, int d, int k, const char *data, const char *algorithm,
 	GcAlgorithm alg = strcmp(algorithm, "lloyd") == 0 ? GC_ALGORITHM_LLOYD :
 		strcmp(algorithm, "pruned") == 0 ? GC_ALGORITHM_PRUNED : GC_ALGORITHM_AUTO;
 	GcPrecision prec = strcmp(precision, "float64") == 0 ? GC_PRECISION_FLOAT64 :
-		strcmp(precision, "tf32") == 0 ? GC_PRECISION_TF32 : GC_PRECISION_FLOAT32;
+		strcmp(precision, "tf32") == 0 ? GC_PRECISION_TF32 :
+		strcmp(precision, "bf16") == 0 ? GC_PRECISION_BF16 : GC_PRECISION_FLOAT32;
 	double		per_iteration;
 
 	rng_state = 42;
