@@ -74,8 +74,10 @@ launch_centre_rows(const double *x64, const double *offset, int64_t n, int d,
 }
 
 /*
- * One thread per element, so that reads are coalesced whatever d is; the
- * count of a point is added by its first element's thread
+ * One warp per point: the lanes read its coordinates together (coalesced
+ * for any d), and a point whose label did not change costs one read of its
+ * two labels.  A point that moved is added to its new cluster and, unless
+ * it had none, subtracted from its old one.
  */
 template <bool SHARED>
 __global__ void
@@ -90,8 +92,9 @@ accumulate_clusters_kernel(const double *__restrict__ x64,
 	extern __shared__ unsigned long long private_sums[];
 	unsigned long long *s_sums = SHARED ? private_sums : sums;
 	unsigned long long *s_counts = SHARED ? private_sums + (size_t) k * d : counts;
-	int64_t		total = n * d;
 	int64_t		words = (int64_t) k * (d + 1);
+	int			lane = threadIdx.x & 31;
+	int64_t		warps = (int64_t) gridDim.x * (blockDim.x >> 5);
 
 	if (SHARED)
 	{
@@ -99,25 +102,25 @@ accumulate_clusters_kernel(const double *__restrict__ x64,
 			private_sums[w] = 0;
 		__syncthreads();
 	}
-	for (int64_t e = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; e < total;
-		 e += (int64_t) gridDim.x * blockDim.x)
+	for (int64_t i = (int64_t) blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); i < n; i += warps)
 	{
-		int64_t		i = e / d;
-		int			j = (int) (e - i * d);
 		int			l = labels[i],
 					old = old_labels[i];
-		unsigned long long q;
 
 		if (l == old)
 			continue;
-		q = (unsigned long long) gc_quantize(x64[e], offset[j], scale[j]);
-		atomicAdd(&s_sums[(int64_t) l * d + j], q);
-		if (j == 0)
-			atomicAdd(&s_counts[l], 1ULL);
-		if (old >= 0)
+		for (int j = lane; j < d; j += 32)
 		{
-			atomicAdd(&s_sums[(int64_t) old * d + j], 0ULL - q);
-			if (j == 0)
+			unsigned long long q = (unsigned long long) gc_quantize(x64[i * d + j], offset[j], scale[j]);
+
+			atomicAdd(&s_sums[(int64_t) l * d + j], q);
+			if (old >= 0)
+				atomicAdd(&s_sums[(int64_t) old * d + j], 0ULL - q);
+		}
+		if (lane == 0)
+		{
+			atomicAdd(&s_counts[l], 1ULL);
+			if (old >= 0)
 				atomicAdd(&s_counts[old], 0ULL - 1ULL);
 		}
 	}
@@ -140,7 +143,7 @@ launch_accumulate_clusters(const double *x64, const int32_t *labels,
 {
 	static int	shared_limit = -1;
 	size_t		shared_bytes = sizeof(unsigned long long) * (size_t) k * (d + 1);
-	int64_t		total = n * d;
+	int64_t		total = n * 32;		/* threads for one warp per point */
 
 	if (shared_limit < 0)
 	{
