@@ -9,7 +9,9 @@ MODULE_big = gpuclust
 ENGINE_OBJS = src/rowstore.o src/kmeans_fit.o src/kmeans_cpu.o \
 	src/pmedian_fit.o src/pmedian_cpu.o
 GLUE_OBJS = src/gpuclust.o src/input.o src/options.o src/model.o \
-	src/kmeans_run.o src/kmeans_agg.o src/kmeans_window.o src/kmeans_assign.o
+	src/kmeans_run.o src/kmeans_agg.o src/kmeans_window.o src/kmeans_assign.o \
+	src/pmedian_options.o src/pmedian_model.o src/pmedian_run.o src/pmedian_agg.o \
+	src/pmedian_assign.o
 OBJS = $(ENGINE_OBJS) $(GLUE_OBJS)
 
 TESTS = $(sort $(wildcard test/sql/*.sql))
@@ -78,4 +80,5 @@ test/engine/pmedian_test: test/engine/pmedian_test.c $(ENGINE_TEST_OBJS)
 pmedian-check: test/engine/pmedian_test
 	test/engine/pmedian_test
 
-src/pmedian_fit.o src/pmedian_cpu.o: src/pmedian_engine.h src/pmedian_math.h src/gc_engine.h src/gc_math.h
+$(filter src/pmedian_%.o,$(OBJS)): src/pmedian_glue.h src/pmedian_engine.h src/pmedian_math.h src/gc_engine.h src/gc_math.h
+$(GLUE_OBJS): src/gpuclust.h src/gc_engine.h src/pmedian_engine.h
