@@ -236,7 +236,7 @@ relocate_centres(PmProblem *pb, const int32_t *members, const int32_t *first,
  * an entity of mean demand penalty_step times the mean distance more
  */
 static void
-update_penalties(const PmFit *f, PmProblem *pb, const double *load)
+update_penalties(const PmFit *f, PmProblem *pb, const double *load, int it)
 {
 	double		mean_dist = 0.0,
 				mean_demand = 0.0,
@@ -251,7 +251,7 @@ update_penalties(const PmFit *f, PmProblem *pb, const double *load)
 	mean_demand /= pb->nent;
 	if (mean_demand <= 0.0 || mean_dist <= 0.0)
 		return;
-	theta = f->params->penalty_step * mean_dist / (pb->capacity * mean_demand);
+	theta = f->params->penalty_step * mean_dist / (pb->capacity * mean_demand * sqrt((double) it));
 	for (int32_t c = 0; c < pb->ncen; c++)
 	{
 		double		lambda = pb->penalty[c] + theta * (load[c] - pb->capacity);
@@ -329,7 +329,7 @@ location_allocation(PmFit *f, PmProblem *pb, int max_iter)
 			break;
 		}
 		if (pb->capacity > 0.0)
-			update_penalties(f, pb, load);
+			update_penalties(f, pb, load, it);
 		if (interrupted(f))
 			status = gc_fail(f->err, GC_INTERRUPTED, "interrupted in iteration %d", it);
 	}

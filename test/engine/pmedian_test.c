@@ -432,7 +432,9 @@ bench_phases(const char *path, int iters, int cpu_only)
 	params.capacitated = true;
 	params.capacity = 300.0;
 	params.max_iter = iters;
-	params.polish_iter = 0;
+	params.polish_iter = getenv("PM_POLISH") ? atoi(getenv("PM_POLISH")) : 0;
+	if (getenv("PM_PENALTY_STEP"))
+		params.penalty_step = atof(getenv("PM_PENALTY_STEP"));
 	for (int gpu = cpu_only ? 0 : 1; gpu >= 0; gpu--)
 	{
 		GcRows		rows;
