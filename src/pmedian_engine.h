@@ -61,7 +61,7 @@ typedef struct GcPmParams
 	uint64_t	seed;
 	bool		capacitated;
 	double		capacity;		/* Q, when capacitated */
-	double		penalty_step;	/* subgradient step factor, default 1 */
+	double		penalty_step;	/* subgradient step factor, default 2 */
 	GcPmMethod	method;
 	int64_t		auto_threshold; /* auto uses three_phase from this n */
 	double		sample_factor;	/* three_phase sample: factor * sqrt(n), default 30 */

@@ -157,7 +157,7 @@ gc_parse_pmedian_options(Jsonb *options, int p, GcPmParams *params)
 	params->p = p;
 	params->metric = GC_PM_EUCLIDEAN;
 	params->max_iter = 100;
-	params->penalty_step = 1.0;
+	params->penalty_step = 2.0;
 	params->method = GC_PM_AUTO;
 	params->auto_threshold = GC_PM_AUTO_THRESHOLD;
 	params->sample_factor = 30.0;
