@@ -475,6 +475,8 @@ bench_quality(const char *path, int p, int cpu_only)
 	GcPmParams	params = default_params(p);
 
 	params.max_iter = 300;
+	if (getenv("PM_METHOD"))
+		params.method = (GcPmMethod) atoi(getenv("PM_METHOD"));
 	for (int gpu = cpu_only ? 0 : 1; gpu >= 0; gpu--)
 	{
 		GcRows		rows;
@@ -482,15 +484,16 @@ bench_quality(const char *path, int p, int cpu_only)
 
 		if (backend == NULL)
 			continue;
-		for (int imp = 0; imp <= 1; imp++)
+		for (int imp = 0; imp <= (getenv("PM_NO_IMPROVE") ? 0 : 1); imp++)
 		{
 			Fit			f;
 
 			params.improve = imp;
 			f = fit(backend, &rows, NULL, &params);
-			printf("quality %s n=%lld p=%d device=%s improve=%d objective=%.10g ms=%.1f "
+			printf("quality %s n=%lld p=%d device=%s method=%s improve=%d objective=%.10g ms=%.1f "
 				   "iterations=%d swaps=%d location_ms=%.1f improve_ms=%.1f\n",
-				   path, (long long) n, p, backend->name, imp, f.result.objective, f.ms,
+				   path, (long long) n, p, backend->name,
+				   gc_pmedian_method_name(f.result.method), imp, f.result.objective, f.ms,
 				   f.result.iterations, f.result.swaps, f.result.timings.location_ms,
 				   f.result.timings.improve_ms);
 			fflush(stdout);
