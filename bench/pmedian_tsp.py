@@ -20,6 +20,7 @@ Usage (from the repository root):
 Results are printed and written under bench/results/ (or $OUT).
 """
 import argparse
+import importlib.metadata
 import datetime
 import gzip
 import os
@@ -141,7 +142,7 @@ def fasterpam(args):
         lines.append('fasterpam instance=%s n=%d p=%d objective=%.10g matrix_ms=%.1f '
                      'fasterpam_ms=%.1f swaps=%d iterations=%d kmedoids=%s' % (
                          inst, len(x), p, obj, 1000 * (t1 - t0), 1000 * (t2 - t1),
-                         r.n_swap, r.n_iter, kmedoids.__version__))
+                         r.n_swap, r.n_iter, importlib.metadata.version('kmedoids')))
         print(lines[-1], flush=True)
         del d
     write('pmedian-fasterpam.txt', '\n'.join(lines) + '\n')
