@@ -8,6 +8,9 @@
  *	  builds clusters and moves centres, and only the entity-sized
  *	  arrays those need cross the bus each iteration.
  *
+ *	  Those arrays go through one page-locked staging buffer, so that each
+ *	  copy is a single DMA rather than the driver's staged pageable copy.
+ *
  *	  Every device allocation belongs to the session and is freed by
  *	  close, which the driver calls on success, failure and cancel alike.
  *
@@ -56,7 +59,12 @@ typedef struct PmCudaSession
 	int32_t    *cand;			/* GC_PM_SWAP_BATCH */
 	int32_t    *best_medoid;	/* GC_PM_SWAP_BATCH */
 	long long  *best_gain;		/* GC_PM_SWAP_BATCH */
+	char	   *stage;			/* page-locked, 24 * n bytes: per-iteration copies */
 } PmCudaSession;
+
+/* Regions of the staging buffer: 4-byte arrays first, then 8-byte ones */
+#define STAGE_INT(s) ((int32_t *) (s)->stage)
+#define STAGE_DOUBLE(s, k) ((double *) ((s)->stage + sizeof(double) * (s)->n * (k)))
 
 static void pm_cuda_close(void *session);
 
@@ -113,6 +121,8 @@ upload(PmCudaSession *s, const GcRows *rows, const double *demand, GcError *err)
 	ALLOC_OR_RETURN(s->xs, (size_t) n * d);
 	ALLOC_OR_RETURN(s->sums, n);
 	ALLOC_OR_RETURN(s->winner, 1);
+	GC_CUDA_TRY(cudaHostAlloc((void **) &s->stage, 24 * (size_t) (n > 0 ? n : 1),
+							  cudaHostAllocDefault), err);
 	for (int c = 0; c < rows->nchunks; c++)
 	{
 		const GcChunk *chunk = &rows->chunks[c];
@@ -162,6 +172,8 @@ pm_cuda_close(void *session)
 		(void) cudaStreamSynchronize(s->stream);
 	for (size_t i = 0; i < sizeof(ptrs) / sizeof(ptrs[0]); i++)
 		cudaFree(ptrs[i]);
+	if (s->stage)
+		cudaFreeHost(s->stage);
 	if (s->stream)
 		cudaStreamDestroy(s->stream);
 	(void) cudaGetLastError();
@@ -201,9 +213,11 @@ pm_cuda_allocate(void *session, int32_t ncen, const int32_t *cen,
 								 penalty != NULL ? s->penalty : NULL, s->demand,
 								 s->alloc, s->dist, s->stream, err) != GC_OK)
 		return err->status;
-	DOWNLOAD(alloc, s->alloc, s->nent);
-	DOWNLOAD(dist, s->dist, s->nent);
+	DOWNLOAD(STAGE_INT(s), s->alloc, s->nent);
+	DOWNLOAD(STAGE_DOUBLE(s, 1), s->dist, s->nent);
 	SYNC();
+	memcpy(alloc, STAGE_INT(s), sizeof(int32_t) * s->nent);
+	memcpy(dist, STAGE_DOUBLE(s, 1), sizeof(double) * s->nent);
 	return GC_OK;
 }
 
@@ -213,14 +227,16 @@ pm_cuda_cluster_sums(void *session, int32_t ncen, const int32_t *members,
 {
 	PmCudaSession *s = (PmCudaSession *) session;
 
-	UPLOAD(s->members, members, s->nent);
+	memcpy(STAGE_INT(s), members, sizeof(int32_t) * s->nent);
+	UPLOAD(s->members, STAGE_INT(s), s->nent);
 	UPLOAD(s->first, first, ncen + 1);
 	if (launch_gather_rows(s->x, s->members, s->nent, s->d, s->xs, s->stream, err) != GC_OK ||
 		launch_cluster_sums(s->xs, s->d, s->params->metric, s->first, ncen, s->nent,
 							s->sums, s->stream, err) != GC_OK)
 		return err->status;
-	DOWNLOAD(sums, s->sums, s->nent);
+	DOWNLOAD(STAGE_DOUBLE(s, 1), s->sums, s->nent);
 	SYNC();
+	memcpy(sums, STAGE_DOUBLE(s, 1), sizeof(double) * s->nent);
 	return GC_OK;
 }
 
@@ -265,10 +281,13 @@ pm_cuda_nearest2(void *session, int p, const int32_t *medoids, double far,
 		launch_nearest2(s->x, s->n, s->d, s->params->metric, s->cx, p, far,
 						s->nearest, s->dn, s->ds, s->stream, err) != GC_OK)
 		return err->status;
-	DOWNLOAD(nearest, s->nearest, s->n);
-	DOWNLOAD(dn, s->dn, s->n);
-	DOWNLOAD(ds, s->ds, s->n);
+	DOWNLOAD(STAGE_INT(s), s->nearest, s->n);
+	DOWNLOAD(STAGE_DOUBLE(s, 1), s->dn, s->n);
+	DOWNLOAD(STAGE_DOUBLE(s, 2), s->ds, s->n);
 	SYNC();
+	memcpy(nearest, STAGE_INT(s), sizeof(int32_t) * s->n);
+	memcpy(dn, STAGE_DOUBLE(s, 1), sizeof(double) * s->n);
+	memcpy(ds, STAGE_DOUBLE(s, 2), sizeof(double) * s->n);
 	return GC_OK;
 }
 
