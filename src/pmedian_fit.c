@@ -568,6 +568,28 @@ done:
 }
 
 /*
+ * Without a polish, the small phase's own allocation (its groups' entities
+ * are all the rows) becomes the final one
+ */
+static GcStatus
+adopt_allocation(const PmFit *f, PmProblem *final, const PmProblem *small)
+{
+	double	   *load = malloc(sizeof(double) * final->ncen);
+
+	if (load == NULL)
+		return gc_fail(f->err, GC_ERR_HOST_MEMORY, "out of memory for the allocation");
+	for (int32_t e = 0; e < small->nent; e++)
+	{
+		final->alloc[small->ent[e]] = small->alloc[e];
+		final->dist[small->ent[e]] = small->dist[e];
+	}
+	final->converged = small->converged;
+	score_problem(f, final, load);
+	free(load);
+	return GC_OK;
+}
+
+/*
  * The three phases, then a location-allocation polish over all rows
  * starting from the small phase's centres and multipliers
  */
@@ -615,7 +637,10 @@ three_phase(PmFit *f, PmProblem *final, GcPmResult *result)
 		memcpy(final->cen, small.cen, sizeof(int32_t) * params->p);
 		memcpy(final->penalty, small.penalty, sizeof(double) * params->p);
 		final->iterations = sample.iterations + small.iterations;
-		status = location_allocation(f, final, params->polish_iter);
+		if (params->polish_iter > 0)
+			status = location_allocation(f, final, params->polish_iter);
+		else
+			status = adopt_allocation(f, final, &small);
 	}
 	result->timings.location_ms = gc_now_ms() - t0;
 	problem_release(&sample);
