@@ -89,3 +89,15 @@ FROM (SELECT pmedian_gpu(id, v, 3, '{"seed": 11}') AS a,
 
 -- empty input gives NULL
 SELECT pmedian_gpu(id, v, 2) IS NULL AS empty_is_null FROM pm_pts WHERE false;
+
+-- the binary form reads back to the same model
+CREATE TABLE pm_models AS
+SELECT pmedian_gpu(id, v, 3, '{"metric": "manhattan"}') AS m FROM pm_pts
+UNION ALL SELECT pmedian_gpu(id, v, q, 2, '{"capacity": 40}') FROM
+	(SELECT id, v, 1 + id % 3 AS q FROM pm_blobs) s;
+COPY pm_models TO '/tmp/gpuclust_pmedian_models.bin' (FORMAT binary);
+CREATE TABLE pm_models_back (m pmedian_model);
+COPY pm_models_back FROM '/tmp/gpuclust_pmedian_models.bin' (FORMAT binary);
+SELECT (SELECT array_agg(m::text ORDER BY m::text) FROM pm_models) =
+	   (SELECT array_agg(m::text ORDER BY m::text) FROM pm_models_back) AS binary_round_trip,
+	   (SELECT count(*) FROM pm_models_back) AS models;
