@@ -95,9 +95,14 @@ CREATE TABLE pm_models AS
 SELECT pmedian_gpu(id, v, 3, '{"metric": "manhattan"}') AS m FROM pm_pts
 UNION ALL SELECT pmedian_gpu(id, v, q, 2, '{"capacity": 40}') FROM
 	(SELECT id, v, 1 + id % 3 AS q FROM pm_blobs) s;
-COPY pm_models TO '/tmp/gpuclust_pmedian_models.bin' (FORMAT binary);
 CREATE TABLE pm_models_back (m pmedian_model);
-COPY pm_models_back FROM '/tmp/gpuclust_pmedian_models.bin' (FORMAT binary);
+DO $$
+DECLARE
+	f text := current_setting('data_directory') || '/pmedian_models.bin';
+BEGIN
+	EXECUTE format('COPY pm_models TO %L (FORMAT binary)', f);
+	EXECUTE format('COPY pm_models_back FROM %L (FORMAT binary)', f);
+END $$;
 SELECT (SELECT array_agg(m::text ORDER BY m::text) FROM pm_models) =
 	   (SELECT array_agg(m::text ORDER BY m::text) FROM pm_models_back) AS binary_round_trip,
 	   (SELECT count(*) FROM pm_models_back) AS models;
