@@ -6,9 +6,12 @@ EXTENSION = gpuclust
 DATA = $(wildcard sql/gpuclust--*.sql)
 MODULE_big = gpuclust
 
-ENGINE_OBJS = src/rowstore.o src/kmeans_fit.o src/kmeans_cpu.o
+ENGINE_OBJS = src/rowstore.o src/kmeans_fit.o src/kmeans_cpu.o \
+	src/pmedian_fit.o src/pmedian_cpu.o
 GLUE_OBJS = src/gpuclust.o src/input.o src/options.o src/model.o \
-	src/kmeans_run.o src/kmeans_agg.o src/kmeans_window.o src/kmeans_assign.o
+	src/kmeans_run.o src/kmeans_agg.o src/kmeans_window.o src/kmeans_assign.o \
+	src/pmedian_options.o src/pmedian_model.o src/pmedian_run.o src/pmedian_agg.o \
+	src/pmedian_assign.o
 OBJS = $(ENGINE_OBJS) $(GLUE_OBJS)
 
 TESTS = $(sort $(wildcard test/sql/*.sql))
@@ -24,7 +27,8 @@ PG_CFLAGS = -ffp-contract=off $(if $(WERROR),-Werror)
 ifeq ($(WITH_CUDA),1)
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 CUDA_OBJS = cuda/device.o cuda/kmeans_cuda.o cuda/labeling.o cuda/labeling_tensor.o \
-	cuda/labeling_pruned.o cuda/update.o cuda/seeding.o
+	cuda/labeling_pruned.o cuda/update.o cuda/seeding.o \
+	cuda/pmedian_cuda.o cuda/pmedian_allocate.o cuda/pmedian_locate.o cuda/pmedian_swap.o
 OBJS += $(CUDA_OBJS)
 PG_CPPFLAGS = -DGC_WITH_CUDA -I$(CUDA_HOME)/include
 SHLIB_LINK = -L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/targets/x86_64-linux/lib -lcudart_static -lstdc++ -ldl -lrt -lpthread
@@ -32,7 +36,8 @@ NVCC_FLAGS = -O3 -std=c++17 -Xcompiler -fPIC -Isrc --fmad=true \
 	-gencode arch=compute_80,code=sm_80 \
 	-gencode arch=compute_90,code=sm_90 \
 	-gencode arch=compute_90,code=compute_90
-cuda/%.o: cuda/%.cu $(wildcard cuda/*.h cuda/*.cuh) src/gc_engine.h src/gc_math.h
+cuda/%.o: cuda/%.cu $(wildcard cuda/*.h cuda/*.cuh) src/gc_engine.h src/gc_math.h \
+		src/pmedian_engine.h src/pmedian_math.h
 	$(NVCC) $(NVCC_FLAGS) -c $< -o $@
 endif
 
@@ -40,7 +45,7 @@ endif
 BUILD_CONFIG := with_cuda=$(WITH_CUDA)
 $(shell echo '$(BUILD_CONFIG)' | cmp -s - .build-config || echo '$(BUILD_CONFIG)' > .build-config)
 
-EXTRA_CLEAN = .build-config test/engine/engine_test $(CUDA_OBJS) test/results test/regression.diffs test/regression.out
+EXTRA_CLEAN = .build-config test/engine/engine_test test/engine/pmedian_test $(CUDA_OBJS) test/results test/regression.diffs test/regression.out
 
 # .cu objects have no LLVM bitcode
 override with_llvm = no
@@ -65,5 +70,18 @@ test/engine/engine_test: test/engine/engine_test.c $(ENGINE_TEST_OBJS)
 		$(if $(filter 1,$(WITH_CUDA)),$(SHLIB_LINK)) -lm
 
 .PHONY: engine-check
-engine-check: test/engine/engine_test
+engine-check: test/engine/engine_test test/engine/pmedian_test
 	test/engine/engine_test
+	test/engine/pmedian_test
+
+# p-median engine tests and benchmarks (pmedian_test phases|quality ...)
+test/engine/pmedian_test: test/engine/pmedian_test.c $(ENGINE_TEST_OBJS)
+	$(CC) -O2 -ffp-contract=off -Wall $(if $(WERROR),-Werror) $(PG_CPPFLAGS) -o $@ $< $(ENGINE_TEST_OBJS) \
+		$(if $(filter 1,$(WITH_CUDA)),$(SHLIB_LINK)) -lm
+
+.PHONY: pmedian-check
+pmedian-check: test/engine/pmedian_test
+	test/engine/pmedian_test
+
+$(filter src/pmedian_%.o,$(OBJS)): src/pmedian_glue.h src/pmedian_engine.h src/pmedian_math.h src/gc_engine.h src/gc_math.h
+$(GLUE_OBJS): src/gpuclust.h src/gc_engine.h src/pmedian_engine.h

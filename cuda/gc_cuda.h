@@ -33,6 +33,7 @@ extern void *gc_cuda_host_alloc(size_t bytes);
 extern void gc_cuda_host_free(void *ptr);
 
 extern const GcKmeansBackend gc_kmeans_cuda_backend;
+extern const struct GcPmBackend gc_pmedian_cuda_backend;
 
 #ifdef __cplusplus
 }

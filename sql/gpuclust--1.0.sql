@@ -132,3 +132,115 @@ CREATE FUNCTION kmeans_gpu_cluster(vec real[], k int) RETURNS int
 CREATE FUNCTION gpuclust_device_info() RETURNS jsonb
 	AS 'MODULE_PATHNAME', 'gpuclust_device_info'
 	LANGUAGE C VOLATILE PARALLEL SAFE;
+
+-- p-median (k-medoids): medoid ids and vectors, objective, capacity
+-- violation, penalty multipliers, statistics and timings.  Its text form
+-- is a JSON object.
+CREATE TYPE pmedian_model;
+
+CREATE FUNCTION pmedian_model_in(cstring) RETURNS pmedian_model
+	AS 'MODULE_PATHNAME', 'gpuclust_pmedian_model_in'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION pmedian_model_out(pmedian_model) RETURNS cstring
+	AS 'MODULE_PATHNAME', 'gpuclust_pmedian_model_out'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION pmedian_model_recv(internal) RETURNS pmedian_model
+	AS 'MODULE_PATHNAME', 'gpuclust_pmedian_model_recv'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION pmedian_model_send(pmedian_model) RETURNS bytea
+	AS 'MODULE_PATHNAME', 'gpuclust_pmedian_model_send'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE TYPE pmedian_model (
+	INPUT = pmedian_model_in,
+	OUTPUT = pmedian_model_out,
+	RECEIVE = pmedian_model_recv,
+	SEND = pmedian_model_send,
+	INTERNALLENGTH = VARIABLE,
+	ALIGNMENT = double,
+	STORAGE = extended
+);
+
+CREATE CAST (pmedian_model AS jsonb) WITH INOUT;
+
+-- pmedian_gpu aggregates: (id, vector, p [, options]) and, capacitated,
+-- (id, vector, demand, p, options); float8[] and real[] vectors
+
+CREATE FUNCTION pmedian_gpu_transfn(internal, bigint, float8[], int) RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_pmedian_transfn'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION pmedian_gpu_transfn(internal, bigint, float8[], int, jsonb) RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_pmedian_transfn'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION pmedian_gpu_transfn(internal, bigint, float8[], float8, int, jsonb) RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_pmedian_transfn'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION pmedian_gpu_transfn(internal, bigint, real[], int) RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_pmedian_transfn_real'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION pmedian_gpu_transfn(internal, bigint, real[], int, jsonb) RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_pmedian_transfn_real'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION pmedian_gpu_transfn(internal, bigint, real[], float8, int, jsonb) RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_pmedian_transfn_real'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION pmedian_gpu_finalfn(internal) RETURNS pmedian_model
+	AS 'MODULE_PATHNAME', 'gpuclust_pmedian_finalfn'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE AGGREGATE pmedian_gpu(id bigint, vec float8[], p int) (
+	SFUNC = pmedian_gpu_transfn, STYPE = internal,
+	FINALFUNC = pmedian_gpu_finalfn, PARALLEL = SAFE
+);
+
+CREATE AGGREGATE pmedian_gpu(id bigint, vec float8[], p int, options jsonb) (
+	SFUNC = pmedian_gpu_transfn, STYPE = internal,
+	FINALFUNC = pmedian_gpu_finalfn, PARALLEL = SAFE
+);
+
+CREATE AGGREGATE pmedian_gpu(id bigint, vec float8[], demand float8, p int, options jsonb) (
+	SFUNC = pmedian_gpu_transfn, STYPE = internal,
+	FINALFUNC = pmedian_gpu_finalfn, PARALLEL = SAFE
+);
+
+CREATE AGGREGATE pmedian_gpu(id bigint, vec real[], p int) (
+	SFUNC = pmedian_gpu_transfn, STYPE = internal,
+	FINALFUNC = pmedian_gpu_finalfn, PARALLEL = SAFE
+);
+
+CREATE AGGREGATE pmedian_gpu(id bigint, vec real[], p int, options jsonb) (
+	SFUNC = pmedian_gpu_transfn, STYPE = internal,
+	FINALFUNC = pmedian_gpu_finalfn, PARALLEL = SAFE
+);
+
+CREATE AGGREGATE pmedian_gpu(id bigint, vec real[], demand float8, p int, options jsonb) (
+	SFUNC = pmedian_gpu_transfn, STYPE = internal,
+	FINALFUNC = pmedian_gpu_finalfn, PARALLEL = SAFE
+);
+
+-- The id of the nearest medoid, by the model's metric
+
+CREATE FUNCTION pmedian_predict(model pmedian_model, vec float8[]) RETURNS bigint
+	AS 'MODULE_PATHNAME', 'gpuclust_pmedian_predict'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION pmedian_predict(model pmedian_model, vec real[]) RETURNS bigint
+	AS 'MODULE_PATHNAME', 'gpuclust_pmedian_predict_real'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+-- Allocation as a relation: the query yields (id, vector [, demand])
+
+CREATE FUNCTION pmedian_gpu_assign(query text, p int, options jsonb DEFAULT '{}',
+	OUT id bigint, OUT medoid_id bigint, OUT distance float8)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME', 'gpuclust_pmedian_assign'
+	LANGUAGE C VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE ROWS 1000;

@@ -71,6 +71,7 @@ use_cpu(GcDevice *device)
 {
 	device->kind = GC_KIND_CPU;
 	device->kmeans = &gc_kmeans_cpu_backend;
+	device->pmedian = &gc_pmedian_cpu_backend;
 	device->alloc = plain_alloc;
 	device->free = plain_free;
 }
@@ -92,6 +93,7 @@ gc_choose_device(GcDevice *device)
 		{
 			device->kind = GC_KIND_GPU;
 			device->kmeans = &gc_kmeans_cuda_backend;
+			device->pmedian = &gc_pmedian_cuda_backend;
 			device->alloc = gc_cuda_host_alloc;
 			device->free = gc_cuda_host_free;
 			return;

@@ -20,6 +20,7 @@
 #include "utils/jsonb.h"
 
 #include "gc_engine.h"
+#include "pmedian_engine.h"
 
 /* gpuclust.c: GUCs and device selection */
 typedef enum GcDeviceSetting
@@ -39,6 +40,7 @@ typedef struct GcDevice
 {
 	GcDeviceKind kind;
 	const GcKmeansBackend *kmeans;
+	const GcPmBackend *pmedian;
 	GcHostAlloc alloc;			/* pinned when the GPU will read the rows */
 	GcHostFree	free;
 } GcDevice;

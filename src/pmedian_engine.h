@@ -1,0 +1,180 @@
+/*-------------------------------------------------------------------------
+ *
+ * pmedian_engine.h
+ *	  The plain-C p-median (k-medoids) engine: parameters, result, and the
+ *	  backend table that the CPU reference and the CUDA backend implement.
+ *
+ * The driver (pmedian_fit.c) owns the algorithms of Luong & Taillard,
+ * "GPU techniques for accelerating heuristics for large p-median
+ * clustering problems": location-allocation (Cooper 1963) with a soft
+ * capacity through Lagrangean penalties, and the O(n^1.5) three-phase
+ * construction of Alvim & Taillard (sample, global, small).  A backend
+ * only does the parallel work of their Algorithm 7: allocating entities
+ * to centres, and every entity's sum of dissimilarities to the rest of
+ * its cluster.  Clusters are built and centres chosen on the host, in
+ * code shared by both backends, so that they agree bit for bit.
+ *
+ * Like gc_engine.h, nothing here includes a PostgreSQL header.
+ *
+ * IDENTIFICATION
+ *	  src/pmedian_engine.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PMEDIAN_ENGINE_H
+#define PMEDIAN_ENGINE_H
+
+#include "gc_engine.h"
+
+#ifdef __cplusplus
+extern "C"
+{
+#endif
+
+/* Largest p for the swap improvement (its gains live in shared memory) */
+#define GC_PM_MAX_IMPROVE_P 4096
+
+/* Candidates evaluated per swap batch, on both backends alike */
+#define GC_PM_SWAP_BATCH 256
+
+typedef enum GcPmMetric
+{
+	GC_PM_EUCLIDEAN = 0,
+	GC_PM_SQEUCLIDEAN,
+	GC_PM_MANHATTAN,
+	GC_PM_COSINE
+} GcPmMetric;
+
+typedef enum GcPmMethod
+{
+	GC_PM_AUTO = 0,
+	GC_PM_LOCATION_ALLOCATION,
+	GC_PM_THREE_PHASE
+} GcPmMethod;
+
+typedef struct GcPmParams
+{
+	int			p;
+	GcPmMetric	metric;			/* default euclidean */
+	int			max_iter;		/* per location-allocation run, default 100 */
+	int			polish_iter;	/* final location-allocation of three_phase */
+	uint64_t	seed;
+	bool		capacitated;
+	double		capacity;		/* Q, when capacitated */
+	double		penalty_step;	/* subgradient step factor, default 2 */
+	GcPmMethod	method;
+	int64_t		auto_threshold; /* auto uses three_phase from this n */
+	double		sample_factor;	/* three_phase sample: factor * sqrt(n), default 30 */
+	int			big_clusters;	/* three_phase big clusters, 0: sqrt(n) */
+	bool		improve;		/* swap improvement after location-allocation */
+	bool		(*interrupted) (void);
+} GcPmParams;
+
+typedef struct GcPmTimings
+{
+	double		transfer_ms;
+	double		seeding_ms;
+	double		sample_ms;
+	double		global_ms;
+	double		small_ms;
+	double		location_ms;	/* location-allocation (the polish in three_phase) */
+	double		improve_ms;
+} GcPmTimings;
+
+typedef struct GcPmResult
+{
+	int32_t    *medoids;		/* caller-allocated, p row indices */
+	double	   *penalties;		/* caller-allocated, p multipliers (0 uncapacitated) */
+	int32_t    *alloc;			/* optional, caller-allocated, n: index into medoids */
+	double	   *dist;			/* optional, caller-allocated, n */
+	double		objective;		/* sum of distances to the allocated medoid */
+	double		violation;		/* sum over medoids of max(0, load - capacity) */
+	int			iterations;		/* location-allocation iterations, all runs */
+	int			swaps;			/* swaps made by the improvement */
+	bool		converged;
+	GcPmMethod	method;			/* the method used (auto resolved) */
+	GcPmTimings timings;
+} GcPmResult;
+
+/*
+ * A backend: a session over one row set.  Rows are addressed by their
+ * index in the row store.  A problem is a list of entities (rows) split
+ * into independent groups, each with its own centres: one group for plain
+ * location-allocation, many for the small phase.
+ */
+typedef struct GcPmBackend
+{
+	const char *name;
+	GcStatus	(*open) (const GcRows *rows, const double *demand,
+						 const GcPmParams *params, void **session,
+						 GcError *err);
+	/* the entities of the next problem, ent[e] a row, group[e] its group */
+	GcStatus	(*set_entities) (void *session, int32_t nent, const int32_t *ent,
+								 const int32_t *group, GcError *err);
+
+	/*
+	 * Every entity to the cheapest centre of its group, cost d(i, c) +
+	 * penalty[c] * demand[i] (penalty NULL: none), lowest centre index on
+	 * ties, a centre to itself; alloc[e] is the centre's index in cen and
+	 * dist[e] the plain distance
+	 */
+	GcStatus	(*allocate) (void *session, int32_t ncen, const int32_t *cen,
+							 const int32_t *cen_first, int ngroups,
+							 const double *penalty, int32_t *alloc,
+							 double *dist, GcError *err);
+
+	/*
+	 * sums[t] = sum of d(members[t], members[u]) over the other members u
+	 * of t's cluster, in order; cluster c is members[first[c] .. first[c+1])
+	 */
+	GcStatus	(*cluster_sums) (void *session, int32_t ncen,
+								 const int32_t *members, const int32_t *first,
+								 double *sums, GcError *err);
+
+	/*
+	 * One step of the D-sampling race over the current entities: with
+	 * centre >= 0, the nearest-centre distances take it into account; the
+	 * smallest gc_race_key over entities (their position as index) is
+	 * returned in winner
+	 */
+	GcStatus	(*seed_step) (void *session, int32_t centre, uint64_t seed,
+							  int step, uint64_t *winner, GcError *err);
+
+	/* nearest and second-nearest medoid of every row (ds = far without a second) */
+	GcStatus	(*nearest2) (void *session, int p, const int32_t *medoids,
+							 double far, int32_t *nearest, double *dn,
+							 double *ds, GcError *err);
+
+	/*
+	 * For each candidate row, the medoid whose swap with it changes the
+	 * objective most (lowest index on ties) and that change, removal loss
+	 * included, in fixed point with scale (gc_pm_fixed), from the state of
+	 * the last nearest2
+	 */
+	GcStatus	(*swap_gains) (void *session, int p, int ncand,
+							   const int32_t *cand, double scale,
+							   const int64_t *removal, int32_t *best_medoid,
+							   int64_t *best_gain, GcError *err);
+	void		(*close) (void *session);
+} GcPmBackend;
+
+extern const GcPmBackend gc_pmedian_cpu_backend;
+
+/* Solves the p-median problem over rows (demand n values, or NULL). */
+extern GcStatus gc_pmedian_fit(const GcPmBackend *backend, const GcRows *rows,
+							   const double *demand, const GcPmParams *params,
+							   GcPmResult *result, GcError *err);
+
+/* Nearest of p medoid vectors to x by metric, lowest index on ties. */
+extern int	gc_pmedian_nearest(const double *x, const double *medoids, int p,
+							   int d, GcPmMetric metric, double *distance);
+
+/* The names of metrics and methods, as the options spell them. */
+extern const char *gc_pmedian_metric_name(GcPmMetric metric);
+extern const char *gc_pmedian_method_name(GcPmMethod method);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif							/* PMEDIAN_ENGINE_H */

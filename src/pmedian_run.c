@@ -1,0 +1,187 @@
+/*-------------------------------------------------------------------------
+ *
+ * pmedian_run.c
+ *	  The p-median input and fit shared by the aggregate and the
+ *	  set-returning function: rows are collected into the row store (via
+ *	  gc_input_add, with all its checks) and their ids and demands into
+ *	  arrays beside it; the fit checks p against n and the ids for
+ *	  duplicates, runs the engine on the chosen device, and builds the
+ *	  model.
+ *
+ * IDENTIFICATION
+ *	  src/pmedian_run.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "pmedian_glue.h"
+
+#include <math.h>
+
+#include "utils/memutils.h"
+
+void
+gc_pm_input_init(PmInput *in, bool with_demand, MemoryContext context)
+{
+	memset(in, 0, sizeof(*in));
+	gc_input_init(&in->input);
+	in->with_demand = with_demand;
+	in->context = context;
+}
+
+static void
+check_demand(int64 rowno, bool demand_null, double demand)
+{
+	if (demand_null)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("demand in row " INT64_FORMAT " is NULL", rowno),
+				 errhint("Give every row a demand, e.g. coalesce(demand, 1).")));
+	if (!isfinite(demand))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("demand in row " INT64_FORMAT " is not finite", rowno)));
+	if (demand < 0.0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("demand in row " INT64_FORMAT " is negative", rowno),
+				 errdetail("The demand is %g.", demand),
+				 errhint("Demands must be zero or positive.")));
+}
+
+/*
+ * Append one row: a NULL vector is skipped (and counted), a NULL id, or
+ * a NULL or negative demand, is an error
+ */
+void
+gc_pm_input_add(PmInput *in, bool id_null, int64 id, Datum vector,
+				Oid elemtype, bool demand_null, double demand)
+{
+	int64		rowno = in->input.seen_rows + 1;
+
+	if (id_null)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("id in row " INT64_FORMAT " is NULL", rowno),
+				 errhint("Every row needs a unique id: it names the medoids.")));
+	if (vector == (Datum) 0)
+	{
+		gc_input_add_null(&in->input);
+		return;
+	}
+	if (in->with_demand)
+		check_demand(rowno, demand_null, demand);
+	gc_input_add(&in->input, vector, elemtype);
+	if (in->count == in->capacity)
+	{
+		in->capacity = in->capacity ? in->capacity * 2 : 1024;
+		if (in->ids == NULL)
+		{
+			in->ids = MemoryContextAllocHuge(in->context, sizeof(int64) * in->capacity);
+			if (in->with_demand)
+				in->demand = MemoryContextAllocHuge(in->context, sizeof(double) * in->capacity);
+		}
+		else
+		{
+			in->ids = repalloc_huge(in->ids, sizeof(int64) * in->capacity);
+			if (in->with_demand)
+				in->demand = repalloc_huge(in->demand, sizeof(double) * in->capacity);
+		}
+	}
+	in->ids[in->count] = id;
+	if (in->with_demand)
+		in->demand[in->count] = demand;
+	in->count++;
+}
+
+static int
+int64_cmp(const void *a, const void *b)
+{
+	int64		x = *(const int64 *) a,
+				y = *(const int64 *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * p within [1, n] and unique ids
+ */
+static void
+check_input(const PmInput *in, int p)
+{
+	int64	   *sorted;
+
+	if (p > in->count)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("p must not exceed the number of rows"),
+				 errdetail("p is %d, but there are " INT64_FORMAT " rows with a vector.",
+						   p, in->count),
+				 errhint("Ask for fewer medians.")));
+	sorted = palloc_extended(sizeof(int64) * in->count, MCXT_ALLOC_HUGE);
+	memcpy(sorted, in->ids, sizeof(int64) * in->count);
+	qsort(sorted, in->count, sizeof(int64), int64_cmp);
+	for (int64 i = 1; i < in->count; i++)
+		if (sorted[i] == sorted[i - 1])
+			ereport(ERROR,
+					(errcode(ERRCODE_UNIQUE_VIOLATION),
+					 errmsg("duplicate id " INT64_FORMAT, sorted[i]),
+					 errhint("Every row needs a unique id: it names the medoids.")));
+	pfree(sorted);
+}
+
+/*
+ * Fit the p-median model over the collected rows, with ereport on
+ * failure; alloc (index into the medoids) and dist are filled when given
+ */
+PmedianModel *
+gc_run_pmedian(PmInput *in, GcPmParams *params, double collect_ms,
+			   int32 *alloc, double *dist)
+{
+	GcRows	   *rows = &in->input.rows;
+	int			p = params->p,
+				d = rows->d;
+	GcPmResult	result = {0};
+	GcError		err = {0};
+	PmedianModel *m;
+
+	check_input(in, p);
+	result.medoids = palloc(sizeof(int32) * p);
+	result.penalties = palloc(sizeof(double) * p);
+	result.alloc = alloc;
+	result.dist = dist;
+	if (gc_pmedian_fit(in->input.device.pmedian, rows, in->demand, params,
+					   &result, &err) != GC_OK)
+		gc_raise(&err);
+
+	m = gc_pmedian_model_alloc(p, d);
+	m->device = in->input.device.kind;
+	m->metric = params->metric;
+	m->method = result.method;
+	m->iterations = result.iterations;
+	m->swaps = result.swaps;
+	m->converged = result.converged;
+	m->capacitated = params->capacitated;
+	m->rows = rows->n;
+	m->null_rows = in->input.null_rows;
+	m->objective = result.objective;
+	m->violation = result.violation;
+	m->capacity = params->capacitated ? params->capacity : 0.0;
+	m->collect_ms = collect_ms;
+	m->transfer_ms = result.timings.transfer_ms;
+	m->seeding_ms = result.timings.seeding_ms;
+	m->sample_ms = result.timings.sample_ms;
+	m->global_ms = result.timings.global_ms;
+	m->small_ms = result.timings.small_ms;
+	m->location_ms = result.timings.location_ms;
+	m->improve_ms = result.timings.improve_ms;
+	for (int k = 0; k < p; k++)
+	{
+		PmedianModelIds(m)[k] = in->ids[result.medoids[k]];
+		PmedianModelPenalties(m)[k] = result.penalties[k];
+		memcpy(PmedianModelMedoids(m) + (size_t) k * d,
+			   gc_rows_get(rows, result.medoids[k]), sizeof(double) * d);
+	}
+	pfree(result.medoids);
+	pfree(result.penalties);
+	return m;
+}

@@ -1,0 +1,543 @@
+/*-------------------------------------------------------------------------
+ *
+ * pmedian_test.c
+ *	  p-median engine tests without a server: brute-force optima on tiny
+ *	  instances, capacities respected where that is easy, and, where a GPU
+ *	  is usable, the CUDA backend against the CPU reference (same medoids,
+ *	  same allocation, objective equal to the last bit) for every method
+ *	  and metric.  Also the benchmarks on TSPLIB instances.
+ *
+ *	  pmedian_test                         run the checks
+ *	  pmedian_test phases FILE.tsp.gz ITER [cpu]
+ *	      the paper's capacitated workload (q_i = (107 |x| + 97 |y|) mod 29
+ *	      + 1, Q = 300, T = 290, p = ceil(sum q / T)): sample, global and
+ *	      small phases with ITER iterations, GPU then CPU (cpu: CPU only)
+ *	  pmedian_test quality FILE.tsp.gz P [cpu]
+ *	      uncapacitated p-median, location-allocation with and without the
+ *	      swap improvement: objective and time, GPU then CPU
+ *	  pmedian_test points FILE.tsp.gz      the coordinates, one row a line
+ *
+ * IDENTIFICATION
+ *	  test/engine/pmedian_test.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../src/pmedian_engine.h"
+#include "../../src/pmedian_math.h"
+#ifdef GC_WITH_CUDA
+#include "../../cuda/gc_cuda.h"
+#endif
+
+static int	passed,
+			failed;
+
+static void
+check(int ok, const char *what, const char *config)
+{
+	if (ok)
+		passed++;
+	else
+	{
+		failed++;
+		printf("FAILED: %s [%s]\n", what, config);
+	}
+}
+
+static uint64_t rng_state;
+
+static double
+uniform(void)
+{
+	rng_state += UINT64_C(0x9e3779b97f4a7c15);
+	return (double) (gc_mix64(rng_state) >> 11) / 9007199254740992.0;
+}
+
+static void *
+plain_alloc(size_t bytes)
+{
+	return malloc(bytes);
+}
+
+static void
+load_rows(GcRows *rows, const double *x, int64_t n, int d, GcHostAlloc alloc,
+		  GcHostFree free_fn)
+{
+	GcError		err = {0};
+
+	gc_rows_init(rows, d, alloc, free_fn, &err);
+	for (int64_t i = 0; i < n; i++)
+	{
+		memcpy(gc_rows_reserve(rows, &err), x + i * d, sizeof(double) * d);
+		gc_rows_commit(rows);
+	}
+}
+
+static GcPmParams
+default_params(int p)
+{
+	GcPmParams	params = {0};
+
+	params.p = p;
+	params.metric = GC_PM_EUCLIDEAN;
+	params.max_iter = 100;
+	params.polish_iter = 100;
+	params.penalty_step = 2.0;
+	params.method = GC_PM_LOCATION_ALLOCATION;
+	params.auto_threshold = INT64_MAX;
+	params.sample_factor = 30.0;
+	return params;
+}
+
+typedef struct Fit
+{
+	int32_t    *medoids;
+	double	   *penalties;
+	int32_t    *alloc;
+	double	   *dist;
+	GcPmResult	result;
+	GcStatus	status;
+	double		ms;
+} Fit;
+
+static Fit
+fit(const GcPmBackend *backend, GcRows *rows, const double *demand,
+	const GcPmParams *params)
+{
+	Fit			f;
+	GcError		err = {0};
+	double		t0 = gc_now_ms();
+
+	f.medoids = malloc(sizeof(int32_t) * params->p);
+	f.penalties = malloc(sizeof(double) * params->p);
+	f.alloc = malloc(sizeof(int32_t) * rows->n);
+	f.dist = malloc(sizeof(double) * rows->n);
+	memset(&f.result, 0, sizeof(f.result));
+	f.result.medoids = f.medoids;
+	f.result.penalties = f.penalties;
+	f.result.alloc = f.alloc;
+	f.result.dist = f.dist;
+	f.status = gc_pmedian_fit(backend, rows, demand, params, &f.result, &err);
+	f.ms = gc_now_ms() - t0;
+	if (f.status != GC_OK)
+		printf("fit failed: %s\n", err.message);
+	return f;
+}
+
+static void
+free_fit(Fit *f)
+{
+	free(f->medoids);
+	free(f->penalties);
+	free(f->alloc);
+	free(f->dist);
+}
+
+/* The optimal objective over all p-subsets, by enumeration */
+static double
+brute_force(const double *x, int n, int d, int p, GcPmMetric metric)
+{
+	int			idx[8];
+	double		best = INFINITY;
+
+	for (int i = 0; i < p; i++)
+		idx[i] = i;
+	for (;;)
+	{
+		double		total = 0.0;
+		int			i;
+
+		for (int r = 0; r < n; r++)
+		{
+			double		m = INFINITY;
+
+			for (int k = 0; k < p; k++)
+			{
+				double		dk = gc_pm_dist(x + r * d, x + idx[k] * d, d, metric);
+
+				m = dk < m ? dk : m;
+			}
+			total += m;
+		}
+		best = total < best ? total : best;
+		for (i = p - 1; i >= 0 && idx[i] == n - p + i; i--)
+			;
+		if (i < 0)
+			return best;
+		idx[i]++;
+		for (int k = i + 1; k < p; k++)
+			idx[k] = idx[k - 1] + 1;
+	}
+}
+
+/* Tiny instances: the swap improvement reaches the optimum */
+static void
+test_brute_force(void)
+{
+	for (int trial = 0; trial < 12; trial++)
+	{
+		int			n = 9 + trial % 4,
+					d = 2,
+					p = 1 + trial % 4;
+		GcPmMetric	metric = (GcPmMetric) (trial % 4);
+		double		x[64];
+		char		config[64];
+		GcRows		rows;
+		GcPmParams	params = default_params(p);
+		Fit			f;
+		double		opt;
+
+		rng_state = 1000 + trial;
+		for (int i = 0; i < n * d; i++)
+			x[i] = floor(uniform() * 100);
+		snprintf(config, sizeof(config), "brute n=%d p=%d %s", n, p,
+				 gc_pmedian_metric_name(metric));
+		load_rows(&rows, x, n, d, plain_alloc, free);
+		params.metric = metric;
+		params.improve = true;
+		f = fit(&gc_pmedian_cpu_backend, &rows, NULL, &params);
+		opt = brute_force(x, n, d, p, metric);
+		check(f.status == GC_OK && fabs(f.result.objective - opt) <= 1e-9 * (1 + opt),
+			  "swap improvement finds the optimum", config);
+		if (fabs(f.result.objective - opt) > 1e-9 * (1 + opt))
+			printf("  objective %.17g, optimum %.17g\n", f.result.objective, opt);
+		free_fit(&f);
+		gc_rows_release(&rows);
+	}
+}
+
+/* Points in nblob well-separated blobs of equal demand */
+static double *
+make_blobs(int64_t n, int d, int nblob, double spread)
+{
+	double	   *x = malloc(sizeof(double) * n * d);
+	double	   *centre = malloc(sizeof(double) * nblob * d);
+
+	for (int b = 0; b < nblob * d; b++)
+		centre[b] = uniform() * 1000.0;
+	for (int64_t i = 0; i < n; i++)
+		for (int j = 0; j < d; j++)
+			x[i * d + j] = centre[(i % nblob) * d + j] + spread * (uniform() - 0.5);
+	free(centre);
+	return x;
+}
+
+/* Objective recomputed from the allocation, and loads within capacity */
+static void
+check_consistent(const Fit *f, const GcRows *rows, const double *x, int d,
+				 const double *demand, const GcPmParams *params,
+				 const char *config)
+{
+	double		total = 0.0;
+	double	   *load = calloc(params->p, sizeof(double));
+	int			bad = 0;
+
+	for (int64_t i = 0; i < rows->n; i++)
+	{
+		double		di = gc_pm_dist(x + i * d, x + (int64_t) f->medoids[f->alloc[i]] * d,
+									d, params->metric);
+
+		if (di != f->dist[i] && bad < 3) printf("  row %lld medoid %d alloc %.17g recomputed %.17g\n", (long long) i, f->medoids[f->alloc[i]], f->dist[i], di);
+		bad += di != f->dist[i];
+		total += di;
+		load[f->alloc[i]] += demand ? demand[i] : 1.0;
+	}
+	check(bad == 0, "distances match the allocation", config);
+	check(fabs(total - f->result.objective) <= 1e-9 * (1 + total),
+		  "objective is the sum of distances", config);
+	if (params->capacitated)
+	{
+		double		v = 0.0;
+
+		for (int m = 0; m < params->p; m++)
+			v += load[m] > params->capacity ? load[m] - params->capacity : 0.0;
+		check(fabs(v - f->result.violation) <= 1e-9 * (1 + v),
+			  "violation is the sum of overloads", config);
+	}
+	free(load);
+}
+
+#ifdef GC_WITH_CUDA
+/* The GPU backend gives what the CPU reference gives */
+static void
+compare_gpu(const double *x, int64_t n, int d, const double *demand,
+			const GcPmParams *params, const Fit *cpu, const char *config)
+{
+	char		why[256];
+	GcRows		pinned;
+	Fit			gpu;
+	int64_t		mismatched = 0;
+
+	if (!gc_cuda_use_device(0, why, sizeof(why)))
+		return;
+	load_rows(&pinned, x, n, d, gc_cuda_host_alloc, gc_cuda_host_free);
+	gpu = fit(&gc_pmedian_cuda_backend, &pinned, demand, params);
+	check(gpu.status == GC_OK, "gpu fit", config);
+	for (int64_t i = 0; i < n; i++)
+		mismatched += gpu.alloc[i] != cpu->alloc[i] || gpu.dist[i] != cpu->dist[i];
+	check(memcmp(gpu.medoids, cpu->medoids, sizeof(int32_t) * params->p) == 0,
+		  "gpu medoids equal cpu medoids", config);
+	check(mismatched == 0, "gpu allocation equals cpu allocation", config);
+	check(gpu.result.objective == cpu->result.objective,
+		  "gpu objective equals cpu objective bit for bit", config);
+	check(gpu.result.iterations == cpu->result.iterations &&
+		  gpu.result.swaps == cpu->result.swaps,
+		  "gpu iterations and swaps equal cpu's", config);
+	if (mismatched)
+		printf("  %lld allocations differ\n", (long long) mismatched);
+	free_fit(&gpu);
+	gc_rows_release(&pinned);
+}
+#endif
+
+static void
+run_case(int64_t n, int d, int p, GcPmMetric metric, GcPmMethod method,
+		 bool capacitated, bool improve)
+{
+	char		config[128];
+	double	   *x;
+	double	   *demand = malloc(sizeof(double) * n);
+	double		total = 0.0;
+	GcRows		rows;
+	GcPmParams	params = default_params(p);
+	Fit			cpu;
+
+	rng_state = (uint64_t) n * 131 + d * 17 + p * 3 + metric;
+	x = make_blobs(n, d, p, 40.0);
+	for (int64_t i = 0; i < n; i++)
+		total += demand[i] = 1 + floor(uniform() * 5);
+	params.metric = metric;
+	params.method = method;
+	params.improve = improve;
+	params.capacitated = capacitated;
+	params.capacity = 1.1 * total / p;
+	params.big_clusters = method == GC_PM_THREE_PHASE ? (int) sqrt((double) p) + 1 : 0;
+	snprintf(config, sizeof(config), "n=%lld d=%d p=%d %s %s%s%s", (long long) n, d, p,
+			 gc_pmedian_metric_name(metric), gc_pmedian_method_name(method),
+			 capacitated ? " capacitated" : "", improve ? " improve" : "");
+	load_rows(&rows, x, n, d, plain_alloc, free);
+	cpu = fit(&gc_pmedian_cpu_backend, &rows, demand, &params);
+	check(cpu.status == GC_OK, "cpu fit", config);
+	if (cpu.status == GC_OK)
+	{
+		check_consistent(&cpu, &rows, x, d, capacitated ? demand : NULL, &params, config);
+		if (capacitated)
+		{
+			check(cpu.result.violation <= 0.02 * total, "capacity nearly respected", config);
+			if (cpu.result.violation > 0.02 * total)
+				printf("  violation %g of demand %g\n", cpu.result.violation, total);
+		}
+#ifdef GC_WITH_CUDA
+		compare_gpu(x, n, d, demand, &params, &cpu, config);
+#endif
+	}
+	free_fit(&cpu);
+	gc_rows_release(&rows);
+	free(x);
+	free(demand);
+}
+
+/* ---------------------------------------------------------------------
+ * TSPLIB benchmarks
+ * ---------------------------------------------------------------------
+ */
+static double *
+read_tsp(const char *path, int64_t *n)
+{
+	char		cmd[1024],
+				line[512];
+	FILE	   *in;
+	int64_t		cap = 1024;
+	double	   *x = malloc(sizeof(double) * 2 * cap);
+	int			coords = 0;
+
+	snprintf(cmd, sizeof(cmd), "gzip -dc '%s'", path);
+	in = popen(cmd, "r");
+	*n = 0;
+	while (in && fgets(line, sizeof(line), in))
+	{
+		long		id;
+		double		a,
+					b;
+
+		if (strncmp(line, "NODE_COORD_SECTION", 18) == 0)
+			coords = 1;
+		else if (strncmp(line, "EOF", 3) == 0)
+			break;
+		else if (coords && sscanf(line, "%ld %lf %lf", &id, &a, &b) == 3)
+		{
+			if (*n == cap)
+				x = realloc(x, sizeof(double) * 2 * (cap *= 2));
+			x[2 * *n] = a;
+			x[2 * *n + 1] = b;
+			(*n)++;
+		}
+	}
+	if (in)
+		pclose(in);
+	return x;
+}
+
+/* The paper's demands: q_i = (107 floor|x_i| + 97 floor|y_i|) mod 29 + 1 */
+static double *
+paper_demand(const double *x, int64_t n, double *total)
+{
+	double	   *q = malloc(sizeof(double) * n);
+
+	*total = 0.0;
+	for (int64_t i = 0; i < n; i++)
+	{
+		int64_t		v = (107 * (int64_t) floor(fabs(x[2 * i])) +
+						 97 * (int64_t) floor(fabs(x[2 * i + 1]))) % 29 + 1;
+
+		*total += q[i] = (double) v;
+	}
+	return q;
+}
+
+static const GcPmBackend *
+bench_backend(int gpu, GcRows *rows, const double *x, int64_t n)
+{
+#ifdef GC_WITH_CUDA
+	char		why[256];
+
+	if (gpu)
+	{
+		if (!gc_cuda_use_device(0, why, sizeof(why)))
+		{
+			printf("no GPU: %s\n", why);
+			return NULL;
+		}
+		load_rows(rows, x, n, 2, gc_cuda_host_alloc, gc_cuda_host_free);
+		return &gc_pmedian_cuda_backend;
+	}
+#else
+	if (gpu)
+		return NULL;
+#endif
+	load_rows(rows, x, n, 2, plain_alloc, free);
+	return &gc_pmedian_cpu_backend;
+}
+
+static void
+bench_phases(const char *path, int iters, int cpu_only)
+{
+	int64_t		n;
+	double	   *x = read_tsp(path, &n);
+	double		total;
+	double	   *q = paper_demand(x, n, &total);
+	GcPmParams	params = default_params((int) ceil(total / 290.0));
+
+	params.method = GC_PM_THREE_PHASE;
+	params.capacitated = true;
+	params.capacity = 300.0;
+	params.max_iter = iters;
+	params.polish_iter = getenv("PM_POLISH") ? atoi(getenv("PM_POLISH")) : 0;
+	if (getenv("PM_PENALTY_STEP"))
+		params.penalty_step = atof(getenv("PM_PENALTY_STEP"));
+	for (int gpu = cpu_only ? 0 : 1; gpu >= 0; gpu--)
+	{
+		GcRows		rows;
+		const GcPmBackend *backend = bench_backend(gpu, &rows, x, n);
+		Fit			f;
+
+		if (backend == NULL)
+			continue;
+		if (gpu)				/* warm-up: context creation */
+		{
+			f = fit(backend, &rows, q, &params);
+			free_fit(&f);
+		}
+		f = fit(backend, &rows, q, &params);
+		printf("phases %s n=%lld p=%d iter=%d device=%s sample_ms=%.1f global_ms=%.2f "
+			   "small_ms=%.1f transfer_ms=%.1f objective=%.6g violation=%.6g\n",
+			   path, (long long) n, params.p, iters, backend->name,
+			   f.result.timings.sample_ms, f.result.timings.global_ms,
+			   f.result.timings.small_ms, f.result.timings.transfer_ms,
+			   f.result.objective, f.result.violation);
+		fflush(stdout);
+		free_fit(&f);
+		gc_rows_release(&rows);
+	}
+	free(x);
+	free(q);
+}
+
+static void
+bench_quality(const char *path, int p, int cpu_only)
+{
+	int64_t		n;
+	double	   *x = read_tsp(path, &n);
+	GcPmParams	params = default_params(p);
+
+	params.max_iter = 300;
+	if (getenv("PM_METHOD"))
+		params.method = (GcPmMethod) atoi(getenv("PM_METHOD"));
+	for (int gpu = cpu_only ? 0 : 1; gpu >= 0; gpu--)
+	{
+		GcRows		rows;
+		const GcPmBackend *backend = bench_backend(gpu, &rows, x, n);
+
+		if (backend == NULL)
+			continue;
+		for (int imp = 0; imp <= (getenv("PM_NO_IMPROVE") ? 0 : 1); imp++)
+		{
+			Fit			f;
+
+			params.improve = imp;
+			f = fit(backend, &rows, NULL, &params);
+			printf("quality %s n=%lld p=%d device=%s method=%s improve=%d objective=%.10g ms=%.1f "
+				   "iterations=%d swaps=%d location_ms=%.1f improve_ms=%.1f\n",
+				   path, (long long) n, p, backend->name,
+				   gc_pmedian_method_name(f.result.method), imp, f.result.objective, f.ms,
+				   f.result.iterations, f.result.swaps, f.result.timings.location_ms,
+				   f.result.timings.improve_ms);
+			fflush(stdout);
+			free_fit(&f);
+		}
+		gc_rows_release(&rows);
+	}
+	free(x);
+}
+
+int
+main(int argc, char **argv)
+{
+	if (argc >= 4 && strcmp(argv[1], "phases") == 0)
+	{
+		bench_phases(argv[2], atoi(argv[3]), argc > 4);
+		return 0;
+	}
+	if (argc >= 4 && strcmp(argv[1], "quality") == 0)
+	{
+		bench_quality(argv[2], atoi(argv[3]), argc > 4);
+		return 0;
+	}
+	if (argc == 3 && strcmp(argv[1], "points") == 0)
+	{
+		int64_t		n;
+		double	   *x = read_tsp(argv[2], &n);
+
+		for (int64_t i = 0; i < n; i++)
+			printf("%.17g %.17g\n", x[2 * i], x[2 * i + 1]);
+		free(x);
+		return 0;
+	}
+	test_brute_force();
+	for (int metric = 0; metric < 4; metric++)
+	{
+		run_case(3000, 2, 12, (GcPmMetric) metric, GC_PM_LOCATION_ALLOCATION, false, false);
+		run_case(3000, 5, 12, (GcPmMetric) metric, GC_PM_LOCATION_ALLOCATION, false, true);
+	}
+	run_case(4000, 2, 20, GC_PM_EUCLIDEAN, GC_PM_LOCATION_ALLOCATION, true, false);
+	run_case(4000, 3, 20, GC_PM_MANHATTAN, GC_PM_LOCATION_ALLOCATION, true, false);
+	run_case(20000, 2, 100, GC_PM_EUCLIDEAN, GC_PM_THREE_PHASE, false, false);
+	run_case(20000, 2, 100, GC_PM_EUCLIDEAN, GC_PM_THREE_PHASE, true, false);
+	run_case(6000, 17, 30, GC_PM_SQEUCLIDEAN, GC_PM_THREE_PHASE, false, true);
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed != 0;
+}
