@@ -490,7 +490,11 @@ sample_phase(PmFit *f, int nbig, PmProblem *sample)
 	chosen = malloc(sizeof(int64_t) * s);
 	if (chosen == NULL)
 		return gc_fail(f->err, GC_ERR_HOST_MEMORY, "out of memory for the sample");
-	gc_select_random_rows(f->rows, s, params->seed, chosen);
+	if (gc_select_random_rows(f->rows, s, params->seed, chosen, f->err) != GC_OK)
+	{
+		free(chosen);
+		return f->err->status;
+	}
 	for (int32_t e = 0; e < s; e++)
 		sample->ent[e] = (int32_t) chosen[e];
 	free(chosen);

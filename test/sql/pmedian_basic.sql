@@ -32,8 +32,9 @@ SELECT min(total) FROM (
 	SELECT s, sum((SELECT min(pm_dist(x.v, m.v, metric)) FROM pm_pts m WHERE m.id = ANY (s))) AS total
 	FROM sets, pm_pts x GROUP BY s) t $$;
 
--- the swap improvement reaches a swap-local optimum: here the global one,
--- except for p = 2, where enumeration shows a second local optimum (316.27)
+-- the swap improvement reaches a swap-local optimum, here the global one
+-- (for p = 2 enumeration shows a second local optimum, 316.27, which the
+-- seeding of this data set happens to avoid)
 SELECT metric, p,
 	   round(((m::jsonb) ->> 'objective')::numeric, 6) AS objective,
 	   round(pm_brute(p, metric)::numeric, 6) AS optimum
