@@ -105,6 +105,8 @@ typedef struct CudaSession
 	float	   *cnorm;			/* k */
 	int32_t    *labels;			/* n */
 	int32_t    *old_labels;		/* n: the labels before this iteration */
+	int32_t    *moved;			/* n: points whose label changed */
+	unsigned int *moved_count;
 	double	   *work;			/* n: k-means++ distances, or distances */
 	unsigned long long *sums;	/* k * d, then k counts */
 	unsigned long long *race;	/* k */
@@ -179,6 +181,8 @@ upload(CudaSession *s, GcError *err)
 	ALLOC_OR_RETURN(s->cnorm, (size_t) k);
 	ALLOC_OR_RETURN(s->labels, (size_t) n);
 	ALLOC_OR_RETURN(s->old_labels, (size_t) n);
+	ALLOC_OR_RETURN(s->moved, (size_t) n);
+	ALLOC_OR_RETURN(s->moved_count, 1);
 	ALLOC_OR_RETURN(s->work, (size_t) n);
 	ALLOC_OR_RETURN(s->sums, (size_t) k * (d + 1));
 	ALLOC_OR_RETURN(s->race, (size_t) k);
@@ -307,6 +311,8 @@ cuda_close(void *session)
 	cudaFree(s->cnorm);
 	cudaFree(s->labels);
 	cudaFree(s->old_labels);
+	cudaFree(s->moved);
+	cudaFree(s->moved_count);
 	cudaFree(s->work);
 	cudaFree(s->sums);
 	cudaFree(s->race);
@@ -479,7 +485,8 @@ iterate(CudaSession *s, bool pruned, IterationStatus *status,
 	if (labelled == GC_OK)
 		GC_CUDA_TRY(cudaEventRecord(s->phase[1], s->stream), err);
 	if (labelled != GC_OK ||
-		launch_accumulate_clusters(s->x64, s->labels, s->old_labels, s->offset, s->scale, s->n,
+		launch_accumulate_clusters(s->x64, s->labels, s->old_labels, s->moved, s->moved_count,
+								   s->offset, s->scale, s->n,
 								   s->d, s->k, s->sums, s->sums + kd, s->stream,
 								   err) != GC_OK ||
 		launch_update_centroids(s->sums, s->sums + kd, s->offset, s->scale, s->d,

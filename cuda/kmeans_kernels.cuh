@@ -104,9 +104,13 @@ GcStatus	launch_gather_rows(const T *src, const int32_t *order, int64_t n,
 GcStatus	launch_centre_rows(const double *x64, const double *offset,
 							   int64_t n, int d, float *x32,
 							   cudaStream_t stream, GcError *err);
-/* sums += points whose label moved from old_labels (-1: none) to labels */
+/*
+ * sums += the points whose label moved from old_labels (-1: none) to
+ * labels, listed first into moved (n entries) and moved_count
+ */
 GcStatus	launch_accumulate_clusters(const double *x64, const int32_t *labels,
-									   const int32_t *old_labels,
+									   const int32_t *old_labels, int32_t *moved,
+									   unsigned int *moved_count,
 									   const double *offset, const double *scale,
 									   int64_t n, int d, int k,
 									   unsigned long long *sums,

@@ -74,27 +74,53 @@ launch_centre_rows(const double *x64, const double *offset, int64_t n, int d,
 }
 
 /*
- * One warp per point: the lanes read its coordinates together (coalesced
- * for any d), and a point whose label did not change costs one read of its
- * two labels.  A point that moved is added to its new cluster and, unless
- * it had none, subtracted from its old one.
+ * The points whose label changed, as a list (one thread per point, one
+ * atomic per warp); their order in the list does not matter, since the
+ * sums are exact integers
+ */
+__global__ void
+collect_moved_kernel(const int32_t *__restrict__ labels,
+					 const int32_t *__restrict__ old_labels, int64_t n,
+					 int32_t *__restrict__ moved, unsigned int *moved_count)
+{
+	for (int64_t base = (int64_t) blockIdx.x * blockDim.x; base < n;
+		 base += (int64_t) gridDim.x * blockDim.x)
+	{
+		int64_t		i = base + threadIdx.x;
+		bool		mine = i < n && labels[i] != old_labels[i];
+		unsigned	mask = __ballot_sync(0xffffffffu, mine);
+		int			lane = threadIdx.x & 31;
+		unsigned	first = 0;
+
+		if (lane == 0 && mask != 0)
+			first = atomicAdd(moved_count, (unsigned) __popc(mask));
+		first = __shfl_sync(0xffffffffu, first, 0);
+		if (mine)
+			moved[first + __popc(mask & ((1u << lane) - 1))] = (int32_t) i;
+	}
+}
+
+/*
+ * One thread per coordinate of a moved point, so that reads are coalesced
+ * whatever d is: added to its new cluster and, unless it had none,
+ * subtracted from its old one
  */
 template <bool SHARED>
 __global__ void
 accumulate_clusters_kernel(const double *__restrict__ x64,
 						   const int32_t *__restrict__ labels,
 						   const int32_t *__restrict__ old_labels,
+						   const int32_t *__restrict__ moved,
+						   const unsigned int *moved_count,
 						   const double *__restrict__ offset,
-						   const double *__restrict__ scale, int64_t n, int d,
-						   int k, unsigned long long *sums,
-						   unsigned long long *counts)
+						   const double *__restrict__ scale, int d, int k,
+						   unsigned long long *sums, unsigned long long *counts)
 {
 	extern __shared__ unsigned long long private_sums[];
 	unsigned long long *s_sums = SHARED ? private_sums : sums;
 	unsigned long long *s_counts = SHARED ? private_sums + (size_t) k * d : counts;
+	int64_t		total = (int64_t) *moved_count * d;
 	int64_t		words = (int64_t) k * (d + 1);
-	int			lane = threadIdx.x & 31;
-	int64_t		warps = (int64_t) gridDim.x * (blockDim.x >> 5);
 
 	if (SHARED)
 	{
@@ -102,25 +128,23 @@ accumulate_clusters_kernel(const double *__restrict__ x64,
 			private_sums[w] = 0;
 		__syncthreads();
 	}
-	for (int64_t i = (int64_t) blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); i < n; i += warps)
+	for (int64_t e = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; e < total;
+		 e += (int64_t) gridDim.x * blockDim.x)
 	{
+		int64_t		m = e / d;
+		int			j = (int) (e - m * d);
+		int64_t		i = moved[m];
 		int			l = labels[i],
 					old = old_labels[i];
+		unsigned long long q = (unsigned long long) gc_quantize(x64[i * d + j], offset[j], scale[j]);
 
-		if (l == old)
-			continue;
-		for (int j = lane; j < d; j += 32)
-		{
-			unsigned long long q = (unsigned long long) gc_quantize(x64[i * d + j], offset[j], scale[j]);
-
-			atomicAdd(&s_sums[(int64_t) l * d + j], q);
-			if (old >= 0)
-				atomicAdd(&s_sums[(int64_t) old * d + j], 0ULL - q);
-		}
-		if (lane == 0)
-		{
+		atomicAdd(&s_sums[(int64_t) l * d + j], q);
+		if (j == 0)
 			atomicAdd(&s_counts[l], 1ULL);
-			if (old >= 0)
+		if (old >= 0)
+		{
+			atomicAdd(&s_sums[(int64_t) old * d + j], 0ULL - q);
+			if (j == 0)
 				atomicAdd(&s_counts[old], 0ULL - 1ULL);
 		}
 	}
@@ -135,15 +159,15 @@ accumulate_clusters_kernel(const double *__restrict__ x64,
 
 GcStatus
 launch_accumulate_clusters(const double *x64, const int32_t *labels,
-						   const int32_t *old_labels,
-						   const double *offset, const double *scale,
-						   int64_t n, int d, int k, unsigned long long *sums,
-						   unsigned long long *counts, cudaStream_t stream,
-						   GcError *err)
+						   const int32_t *old_labels, int32_t *moved,
+						   unsigned int *moved_count, const double *offset,
+						   const double *scale, int64_t n, int d, int k,
+						   unsigned long long *sums, unsigned long long *counts,
+						   cudaStream_t stream, GcError *err)
 {
 	static int	shared_limit = -1;
 	size_t		shared_bytes = sizeof(unsigned long long) * (size_t) k * (d + 1);
-	int64_t		total = n * 32;		/* threads for one warp per point */
+	int64_t		total = n * d;		/* at most; the kernels stop at the moved count */
 
 	if (shared_limit < 0)
 	{
@@ -157,15 +181,19 @@ launch_accumulate_clusters(const double *x64, const int32_t *labels,
 										 cudaFuncAttributeMaxDynamicSharedMemorySize,
 										 shared_limit), err);
 	}
+	GC_CUDA_TRY(cudaMemsetAsync(moved_count, 0, sizeof(unsigned int), stream), err);
+	collect_moved_kernel<<<grid_for(n, ELEMENT_THREADS, 4 * multiprocessors()), ELEMENT_THREADS, 0, stream>>>(
+		labels, old_labels, n, moved, moved_count);
+	GC_CUDA_LAUNCHED("collect_moved", err);
 	/* sums and counts are contiguous, so a shared flush covers both */
 	if (shared_bytes <= (size_t) shared_limit && counts == sums + (size_t) k * d)
 		accumulate_clusters_kernel<true><<<grid_for(total, ELEMENT_THREADS, 2 * multiprocessors()),
-			ELEMENT_THREADS, shared_bytes, stream>>>(x64, labels, old_labels, offset,
-													 scale, n, d, k, sums, counts);
+			ELEMENT_THREADS, shared_bytes, stream>>>(x64, labels, old_labels, moved, moved_count,
+													 offset, scale, d, k, sums, counts);
 	else
 		accumulate_clusters_kernel<false><<<grid_for(total, ELEMENT_THREADS, 65535),
-			ELEMENT_THREADS, 0, stream>>>(x64, labels, old_labels, offset, scale,
-										  n, d, k, sums, counts);
+			ELEMENT_THREADS, 0, stream>>>(x64, labels, old_labels, moved, moved_count,
+										  offset, scale, d, k, sums, counts);
 	GC_CUDA_LAUNCHED("accumulate_clusters", err);
 	return GC_OK;
 }
