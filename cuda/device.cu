@@ -3,7 +3,10 @@
  * device.cu
  *	  Device management: whether a usable GPU exists (asked once per
  *	  backend process), making gpuclust.gpu_id current, and page-locked
- *	  host memory for the row store.
+ *	  host memory for the row store.  Freed page-locked blocks are kept for
+ *	  reuse, up to gc_pinned_cache_bytes, since allocating and touching new
+ *	  page-locked memory costs as much as collecting the rows into it: a
+ *	  session that clusters repeatedly reuses its buffers.
  *
  * IDENTIFICATION
  *	  cuda/device.cu
@@ -77,22 +80,69 @@ gc_cuda_describe_device(char *name, size_t namelen, size_t *free_bytes,
 	return true;
 }
 
+/* Page-locked blocks kept for reuse, each headed by its size */
+#define PINNED_CACHE_SLOTS 64
+#define PINNED_HEADER 64		/* keeps the payload 64-byte aligned */
+
+size_t		gc_pinned_cache_bytes = 0;
+static void *cached_blocks[PINNED_CACHE_SLOTS];
+static size_t cached_total = 0;
+
+static size_t
+block_size(void *block)
+{
+	return *(size_t *) block;
+}
+
 extern "C" void *
 gc_cuda_host_alloc(size_t bytes)
 {
-	void	   *ptr = NULL;
+	void	   *block = NULL;
 
-	if (cudaHostAlloc(&ptr, bytes, cudaHostAllocPortable) != cudaSuccess)
+	for (int i = 0; i < PINNED_CACHE_SLOTS; i++)
+		if (cached_blocks[i] != NULL && block_size(cached_blocks[i]) == bytes)
+		{
+			block = cached_blocks[i];
+			cached_blocks[i] = NULL;
+			cached_total -= bytes;
+			return (char *) block + PINNED_HEADER;
+		}
+	if (cudaHostAlloc(&block, bytes + PINNED_HEADER, cudaHostAllocPortable) != cudaSuccess)
 	{
 		(void) cudaGetLastError();
 		return NULL;
 	}
-	return ptr;
+	*(size_t *) block = bytes;
+	return (char *) block + PINNED_HEADER;
 }
 
 extern "C" void
 gc_cuda_host_free(void *ptr)
 {
-	if (ptr != NULL)
-		(void) cudaFreeHost(ptr);
+	void	   *block;
+
+	if (ptr == NULL)
+		return;
+	block = (char *) ptr - PINNED_HEADER;
+	if (cached_total + block_size(block) <= gc_pinned_cache_bytes)
+		for (int i = 0; i < PINNED_CACHE_SLOTS; i++)
+			if (cached_blocks[i] == NULL)
+			{
+				cached_blocks[i] = block;
+				cached_total += block_size(block);
+				return;
+			}
+	(void) cudaFreeHost(block);
+}
+
+extern "C" void
+gc_cuda_trim_pinned_cache(size_t limit)
+{
+	for (int i = 0; i < PINNED_CACHE_SLOTS && cached_total > limit; i++)
+		if (cached_blocks[i] != NULL)
+		{
+			cached_total -= block_size(cached_blocks[i]);
+			(void) cudaFreeHost(cached_blocks[i]);
+			cached_blocks[i] = NULL;
+		}
 }

@@ -28,9 +28,15 @@ extern bool gc_cuda_use_device(int gpu_id, char *why, size_t whylen);
 extern bool gc_cuda_describe_device(char *name, size_t namelen,
 									size_t *free_bytes, size_t *total_bytes);
 
-/* Page-locked host memory (cudaHostAlloc), so copies can be asynchronous */
+/*
+ * Page-locked host memory (cudaHostAlloc), so copies can be asynchronous;
+ * freed blocks are kept for reuse while they total at most
+ * gc_pinned_cache_bytes (gpuclust.pinned_cache_mb)
+ */
 extern void *gc_cuda_host_alloc(size_t bytes);
 extern void gc_cuda_host_free(void *ptr);
+extern size_t gc_pinned_cache_bytes;
+extern void gc_cuda_trim_pinned_cache(size_t limit);
 
 extern const GcKmeansBackend gc_kmeans_cuda_backend;
 extern const struct GcPmBackend gc_pmedian_cuda_backend;

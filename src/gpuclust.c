@@ -29,6 +29,7 @@ PG_MODULE_MAGIC;
 
 static int	gc_device_setting = GC_DEVICE_AUTO;
 static int	gc_gpu_id = 0;
+static int	gc_pinned_cache_mb = 256;
 
 static const struct config_enum_entry device_options[] = {
 	{"auto", GC_DEVICE_AUTO, false},
@@ -38,6 +39,15 @@ static const struct config_enum_entry device_options[] = {
 };
 
 void		_PG_init(void);
+
+static void
+assign_pinned_cache_mb(int newval, void *extra)
+{
+#ifdef GC_WITH_CUDA
+	gc_pinned_cache_bytes = (size_t) newval << 20;
+	gc_cuda_trim_pinned_cache(gc_pinned_cache_bytes);
+#endif
+}
 
 void
 _PG_init(void)
@@ -51,6 +61,13 @@ _PG_init(void)
 							"Index of the CUDA device to use.",
 							NULL, &gc_gpu_id, 0, 0, 1024,
 							PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("gpuclust.pinned_cache_mb",
+							"Page-locked host memory a session keeps for reuse after a GPU fit.",
+							"Collecting rows into new page-locked memory costs about as much as "
+							"the scan; kept blocks make repeated fits in a session cheaper. "
+							"0 frees them at once.",
+							&gc_pinned_cache_mb, 256, 0, 1024 * 1024,
+							PGC_USERSET, GUC_UNIT_MB, NULL, assign_pinned_cache_mb, NULL);
 	MarkGUCPrefixReserved("gpuclust");
 }
 
