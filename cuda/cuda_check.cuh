@@ -3,7 +3,8 @@
  * cuda_check.cuh
  *	  One macro for checking CUDA calls: on failure it records the call,
  *	  file, line and error name in a GcError, clears the sticky error, and
- *	  returns the status from the enclosing function.
+ *	  returns the status from the enclosing function; and device allocation
+ *	  in the same style.
  *
  * IDENTIFICATION
  *	  cuda/cuda_check.cuh
@@ -38,5 +39,22 @@ gc_cuda_fail(GcError *err, cudaError_t e, const char *call, const char *file, in
 
 /* After a kernel launch: catches bad configurations at once */
 #define GC_CUDA_LAUNCHED(name, err) GC_CUDA_TRY(cudaGetLastError(), err)
+
+/* cudaMalloc of count elements (at least one), as a status */
+template <typename T>
+static inline GcStatus
+device_alloc(T **ptr, size_t count, GcError *err)
+{
+	GC_CUDA_TRY(cudaMalloc((void **) ptr, sizeof(T) * (count > 0 ? count : 1)), err);
+	return GC_OK;
+}
+
+/* In a function with a GcError *err: allocate or return the failure */
+#define ALLOC_OR_RETURN(ptr, count) \
+	do { \
+		GcStatus st_ = device_alloc(&(ptr), (count), err); \
+		if (st_ != GC_OK) \
+			return st_; \
+	} while (0)
 
 #endif							/* GC_CUDA_CHECK_CUH */

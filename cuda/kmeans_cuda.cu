@@ -144,21 +144,6 @@ typedef struct CudaSession
 
 static void cuda_close(void *session);
 
-template <typename T>
-static GcStatus
-device_alloc(T **ptr, size_t count, GcError *err)
-{
-	GC_CUDA_TRY(cudaMalloc((void **) ptr, sizeof(T) * (count > 0 ? count : 1)), err);
-	return GC_OK;
-}
-
-#define ALLOC_OR_RETURN(ptr, count) \
-	do { \
-		GcStatus st_ = device_alloc(&(ptr), (count), err); \
-		if (st_ != GC_OK) \
-			return st_; \
-	} while (0)
-
 /*
  * Allocate device memory and upload the rows chunk by chunk
  */

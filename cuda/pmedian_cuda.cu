@@ -68,21 +68,6 @@ typedef struct PmCudaSession
 
 static void pm_cuda_close(void *session);
 
-template <typename T>
-static GcStatus
-device_alloc(T **ptr, size_t count, GcError *err)
-{
-	GC_CUDA_TRY(cudaMalloc((void **) ptr, sizeof(T) * (count > 0 ? count : 1)), err);
-	return GC_OK;
-}
-
-#define ALLOC_OR_RETURN(ptr, count) \
-	do { \
-		GcStatus st_ = device_alloc(&(ptr), (count), err); \
-		if (st_ != GC_OK) \
-			return st_; \
-	} while (0)
-
 /* Copy count elements to the device on the session's stream */
 #define UPLOAD(dst, src, count) \
 	GC_CUDA_TRY(cudaMemcpyAsync((dst), (src), sizeof(*(dst)) * (size_t) (count), \
