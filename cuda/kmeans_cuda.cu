@@ -36,6 +36,9 @@
  * - it is tried only when its per-iteration tables, O(k^2 d + k^2 log k),
  *   are small against a Lloyd pass, O(n k d): k log2 k <= PRUNE_START_RATIO
  *   n d;
+ * - the first pruned iteration of auto is a probe on 1/16 of the points
+ *   (the rest labelled by Lloyd's kernel), so that where pruning does not
+ *   pay the hybrid loses little finding out;
  * - after every pruned iteration of the first epoch, pruning is kept only
  *   if the measured work ratio k'/k is below PRUNE_MAX_WORK_RATIO: a
  *   distance in the pruned walk (random centroid order, divergent loop
@@ -52,6 +55,9 @@
 #define PRUNE_SETTLED 0.05
 #define PRUNE_MAX_WORK_RATIO 0.08
 #define PRUNE_MIN_K 8
+/* the hybrid's probe: pruned labeling on 1/16 of the points, at least 16384 */
+#define PRUNE_PROBE_FRACTION 16
+#define PRUNE_PROBE_MIN_ROWS 16384
 /*
  * Kernel choice for float32, measured on an H100 (bench/results/):
  * d <= 32 stays in registers (d = 32, k = 1024, 245,760 points: register
@@ -440,10 +446,17 @@ load_centroids(CudaSession *s, const double *centroids, GcError *err)
 /*
  * One Lloyd iteration: label, accumulate, update, and fetch the status
  */
+/*
+ * One iteration: labeling (pruned for the first pruned_rows points, Lloyd's
+ * for the rest), the centroid update, and the status.  pruned_rows between
+ * 0 and n makes the hybrid's probe: the work ratio measured on a slice
+ * costs a fraction of a pruned pass where pruning does not pay.
+ */
 static GcStatus
-iterate(CudaSession *s, bool pruned, IterationStatus *status,
+iterate(CudaSession *s, int64_t pruned_rows, IterationStatus *status,
 		GcLloydOutcome *outcome, GcError *err)
 {
+	bool		pruned = pruned_rows > 0;
 	size_t		kd = (size_t) s->k * s->d;
 	GcStatus	labelled;
 	float		label_ms,
@@ -455,13 +468,21 @@ iterate(CudaSession *s, bool pruned, IterationStatus *status,
 								cudaMemcpyDeviceToDevice, s->stream), err);
 	GC_CUDA_TRY(cudaEventRecord(s->phase[0], s->stream), err);
 	if (pruned)
+	{
 		labelled = launch_rank_centroids(s->c32, s->k, s->d, s->icd, s->rid, s->icd_ranked,
 										 s->stream, err) != GC_OK ?
 			err->status :
-			launch_assign_points_pruned(s->x32, s->c32, s->icd_ranked, s->rid, s->n, s->d,
+			launch_assign_points_pruned(s->x32, s->c32, s->icd_ranked, s->rid, pruned_rows, s->d,
 										s->k, s->labels, s->work_per_point,
 										&s->status->changed, &s->status->work,
 										s->stream, err);
+		/* the probe: the other points by the SIMT Lloyd kernels, which pruning rides on */
+		if (labelled == GC_OK && pruned_rows < s->n)
+			labelled = launch_assign_points(s->x32 + pruned_rows * s->d, s->c32,
+											s->n - pruned_rows, s->d, s->k,
+											s->labels + pruned_rows, &s->status->changed,
+											s->stream, err);
+	}
 	else
 		labelled = label_points(s, &s->status->changed, err);
 	if (labelled == GC_OK && !pruned && s->kernel == KERNEL_TENSOR_3XTF32)
@@ -604,6 +625,16 @@ run_lloyd(CudaSession *s, const GcKmeansParams *params, double *centroids,
 	bool		settled = false;
 	double		last_mean_work = 0.0;
 	double		lloyd_label_ms = 0.0;
+	int64_t		probe_rows = s->n;
+
+	/* auto probes on a slice first; the probe's Lloyd part needs a SIMT kernel */
+	if (params->algorithm == GC_ALGORITHM_AUTO &&
+		(s->kernel == KERNEL_REGISTER || s->kernel == KERNEL_TILED))
+	{
+		probe_rows = s->n / PRUNE_PROBE_FRACTION;
+		if (probe_rows < PRUNE_PROBE_MIN_ROWS)
+			probe_rows = s->n < PRUNE_PROBE_MIN_ROWS ? s->n : PRUNE_PROBE_MIN_ROWS;
+	}
 
 	memset(outcome, 0, sizeof(*outcome));
 	outcome->kernel = kernel_names[s->kernel];
@@ -618,10 +649,11 @@ run_lloyd(CudaSession *s, const GcKmeansParams *params, double *centroids,
 		IterationStatus st;
 		double		max_shift2;
 		bool		prune_now = use_pruned && it > 1;
+		int64_t		pruned_rows = !prune_now ? 0 : it == 2 ? probe_rows : s->n;
 		double		label_ms_before = outcome->labeling_ms;
 		double		label_ms;
 
-		if ((status = iterate(s, prune_now, &st, outcome, err)) != GC_OK)
+		if ((status = iterate(s, pruned_rows, &st, outcome, err)) != GC_OK)
 			return status;
 		label_ms = outcome->labeling_ms - label_ms_before;
 		if (!prune_now)
@@ -634,7 +666,8 @@ run_lloyd(CudaSession *s, const GcKmeansParams *params, double *centroids,
 			s->kernel = KERNEL_TILED;
 			outcome->kernel = kernel_names[s->kernel];
 		}
-		outcome->distances += prune_now ? (double) st.work : (double) s->n * s->k;
+		outcome->distances += prune_now ?
+			(double) st.work + (double) (s->n - pruned_rows) * s->k : (double) s->n * s->k;
 		outcome->distances_lloyd += (double) s->n * s->k;
 		outcome->pruned |= prune_now;
 		if (st.changed == 0 || sqrt(max_shift2) <= params->tol * s->frame->diagonal)
@@ -647,7 +680,7 @@ run_lloyd(CudaSession *s, const GcKmeansParams *params, double *centroids,
 
 		if (prune_now)
 		{
-			double		mean_work = (double) st.work / (double) s->n;
+			double		mean_work = (double) st.work / (double) pruned_rows;
 
 			/* the hybrid: back to Lloyd's as soon as pruning does not pay */
 			if (params->algorithm == GC_ALGORITHM_AUTO &&
