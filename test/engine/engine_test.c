@@ -406,6 +406,92 @@ bench(int64_t n, int d, int k, const char *data, const char *algorithm,
 #endif
 }
 
+/*
+ * Weighted rows: integer weights must give the fit of the rows repeated
+ * that many times (from the same initial centroids), and the CUDA backend
+ * must refuse weighted rows rather than ignore the weights
+ */
+static void
+run_weighted_case(int64_t n, int d, int k)
+{
+	double	   *centres = malloc(sizeof(double) * k * d);
+	double	   *x = make_data(n, d, k, 3.0, centres, NULL);
+	GcRows		weighted,
+				repeated;
+	GcError		err = {0};
+	GcKmeansParams params = {0};
+	GcKmeansResult a = {0},
+				b = {0};
+	double	   *ca = malloc(sizeof(double) * k * d),
+			   *cb = malloc(sizeof(double) * k * d);
+	int64_t    *sa = malloc(sizeof(int64_t) * k),
+			   *sb = malloc(sizeof(int64_t) * k);
+	double		maxdiff = 0.0;
+	char		config[64];
+
+	snprintf(config, sizeof(config), "weighted n=%lld d=%d k=%d", (long long) n, d, k);
+	gc_rows_init(&weighted, d, plain_alloc, free, &err);
+	gc_rows_set_weighted(&weighted);
+	gc_rows_init(&repeated, d, plain_alloc, free, &err);
+	for (int64_t i = 0; i < n; i++)
+	{
+		int			w = 1 + (int) (i % 4);
+
+		memcpy(gc_rows_reserve(&weighted, &err), x + i * d, sizeof(double) * d);
+		gc_rows_commit_weighted(&weighted, (double) w);
+		for (int r = 0; r < w; r++)
+		{
+			memcpy(gc_rows_reserve(&repeated, &err), x + i * d, sizeof(double) * d);
+			gc_rows_commit(&repeated);
+		}
+	}
+	check(gc_rows_weight(&weighted, 5) == 2.0, "gc_rows_weight reads the weight", config);
+	check(gc_rows_weight(&repeated, 5) == 1.0, "unweighted rows weigh 1", config);
+
+	params.k = k;
+	params.max_iter = 300;
+	params.tol = 0.0;
+	params.init = GC_INIT_GIVEN;
+	params.init_centroids = x;	/* the first k rows */
+	params.n_init = 1;
+	params.algorithm = GC_ALGORITHM_LLOYD;
+	a.centroids = ca;
+	a.sizes = sa;
+	b.centroids = cb;
+	b.sizes = sb;
+	check(gc_kmeans_fit(&gc_kmeans_cpu_backend, &weighted, &params, &a, &err) == GC_OK,
+		  "weighted fit succeeds", config);
+	check(gc_kmeans_fit(&gc_kmeans_cpu_backend, &repeated, &params, &b, &err) == GC_OK,
+		  "repeated fit succeeds", config);
+	for (int i = 0; i < k * d; i++)
+		maxdiff = fmax(maxdiff, fabs(ca[i] - cb[i]));
+	check(maxdiff <= 1e-9, "weighted centroids equal repeated rows' centroids", config);
+	check(fabs(a.inertia - b.inertia) <= 1e-9 * b.inertia,
+		  "weighted inertia equals repeated rows' inertia", config);
+
+	/* k-means++ with weights runs and finds a sensible solution */
+	params.init = GC_INIT_KMEANSPP;
+	params.n_init = 3;
+	check(gc_kmeans_fit(&gc_kmeans_cpu_backend, &weighted, &params, &a, &err) == GC_OK &&
+		  a.inertia <= 1.5 * b.inertia, "weighted k-means++ fit is close", config);
+#ifdef GC_WITH_CUDA
+	{
+		GcError		gerr = {0};
+
+		check(gc_kmeans_fit(&gc_kmeans_cuda_backend, &weighted, &params, &a, &gerr) != GC_OK,
+			  "the CUDA backend refuses weighted rows", config);
+	}
+#endif
+	gc_rows_release(&weighted);
+	gc_rows_release(&repeated);
+	free(x);
+	free(centres);
+	free(ca);
+	free(cb);
+	free(sa);
+	free(sb);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -423,6 +509,8 @@ main(int argc, char **argv)
 	for (size_t b = 0; b < sizeof(ks) / sizeof(ks[0]); b++)
 		run_case(ks[b] * 20 + 100, 4, ks[b]);
 	run_case(100000, 8, 100);
+	run_weighted_case(3000, 3, 5);
+	run_weighted_case(2000, 17, 20);
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed != 0;
 }
