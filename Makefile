@@ -6,7 +6,7 @@ EXTENSION = gpuclust
 DATA = $(wildcard sql/gpuclust--*.sql)
 MODULE_big = gpuclust
 
-ENGINE_OBJS = src/rowstore.o src/kmeans_fit.o src/kmeans_cpu.o
+ENGINE_OBJS = src/rowstore.o src/kmeans_fit.o src/kmeans_cpu.o src/stream_format.o src/stream.o
 GLUE_OBJS = src/gpuclust.o src/input.o src/options.o src/model.o \
 	src/kmeans_run.o src/kmeans_agg.o src/kmeans_window.o src/kmeans_assign.o
 OBJS = $(ENGINE_OBJS) $(GLUE_OBJS)
@@ -40,7 +40,7 @@ endif
 BUILD_CONFIG := with_cuda=$(WITH_CUDA)
 $(shell echo '$(BUILD_CONFIG)' | cmp -s - .build-config || echo '$(BUILD_CONFIG)' > .build-config)
 
-EXTRA_CLEAN = .build-config test/engine/engine_test $(CUDA_OBJS) test/results test/regression.diffs test/regression.out
+EXTRA_CLEAN = .build-config test/engine/engine_test $(CUDA_OBJS) test/results test/regression.diffs test/regression.out test/fuzz/stream_decode_fuzz test/fuzz/stream_seeds test/fuzz/corpus
 
 # .cu objects have no LLVM bitcode
 override with_llvm = no
@@ -67,3 +67,19 @@ test/engine/engine_test: test/engine/engine_test.c $(ENGINE_TEST_OBJS)
 .PHONY: engine-check
 engine-check: test/engine/engine_test
 	test/engine/engine_test
+
+# Fuzzing the kmeans_stream decoder (clang's libFuzzer with ASan/UBSan)
+FUZZ_SECONDS ?= 30
+FUZZ_CC ?= clang
+test/fuzz/stream_decode_fuzz: test/fuzz/stream_decode_fuzz.c src/stream_format.c src/stream_format.h src/gc_engine.h
+	$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+		-Isrc -o $@ test/fuzz/stream_decode_fuzz.c src/stream_format.c -lm
+test/fuzz/stream_seeds: test/fuzz/stream_seeds.c src/stream_format.c src/stream_format.h
+	$(CC) -O2 -Wall $(if $(WERROR),-Werror) -Isrc -o $@ test/fuzz/stream_seeds.c src/stream_format.c -lm
+
+.PHONY: fuzz-check
+fuzz-check: test/fuzz/stream_decode_fuzz test/fuzz/stream_seeds
+	rm -rf test/fuzz/corpus && mkdir -p test/fuzz/corpus
+	test/fuzz/stream_seeds test/fuzz/corpus
+	test/fuzz/stream_decode_fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \
+		-print_final_stats=1 test/fuzz/corpus
