@@ -8,7 +8,8 @@ MODULE_big = gpuclust
 
 ENGINE_OBJS = src/rowstore.o src/kmeans_fit.o src/kmeans_cpu.o src/stream_format.o src/stream.o
 GLUE_OBJS = src/gpuclust.o src/input.o src/options.o src/model.o \
-	src/kmeans_run.o src/kmeans_agg.o src/kmeans_window.o src/kmeans_assign.o
+	src/kmeans_run.o src/kmeans_agg.o src/kmeans_window.o src/kmeans_assign.o \
+	src/stream_type.o src/stream_agg.o
 OBJS = $(ENGINE_OBJS) $(GLUE_OBJS)
 
 TESTS = $(sort $(wildcard test/sql/*.sql))
