@@ -20,8 +20,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Lloyd iterations of a reduction: centres of a summary need not converge fully */
-#define REDUCE_MAX_ITER 100
+/*
+ * Lloyd iterations of a reduction: a summary's centres need not converge
+ * fully (20 instead of 100 cut the CPU time of summaries by half with the
+ * same SSQ in the engine tests)
+ */
+#define REDUCE_MAX_ITER 20
 
 static void *
 plain_alloc(size_t bytes)
