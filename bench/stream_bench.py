@@ -22,7 +22,11 @@ import argparse, gzip, json, os, re, subprocess, sys, tempfile, time
 
 import numpy as np
 
-DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data")
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+# the shared data sets: $GPUCLUST_DATA, else shared/data in the checkout, else ../shared/data
+DATA = os.environ.get("GPUCLUST_DATA") or next(
+    (p for p in (os.path.join(ROOT, "shared", "data"), os.path.join(ROOT, "..", "shared", "data"))
+     if os.path.isdir(p)), os.path.join(ROOT, "..", "shared", "data"))
 
 
 def psql(sql, timing=False):
