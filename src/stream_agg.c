@@ -198,8 +198,12 @@ fill_model(KmeansModel *model, const GcStream *s, const GcKmeansResult *result,
 	strlcpy(model->kernel, "cpu-weighted", sizeof(model->kernel));
 }
 
-/* Restarts of the model's fit unless the options say: summaries are small */
-#define STREAM_MODEL_N_INIT 10
+/*
+ * Restarts of the model's fit unless the options say: summaries are small,
+ * and on SIPU birch1 (k = 100) 30 restarts brought the SSQ from 1.10 to 1.03
+ * times kmeans_gpu's where 10 did not
+ */
+#define STREAM_MODEL_N_INIT 30
 
 /*
  * kmeans_stream_model(state, options) -> kmeans_model: weighted k-means
