@@ -7,11 +7,11 @@ DATA = $(wildcard sql/gpuclust--*.sql)
 MODULE_big = gpuclust
 
 ENGINE_OBJS = src/rowstore.o src/kmeans_fit.o src/kmeans_cpu.o \
-	src/pmedian_fit.o src/pmedian_cpu.o
+	src/pmedian_fit.o src/pmedian_cpu.o src/stream_format.o src/stream.o
 GLUE_OBJS = src/gpuclust.o src/input.o src/options.o src/model.o \
 	src/kmeans_run.o src/kmeans_agg.o src/kmeans_window.o src/kmeans_assign.o \
 	src/pmedian_options.o src/pmedian_model.o src/pmedian_run.o src/pmedian_agg.o \
-	src/pmedian_assign.o
+	src/pmedian_assign.o src/stream_type.o src/stream_agg.o
 OBJS = $(ENGINE_OBJS) $(GLUE_OBJS)
 
 TESTS = $(sort $(wildcard test/sql/*.sql))
@@ -45,7 +45,9 @@ endif
 BUILD_CONFIG := with_cuda=$(WITH_CUDA)
 $(shell echo '$(BUILD_CONFIG)' | cmp -s - .build-config || echo '$(BUILD_CONFIG)' > .build-config)
 
-EXTRA_CLEAN = .build-config test/engine/engine_test test/engine/pmedian_test $(CUDA_OBJS) test/results test/regression.diffs test/regression.out
+EXTRA_CLEAN = .build-config test/engine/engine_test test/engine/pmedian_test $(CUDA_OBJS) \
+	test/results test/regression.diffs test/regression.out \
+	test/fuzz/stream_decode_fuzz test/fuzz/stream_seeds test/fuzz/corpus
 
 # .cu objects have no LLVM bitcode
 override with_llvm = no
@@ -85,3 +87,19 @@ pmedian-check: test/engine/pmedian_test
 
 $(filter src/pmedian_%.o,$(OBJS)): src/pmedian_glue.h src/pmedian_engine.h src/pmedian_math.h src/gc_engine.h src/gc_math.h
 $(GLUE_OBJS): src/gpuclust.h src/gc_engine.h src/pmedian_engine.h
+
+# Fuzzing the kmeans_stream decoder (clang's libFuzzer with ASan/UBSan)
+FUZZ_SECONDS ?= 30
+FUZZ_CC ?= clang
+test/fuzz/stream_decode_fuzz: test/fuzz/stream_decode_fuzz.c src/stream_format.c src/stream_format.h src/gc_engine.h
+	$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+		-Isrc -o $@ test/fuzz/stream_decode_fuzz.c src/stream_format.c -lm
+test/fuzz/stream_seeds: test/fuzz/stream_seeds.c src/stream_format.c src/stream_format.h
+	$(CC) -O2 -Wall $(if $(WERROR),-Werror) -Isrc -o $@ test/fuzz/stream_seeds.c src/stream_format.c -lm
+
+.PHONY: fuzz-check
+fuzz-check: test/fuzz/stream_decode_fuzz test/fuzz/stream_seeds
+	rm -rf test/fuzz/corpus && mkdir -p test/fuzz/corpus
+	test/fuzz/stream_seeds test/fuzz/corpus
+	test/fuzz/stream_decode_fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \
+		-print_final_stats=1 test/fuzz/corpus

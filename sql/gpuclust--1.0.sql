@@ -244,3 +244,96 @@ CREATE FUNCTION pmedian_gpu_assign(query text, p int, options jsonb DEFAULT '{}'
 	RETURNS SETOF record
 	AS 'MODULE_PATHNAME', 'gpuclust_pmedian_assign'
 	LANGUAGE C VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE ROWS 1000;
+-- Streaming k-means: mergeable summaries (STREAM divide and conquer).
+-- Text form: base64 of a versioned, checksummed binary summary.
+CREATE TYPE kmeans_stream;
+
+CREATE FUNCTION kmeans_stream_in(cstring) RETURNS kmeans_stream
+	AS 'MODULE_PATHNAME', 'gpuclust_stream_in'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION kmeans_stream_out(kmeans_stream) RETURNS cstring
+	AS 'MODULE_PATHNAME', 'gpuclust_stream_out'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION kmeans_stream_recv(internal) RETURNS kmeans_stream
+	AS 'MODULE_PATHNAME', 'gpuclust_stream_recv'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION kmeans_stream_send(kmeans_stream) RETURNS bytea
+	AS 'MODULE_PATHNAME', 'gpuclust_stream_send'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE TYPE kmeans_stream (
+	INPUT = kmeans_stream_in,
+	OUTPUT = kmeans_stream_out,
+	RECEIVE = kmeans_stream_recv,
+	SEND = kmeans_stream_send,
+	INTERNALLENGTH = VARIABLE,
+	ALIGNMENT = int4,
+	STORAGE = extended
+);
+
+CREATE FUNCTION kmeans_stream_transfn(kmeans_stream, float8[], int, jsonb) RETURNS kmeans_stream
+	AS 'MODULE_PATHNAME', 'gpuclust_stream_transfn'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION kmeans_stream_transfn(kmeans_stream, float8[], int) RETURNS kmeans_stream
+	AS 'MODULE_PATHNAME', 'gpuclust_stream_transfn'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION kmeans_stream_transfn(kmeans_stream, real[], int, jsonb) RETURNS kmeans_stream
+	AS 'MODULE_PATHNAME', 'gpuclust_stream_transfn_real'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION kmeans_stream_transfn(kmeans_stream, real[], int) RETURNS kmeans_stream
+	AS 'MODULE_PATHNAME', 'gpuclust_stream_transfn_real'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION kmeans_stream_final(kmeans_stream) RETURNS kmeans_stream
+	AS 'MODULE_PATHNAME', 'gpuclust_stream_finalfn'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+-- Two summaries as one (NULLs are ignored); also the combine function
+CREATE FUNCTION kmeans_stream_merge(a kmeans_stream, b kmeans_stream) RETURNS kmeans_stream
+	AS 'MODULE_PATHNAME', 'gpuclust_stream_merge'
+	LANGUAGE C IMMUTABLE CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE AGGREGATE kmeans_stream_state(vec float8[], k int, options jsonb) (
+	SFUNC = kmeans_stream_transfn, STYPE = kmeans_stream,
+	FINALFUNC = kmeans_stream_final, COMBINEFUNC = kmeans_stream_merge,
+	PARALLEL = SAFE
+);
+
+CREATE AGGREGATE kmeans_stream_state(vec float8[], k int) (
+	SFUNC = kmeans_stream_transfn, STYPE = kmeans_stream,
+	FINALFUNC = kmeans_stream_final, COMBINEFUNC = kmeans_stream_merge,
+	PARALLEL = SAFE
+);
+
+CREATE AGGREGATE kmeans_stream_state(vec real[], k int, options jsonb) (
+	SFUNC = kmeans_stream_transfn, STYPE = kmeans_stream,
+	FINALFUNC = kmeans_stream_final, COMBINEFUNC = kmeans_stream_merge,
+	PARALLEL = SAFE
+);
+
+CREATE AGGREGATE kmeans_stream_state(vec real[], k int) (
+	SFUNC = kmeans_stream_transfn, STYPE = kmeans_stream,
+	FINALFUNC = kmeans_stream_final, COMBINEFUNC = kmeans_stream_merge,
+	PARALLEL = SAFE
+);
+
+CREATE AGGREGATE kmeans_stream_merge(kmeans_stream) (
+	SFUNC = kmeans_stream_merge, STYPE = kmeans_stream,
+	FINALFUNC = kmeans_stream_final, COMBINEFUNC = kmeans_stream_merge,
+	PARALLEL = SAFE
+);
+
+-- Weighted k-means over a summary: a model for kmeans_predict and friends
+CREATE FUNCTION kmeans_stream_model(state kmeans_stream, options jsonb DEFAULT '{}') RETURNS kmeans_model
+	AS 'MODULE_PATHNAME', 'gpuclust_stream_model'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION kmeans_stream_info(state kmeans_stream) RETURNS jsonb
+	AS 'MODULE_PATHNAME', 'gpuclust_stream_info'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;

@@ -58,7 +58,9 @@ extern GcStatus gc_fail(GcError *err, GcStatus status, const char *fmt,...)
  * Row store: rows appended one at a time into chunks of (possibly pinned)
  * host memory.  Chunks double in size up to a cap, so that small inputs
  * stay small and large ones need few allocations; rows are never copied
- * after they are appended.
+ * after they are appended.  Rows may carry positive finite weights (a
+ * parallel array per chunk): k-means then minimises the weighted inertia,
+ * which is how weighted centres of a stream summary are re-clustered.
  * ---------------------------------------------------------------------
  */
 typedef void *(*GcHostAlloc) (size_t bytes);
@@ -68,6 +70,7 @@ typedef struct GcChunk
 {
 	double	   *values;			/* capacity * d values, row-major */
 	uint64_t   *hashes;			/* capacity row hashes */
+	double	   *weights;		/* capacity row weights; NULL when unweighted */
 	int64_t		first_row;		/* index of this chunk's first row */
 	int64_t		count;			/* rows used */
 	int64_t		capacity;		/* rows allocated */
@@ -82,6 +85,7 @@ typedef struct GcRows
 	GcChunk    *chunks;
 	double	   *lo;				/* per-dimension minimum */
 	double	   *hi;				/* per-dimension maximum */
+	bool		weighted;		/* rows carry weights (gc_rows_set_weighted) */
 	GcHostAlloc alloc;			/* allocator for chunk memory */
 	GcHostFree	free;
 } GcRows;
@@ -90,6 +94,10 @@ extern GcStatus gc_rows_init(GcRows *rows, int d, GcHostAlloc alloc,
 							 GcHostFree free, GcError *err);
 extern double *gc_rows_reserve(GcRows *rows, GcError *err);
 extern void gc_rows_commit(GcRows *rows);
+/* Weighted rows: call before the first row, then commit with a weight */
+extern void gc_rows_set_weighted(GcRows *rows);
+extern void gc_rows_commit_weighted(GcRows *rows, double weight);
+extern double gc_rows_weight(const GcRows *rows, int64_t i);
 extern const double *gc_rows_get(const GcRows *rows, int64_t i);
 extern uint64_t gc_rows_hash(const GcRows *rows, int64_t i);
 extern void gc_rows_release(GcRows *rows);
@@ -219,6 +227,7 @@ typedef struct GcKmeansBackend
 						  int32_t *labels, double *distances, int64_t *sizes,
 						  double *inertia, GcError *err);
 	void		(*close) (void *session);
+	bool		weighted;		/* handles weighted rows (the CPU only, for now) */
 } GcKmeansBackend;
 
 extern const GcKmeansBackend gc_kmeans_cpu_backend;

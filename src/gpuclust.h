@@ -21,6 +21,8 @@
 
 #include "gc_engine.h"
 #include "pmedian_engine.h"
+#include "gc_stream.h"
+#include "utils/expandeddatum.h"
 
 /* gpuclust.c: GUCs and device selection */
 typedef enum GcDeviceSetting
@@ -84,6 +86,7 @@ typedef struct GcKmeansOptions
 	double	   *init_values;	/* init given as centroids: rows * cols */
 	int			init_rows;
 	int			init_cols;
+	bool		n_init_given;	/* the options set n_init */
 } GcKmeansOptions;
 
 extern void gc_parse_kmeans_options(Jsonb *options, int k,
@@ -128,6 +131,31 @@ typedef struct KmeansModel
 #define PG_GETARG_KMEANS_MODEL(n) DatumGetKmeansModel(PG_GETARG_DATUM(n))
 
 extern KmeansModel *gc_model_alloc(int k, int d);
+
+/* options.c: the options of kmeans_stream_state */
+extern void gc_parse_stream_options(Jsonb *options, int k, GcStreamHeader *shape);
+
+/*
+ * stream_type.c: the kmeans_stream type.  Its flat form is a varlena
+ * holding stream_format.h's bytes; its expanded form, a read-write state
+ * that the aggregates update in place, holds the engine's GcStream.
+ */
+typedef struct GcStreamState
+{
+	ExpandedObjectHeader hdr;
+	GcStream	stream;
+	GcDevice	device;
+} GcStreamState;
+
+extern GcStreamState *gc_stream_state_new(MemoryContext parent,
+										  const GcStreamHeader *shape,
+										  bool use_gpu);
+extern GcStreamState *gc_stream_state_copy(Datum value, MemoryContext parent,
+										   bool use_gpu);
+extern GcStreamState *gc_stream_state_rw(Datum value);
+extern void gc_stream_state_merge(GcStreamState *state, Datum value);
+extern Datum gc_stream_state_flatten(GcStreamState *state);
+extern void gc_stream_state_free(GcStreamState *state);
 
 /* kmeans_run.c: run a fit with ereport on failure */
 extern KmeansModel *gc_run_kmeans(GcInput *input, GcKmeansOptions *opts,

@@ -269,6 +269,9 @@ gc_kmeans_fit(const GcKmeansBackend *backend, const GcRows *rows,
 	GcStatus	status;
 	double		t0;
 
+	if (rows->weighted && !backend->weighted)
+		return gc_fail(err, GC_ERR_DEVICE, "the %s backend does not handle weighted rows",
+					   backend->name);
 	status = gc_frame_init(&frame, rows, err);
 	if (status != GC_OK)
 		return status;

@@ -260,6 +260,7 @@ gc_parse_kmeans_options(Jsonb *options, int k, GcKmeansOptions *opts)
 						 errhint(VALID_OPTIONS_HINT)));
 		}
 	}
+	opts->n_init_given = n_init_given;
 	if (params->init == GC_INIT_GIVEN && n_init_given && params->n_init > 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -281,4 +282,79 @@ gc_check_init_shape(GcKmeansOptions *opts, int d)
 						opts->params.k, d),
 				 errdetail("It gives %d centroids of dimension %d.",
 						   opts->init_rows, opts->init_cols)));
+}
+
+#define VALID_STREAM_OPTIONS_HINT "Valid options are block_rows, centres and seed."
+
+/*
+ * The shape of a new stream summary from k and the options of
+ * kmeans_stream_state: centres (m) defaults to 10 k and block_rows to
+ * the larger of 65536 and 4 m
+ */
+void
+gc_parse_stream_options(Jsonb *options, int k, GcStreamHeader *shape)
+{
+	int64		m = -1,
+				block = -1;
+
+	if (k < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("k must be at least 1")));
+	if (k > GC_STREAM_MAX_CENTRES)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("k must be at most %d for a kmeans_stream summary", GC_STREAM_MAX_CENTRES)));
+	memset(shape, 0, sizeof(*shape));
+	shape->k = k;
+	if (options != NULL && !JB_ROOT_IS_OBJECT(options))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("options must be a jsonb object"),
+				 errhint(VALID_STREAM_OPTIONS_HINT)));
+	if (options != NULL)
+	{
+		JsonbIterator *it = JsonbIteratorInit(&options->root);
+		JsonbValue	key,
+					v;
+		JsonbIteratorToken tok;
+
+		while ((tok = JsonbIteratorNext(&it, &key, true)) != WJB_DONE)
+		{
+			char	   *name;
+
+			if (tok != WJB_KEY)
+				continue;
+			name = pnstrdup(key.val.string.val, key.val.string.len);
+			tok = JsonbIteratorNext(&it, &v, true);
+			if (strcmp(name, "centres") == 0)
+				m = option_integer(name, &v, k, GC_STREAM_MAX_CENTRES,
+								   psprintf("an integer between k (%d) and %d", k,
+											GC_STREAM_MAX_CENTRES));
+			else if (strcmp(name, "block_rows") == 0)
+				block = option_integer(name, &v, 2, GC_STREAM_MAX_BLOCK,
+									   psprintf("an integer between 2 and %d",
+												GC_STREAM_MAX_BLOCK));
+			else if (strcmp(name, "seed") == 0)
+				shape->seed = (uint64) option_integer(name, &v, PG_INT64_MIN, PG_INT64_MAX,
+													  "an integer");
+			else
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("unknown option \"%s\"", name),
+						 errhint(VALID_STREAM_OPTIONS_HINT)));
+		}
+	}
+	if (m < 0)
+		m = Min((int64) 10 * k, GC_STREAM_MAX_CENTRES);
+	if (block < 0)
+		block = Min(Max((int64) 65536, 4 * m), GC_STREAM_MAX_BLOCK);
+	if (block < 2 * m)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("option \"block_rows\" (" INT64_FORMAT ") must be at least twice the centres kept per block (" INT64_FORMAT ")",
+						block, m),
+				 errhint("Raise block_rows or lower centres.")));
+	shape->m = (int) m;
+	shape->block_rows = (int) block;
 }

@@ -66,7 +66,8 @@ gc_rows_init(GcRows *rows, int d, GcHostAlloc alloc, GcHostFree free_fn,
 static GcStatus
 add_chunk(GcRows *rows, GcError *err)
 {
-	size_t		row_bytes = sizeof(double) * rows->d + sizeof(uint64_t);
+	size_t		row_bytes = sizeof(double) * rows->d + sizeof(uint64_t) +
+		(rows->weighted ? sizeof(double) : 0);
 	size_t		bytes = GC_FIRST_CHUNK_BYTES;
 	GcChunk    *chunk;
 
@@ -98,12 +99,17 @@ add_chunk(GcRows *rows, GcError *err)
 	chunk->first_row = rows->n;
 	chunk->values = rows->alloc(sizeof(double) * rows->d * chunk->capacity);
 	chunk->hashes = rows->alloc(sizeof(uint64_t) * chunk->capacity);
-	if (chunk->values == NULL || chunk->hashes == NULL)
+	if (rows->weighted)
+		chunk->weights = rows->alloc(sizeof(double) * chunk->capacity);
+	if (chunk->values == NULL || chunk->hashes == NULL ||
+		(rows->weighted && chunk->weights == NULL))
 	{
 		if (chunk->values)
 			rows->free(chunk->values);
 		if (chunk->hashes)
 			rows->free(chunk->hashes);
+		if (chunk->weights)
+			rows->free(chunk->weights);
 		return gc_fail(err, GC_ERR_HOST_MEMORY,
 					   "could not allocate %zu bytes of host memory for rows",
 					   bytes);
@@ -160,6 +166,29 @@ gc_rows_commit(GcRows *rows)
 }
 
 /*
+ * Make rows carry weights; only allowed while the store is empty
+ */
+void
+gc_rows_set_weighted(GcRows *rows)
+{
+	if (rows->nchunks == 0)
+		rows->weighted = true;
+}
+
+/*
+ * Commit the reserved row with a weight (positive and finite, checked by
+ * the caller)
+ */
+void
+gc_rows_commit_weighted(GcRows *rows, double weight)
+{
+	GcChunk    *chunk = &rows->chunks[rows->nchunks - 1];
+
+	chunk->weights[chunk->count] = weight;
+	gc_rows_commit(rows);
+}
+
+/*
  * Find the chunk holding row i (chunks are few: a binary search is plenty)
  */
 static const GcChunk *
@@ -196,6 +225,17 @@ gc_rows_hash(const GcRows *rows, int64_t i)
 	return chunk->hashes[i - chunk->first_row];
 }
 
+double
+gc_rows_weight(const GcRows *rows, int64_t i)
+{
+	const GcChunk *chunk;
+
+	if (!rows->weighted)
+		return 1.0;
+	chunk = chunk_of(rows, i);
+	return chunk->weights[i - chunk->first_row];
+}
+
 /*
  * Free every chunk; safe to call twice and on a store never initialized
  */
@@ -206,6 +246,8 @@ gc_rows_release(GcRows *rows)
 	{
 		rows->free(rows->chunks[c].values);
 		rows->free(rows->chunks[c].hashes);
+		if (rows->chunks[c].weights)
+			rows->free(rows->chunks[c].weights);
 	}
 	free(rows->chunks);
 	free(rows->lo);
@@ -214,4 +256,5 @@ gc_rows_release(GcRows *rows)
 	rows->lo = rows->hi = NULL;
 	rows->nchunks = rows->maxchunks = 0;
 	rows->n = 0;
+	rows->weighted = false;
 }
