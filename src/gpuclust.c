@@ -83,8 +83,11 @@ plain_free(void *ptr)
 	free(ptr);
 }
 
-static void
-use_cpu(GcDevice *device)
+/*
+ * The CPU backends, with plain host memory
+ */
+void
+gc_use_cpu_device(GcDevice *device)
 {
 	device->kind = GC_KIND_CPU;
 	device->kmeans = &gc_kmeans_cpu_backend;
@@ -99,7 +102,7 @@ use_cpu(GcDevice *device)
 void
 gc_choose_device(GcDevice *device)
 {
-	use_cpu(device);
+	gc_use_cpu_device(device);
 	if (gc_device_setting == GC_DEVICE_CPU)
 		return;
 #ifdef GC_WITH_CUDA

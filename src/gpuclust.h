@@ -48,6 +48,7 @@ typedef struct GcDevice
 } GcDevice;
 
 extern void gc_choose_device(GcDevice *device);
+extern void gc_use_cpu_device(GcDevice *device);
 extern bool gc_interrupted(void);
 extern void gc_raise(const GcError *err);
 

@@ -85,10 +85,7 @@ gc_stream_state_new(MemoryContext parent, const GcStreamHeader *shape, bool use_
 	if (use_gpu)
 		gc_choose_device(&state->device);
 	else
-		state->device = (GcDevice)
-		{
-			GC_KIND_CPU, &gc_kmeans_cpu_backend, malloc, free
-		};
+		gc_use_cpu_device(&state->device);
 	cb->func = release_stream;
 	cb->arg = state;
 	if (gc_stream_init(&state->stream, shape, state->device.kmeans,
