@@ -16,6 +16,8 @@
 #include "postgres.h"
 
 #include "fmgr.h"
+#include "access/htup.h"
+#include "access/tupdesc.h"
 #include "utils/array.h"
 #include "utils/jsonb.h"
 
@@ -157,6 +159,13 @@ extern GcStreamState *gc_stream_state_rw(Datum value);
 extern void gc_stream_state_merge(GcStreamState *state, Datum value);
 extern Datum gc_stream_state_flatten(GcStreamState *state);
 extern void gc_stream_state_free(GcStreamState *state);
+
+/* spi_rows.c: the query argument of the *_assign functions */
+typedef void (*GcSpiColumnsFn) (TupleDesc tupdesc, void *arg);
+typedef void (*GcSpiRowFn) (HeapTuple tuple, TupleDesc tupdesc, void *arg);
+extern void gc_spi_for_each_row(const char *query, GcSpiColumnsFn on_columns,
+								GcSpiRowFn on_row, void *arg);
+extern int64 gc_spi_id_value(Datum id, Oid idtype);
 
 /* kmeans_run.c: run a fit with ereport on failure */
 extern KmeansModel *gc_run_kmeans(GcInput *input, GcKmeansOptions *opts,

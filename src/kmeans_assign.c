@@ -23,8 +23,6 @@
 
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_assign);
 
-#define FETCH_ROWS 10000
-
 /* What the query returned, row by row, in the caller's memory */
 typedef struct QueryRows
 {
@@ -32,6 +30,10 @@ typedef struct QueryRows
 	int64		capacity;
 	int64	   *ids;
 	uint8	   *flags;			/* ROW_ID_NULL | ROW_VEC_NULL */
+	MemoryContext cxt;			/* where ids and flags live */
+	GcInput    *input;			/* where the vectors go */
+	Oid			idtype;
+	Oid			elemtype;
 } QueryRows;
 
 #define ROW_ID_NULL 1
@@ -67,15 +69,15 @@ check_query_columns(TupleDesc tupdesc, Oid *elemtype)
 }
 
 static void
-remember_row(QueryRows *qr, Datum id, Oid idtype, uint8 flags, MemoryContext cxt)
+remember_row(QueryRows *qr, int64 id, uint8 flags)
 {
 	if (qr->count == qr->capacity)
 	{
 		qr->capacity = qr->capacity ? qr->capacity * 2 : 1024;
 		if (qr->ids == NULL)
 		{
-			qr->ids = MemoryContextAllocHuge(cxt, sizeof(int64) * qr->capacity);
-			qr->flags = MemoryContextAllocHuge(cxt, qr->capacity);
+			qr->ids = MemoryContextAllocHuge(qr->cxt, sizeof(int64) * qr->capacity);
+			qr->flags = MemoryContextAllocHuge(qr->cxt, qr->capacity);
 		}
 		else
 		{
@@ -83,64 +85,36 @@ remember_row(QueryRows *qr, Datum id, Oid idtype, uint8 flags, MemoryContext cxt
 			qr->flags = repalloc_huge(qr->flags, qr->capacity);
 		}
 	}
-	qr->ids[qr->count] = (flags & ROW_ID_NULL) ? 0 :
-		idtype == INT8OID ? DatumGetInt64(id) :
-		idtype == INT4OID ? DatumGetInt32(id) : DatumGetInt16(id);
+	qr->ids[qr->count] = id;
 	qr->flags[qr->count] = flags;
 	qr->count++;
 }
 
-/*
- * Run the query through a cursor, appending its vectors to input and its
- * ids to qr (allocated in cxt)
- */
 static void
-collect_query(const char *query, GcInput *input, QueryRows *qr, MemoryContext cxt)
+on_columns(TupleDesc tupdesc, void *arg)
 {
-	MemoryContext batch = AllocSetContextCreate(CurrentMemoryContext,
-												"gpuclust assign batch",
-												ALLOCSET_DEFAULT_SIZES);
-	SPIPlanPtr	plan = SPI_prepare(query, 0, NULL);
-	Portal		portal;
-	Oid			elemtype = InvalidOid;
-	Oid			idtype;
+	QueryRows  *qr = arg;
 
-	if (plan == NULL)
-		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-	portal = SPI_cursor_open(NULL, plan, NULL, NULL, true);
-	check_query_columns(portal->tupDesc, &elemtype);
-	idtype = SPI_gettypeid(portal->tupDesc, 1);
+	check_query_columns(tupdesc, &qr->elemtype);
+	qr->idtype = SPI_gettypeid(tupdesc, 1);
+}
 
-	for (;;)
-	{
-		MemoryContext oldcontext;
+/* Append the row's vector to the input and remember its id */
+static void
+on_row(HeapTuple tuple, TupleDesc tupdesc, void *arg)
+{
+	QueryRows  *qr = arg;
+	bool		idnull,
+				vecnull;
+	Datum		id = SPI_getbinval(tuple, tupdesc, 1, &idnull);
+	Datum		vec = SPI_getbinval(tuple, tupdesc, 2, &vecnull);
 
-		SPI_cursor_fetch(portal, true, FETCH_ROWS);
-		if (SPI_processed == 0)
-			break;
-		oldcontext = MemoryContextSwitchTo(batch);
-		for (uint64 i = 0; i < SPI_processed; i++)
-		{
-			HeapTuple	tuple = SPI_tuptable->vals[i];
-			bool		idnull,
-						vecnull;
-			Datum		id = SPI_getbinval(tuple, SPI_tuptable->tupdesc, 1, &idnull);
-			Datum		vec = SPI_getbinval(tuple, SPI_tuptable->tupdesc, 2, &vecnull);
-
-			if (vecnull)
-				gc_input_add_null(input);
-			else
-				gc_input_add(input, vec, elemtype);
-			remember_row(qr, id, idtype,
-						 (idnull ? ROW_ID_NULL : 0) | (vecnull ? ROW_VEC_NULL : 0), cxt);
-		}
-		MemoryContextSwitchTo(oldcontext);
-		MemoryContextReset(batch);
-		SPI_freetuptable(SPI_tuptable);
-		CHECK_FOR_INTERRUPTS();
-	}
-	SPI_cursor_close(portal);
-	MemoryContextDelete(batch);
+	if (vecnull)
+		gc_input_add_null(qr->input);
+	else
+		gc_input_add(qr->input, vec, qr->elemtype);
+	remember_row(qr, idnull ? 0 : gc_spi_id_value(id, qr->idtype),
+				 (idnull ? ROW_ID_NULL : 0) | (vecnull ? ROW_VEC_NULL : 0));
 }
 
 Datum
@@ -178,7 +152,9 @@ gpuclust_kmeans_assign(PG_FUNCTION_ARGS)
 
 		if (SPI_connect() != SPI_OK_CONNECT)
 			elog(ERROR, "SPI_connect failed");
-		collect_query(text_to_cstring(PG_GETARG_TEXT_PP(0)), &input, &qr, per_query);
+		qr.cxt = per_query;
+		qr.input = &input;
+		gc_spi_for_each_row(text_to_cstring(PG_GETARG_TEXT_PP(0)), on_columns, on_row, &qr);
 		SPI_finish();
 		if (input.started)
 		{

@@ -23,8 +23,6 @@
 
 PG_FUNCTION_INFO_V1(gpuclust_pmedian_assign);
 
-#define FETCH_ROWS 10000
-
 /* The query's column types, checked once */
 typedef struct QueryShape
 {
@@ -67,81 +65,60 @@ check_query_columns(TupleDesc tupdesc, QueryShape *shape)
 				 errdetail("It is of type %s.", format_type_be(SPI_gettypeid(tupdesc, 3)))));
 }
 
-static int64
-id_value(Datum id, Oid idtype)
+/* The state of one collection: where rows go, and the NULL rows' ids */
+typedef struct CollectState
 {
-	return idtype == INT8OID ? DatumGetInt64(id) :
-		idtype == INT4OID ? DatumGetInt32(id) : DatumGetInt16(id);
+	QueryShape	shape;
+	PmInput    *in;
+	MemoryContext cxt;			/* where null_ids lives */
+	int64	   *null_ids;
+	int64		nnull;
+	int64		null_capacity;
+} CollectState;
+
+static void
+on_columns(TupleDesc tupdesc, void *arg)
+{
+	CollectState *cs = arg;
+
+	check_query_columns(tupdesc, &cs->shape);
+	if (cs->shape.with_demand != cs->in->with_demand)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg(cs->in->with_demand ? "option \"capacity\" needs a demand column"
+						: "a demand column needs option \"capacity\""),
+				 errhint("Return (id, vector, demand) from the query and give a capacity, or neither.")));
 }
 
 /*
- * Run the query through a cursor into in (started on the first batch,
- * once the shape is known); rows with a NULL vector are kept in
- * null_ids for the result
+ * Add the row to the input (started on the first row, once the shape is
+ * known); a row with a NULL vector is kept in null_ids for the result
  */
 static void
-collect_query(const char *query, PmInput *in, MemoryContext cxt,
-			  int64 **null_ids, int64 *nnull)
+on_row(HeapTuple tuple, TupleDesc desc, void *arg)
 {
-	MemoryContext batch = AllocSetContextCreate(CurrentMemoryContext,
-												"gpuclust pmedian assign batch",
-												ALLOCSET_DEFAULT_SIZES);
-	SPIPlanPtr	plan = SPI_prepare(query, 0, NULL);
-	Portal		portal;
-	QueryShape	shape;
-	int64		null_capacity = 0;
+	CollectState *cs = arg;
+	bool		idnull,
+				vecnull,
+				qnull = false;
+	Datum		id = SPI_getbinval(tuple, desc, 1, &idnull);
+	Datum		vec = SPI_getbinval(tuple, desc, 2, &vecnull);
+	Datum		q = cs->shape.with_demand ? SPI_getbinval(tuple, desc, 3, &qnull) : (Datum) 0;
 
-	if (plan == NULL)
-		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-	portal = SPI_cursor_open(NULL, plan, NULL, NULL, true);
-	check_query_columns(portal->tupDesc, &shape);
-	if (shape.with_demand != in->with_demand)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg(in->with_demand ? "option \"capacity\" needs a demand column"
-						: "a demand column needs option \"capacity\""),
-				 errhint("Return (id, vector, demand) from the query and give a capacity, or neither.")));
-	for (;;)
+	gc_pm_input_add(cs->in, idnull, idnull ? 0 : gc_spi_id_value(id, cs->shape.idtype),
+					vecnull ? (Datum) 0 : vec, cs->shape.elemtype, qnull,
+					cs->shape.with_demand && !qnull ? DatumGetFloat8(q) : 0.0);
+	if (vecnull)
 	{
-		MemoryContext oldcontext;
-
-		SPI_cursor_fetch(portal, true, FETCH_ROWS);
-		if (SPI_processed == 0)
-			break;
-		oldcontext = MemoryContextSwitchTo(batch);
-		for (uint64 i = 0; i < SPI_processed; i++)
+		if (cs->nnull == cs->null_capacity)
 		{
-			HeapTuple	tuple = SPI_tuptable->vals[i];
-			TupleDesc	desc = SPI_tuptable->tupdesc;
-			bool		idnull,
-						vecnull,
-						qnull = false;
-			Datum		id = SPI_getbinval(tuple, desc, 1, &idnull);
-			Datum		vec = SPI_getbinval(tuple, desc, 2, &vecnull);
-			Datum		q = shape.with_demand ? SPI_getbinval(tuple, desc, 3, &qnull) : (Datum) 0;
-
-			gc_pm_input_add(in, idnull, idnull ? 0 : id_value(id, shape.idtype),
-							vecnull ? (Datum) 0 : vec, shape.elemtype, qnull,
-							shape.with_demand && !qnull ? DatumGetFloat8(q) : 0.0);
-			if (vecnull)
-			{
-				if (*nnull == null_capacity)
-				{
-					null_capacity = null_capacity ? 2 * null_capacity : 64;
-					*null_ids = *null_ids == NULL
-						? MemoryContextAllocHuge(cxt, sizeof(int64) * null_capacity)
-						: repalloc_huge(*null_ids, sizeof(int64) * null_capacity);
-				}
-				(*null_ids)[(*nnull)++] = id_value(id, shape.idtype);
-			}
+			cs->null_capacity = cs->null_capacity ? 2 * cs->null_capacity : 64;
+			cs->null_ids = cs->null_ids == NULL
+				? MemoryContextAllocHuge(cs->cxt, sizeof(int64) * cs->null_capacity)
+				: repalloc_huge(cs->null_ids, sizeof(int64) * cs->null_capacity);
 		}
-		MemoryContextSwitchTo(oldcontext);
-		MemoryContextReset(batch);
-		SPI_freetuptable(SPI_tuptable);
-		CHECK_FOR_INTERRUPTS();
+		cs->null_ids[cs->nnull++] = gc_spi_id_value(id, cs->shape.idtype);
 	}
-	SPI_cursor_close(portal);
-	MemoryContextDelete(batch);
 }
 
 Datum
@@ -157,8 +134,8 @@ gpuclust_pmedian_assign(PG_FUNCTION_ARGS)
 	PmedianModel *volatile model = NULL;
 	int32	   *volatile alloc = NULL;
 	double	   *volatile dist = NULL;
-	int64	   *null_ids = NULL;
-	int64		nnull = 0;
+	int64	   *volatile null_ids = NULL;
+	volatile int64 nnull = 0;
 	Jsonb	   *options;
 
 	if (rsinfo == NULL || !IsA(rsinfo, ReturnSetInfo) ||
@@ -178,11 +155,15 @@ gpuclust_pmedian_assign(PG_FUNCTION_ARGS)
 	PG_TRY();
 	{
 		double		started = gc_now_ms();
+		CollectState cs = {0};
 
 		if (SPI_connect() != SPI_OK_CONNECT)
 			elog(ERROR, "SPI_connect failed");
-		collect_query(text_to_cstring(PG_GETARG_TEXT_PP(0)), &in, per_query,
-					  &null_ids, &nnull);
+		cs.in = &in;
+		cs.cxt = per_query;
+		gc_spi_for_each_row(text_to_cstring(PG_GETARG_TEXT_PP(0)), on_columns, on_row, &cs);
+		null_ids = cs.null_ids;
+		nnull = cs.nnull;
 		SPI_finish();
 		if (in.input.started)
 		{
