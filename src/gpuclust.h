@@ -17,6 +17,7 @@
 
 #include "fmgr.h"
 #include "access/htup.h"
+#include "lib/stringinfo.h"
 #include "access/tupdesc.h"
 #include "utils/array.h"
 #include "utils/jsonb.h"
@@ -159,6 +160,17 @@ extern GcStreamState *gc_stream_state_rw(Datum value);
 extern void gc_stream_state_merge(GcStreamState *state, Datum value);
 extern Datum gc_stream_state_flatten(GcStreamState *state);
 extern void gc_stream_state_free(GcStreamState *state);
+
+/* model_text.c: the JSON text form of the model types */
+extern void gc_model_append_float8(StringInfo buf, double x);
+extern void gc_model_text_error(const char *type, const char *detail) pg_attribute_noreturn();
+extern JsonbValue *gc_model_field(JsonbContainer *obj, const char *type,
+								  const char *name, enum jbvType jtype,
+								  bool required);
+extern double gc_model_number(JsonbContainer *obj, const char *type,
+							  const char *name, bool required);
+extern int64 gc_model_count(JsonbContainer *obj, const char *type,
+							const char *name, bool required);
 
 /* spi_rows.c: the query argument of the *_assign functions */
 typedef void (*GcSpiColumnsFn) (TupleDesc tupdesc, void *arg);

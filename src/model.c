@@ -36,6 +36,8 @@ PG_FUNCTION_INFO_V1(gpuclust_kmeans_distance);
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_distance_real);
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_centroids);
 
+#define MODEL_TYPE "kmeans_model"
+
 static const char *const device_names[] = {"cpu", "gpu"};
 
 static void
@@ -74,14 +76,6 @@ gc_model_alloc(int k, int d)
 	return model;
 }
 
-static void
-append_float8(StringInfo buf, double x)
-{
-	char	   *s = float8out_internal(x);
-
-	appendStringInfoString(buf, s);
-	pfree(s);
-}
 
 Datum
 gpuclust_kmeans_model_out(PG_FUNCTION_ARGS)
@@ -96,25 +90,25 @@ gpuclust_kmeans_model_out(PG_FUNCTION_ARGS)
 					 ", \"null_rows\": " INT64_FORMAT ", \"iterations\": %d, \"converged\": %s, \"inertia\": ",
 					 m->k, m->d, m->rows, m->null_rows, m->iterations,
 					 m->converged ? "true" : "false");
-	append_float8(&buf, m->inertia);
+	gc_model_append_float8(&buf, m->inertia);
 	appendStringInfo(&buf, ", \"device\": \"%s\", \"algorithm\": \"%s\", \"kernel\": ",
 					 device_names[m->device == GC_KIND_GPU], m->pruned ? "pruned" : "lloyd");
 	escape_json(&buf, m->kernel);
 	appendStringInfo(&buf, ", \"precision\": \"%s\", \"distances_skipped\": ",
 					 gc_precision_name((GcPrecision) m->precision));
-	append_float8(&buf, m->skipped_fraction);
+	gc_model_append_float8(&buf, m->skipped_fraction);
 	appendStringInfoString(&buf, ", \"timings_ms\": {\"collect\": ");
-	append_float8(&buf, m->collect_ms);
+	gc_model_append_float8(&buf, m->collect_ms);
 	appendStringInfoString(&buf, ", \"transfer\": ");
-	append_float8(&buf, m->transfer_ms);
+	gc_model_append_float8(&buf, m->transfer_ms);
 	appendStringInfoString(&buf, ", \"seeding\": ");
-	append_float8(&buf, m->seeding_ms);
+	gc_model_append_float8(&buf, m->seeding_ms);
 	appendStringInfoString(&buf, ", \"iterations\": ");
-	append_float8(&buf, m->iterations_ms);
+	gc_model_append_float8(&buf, m->iterations_ms);
 	appendStringInfoString(&buf, ", \"labeling\": ");
-	append_float8(&buf, m->labeling_ms);
+	gc_model_append_float8(&buf, m->labeling_ms);
 	appendStringInfoString(&buf, ", \"update\": ");
-	append_float8(&buf, m->update_ms);
+	gc_model_append_float8(&buf, m->update_ms);
 	appendStringInfoString(&buf, "}, \"sizes\": [");
 	for (int c = 0; c < m->k; c++)
 		appendStringInfo(&buf, "%s" INT64_FORMAT, c ? ", " : "", sizes[c]);
@@ -126,63 +120,12 @@ gpuclust_kmeans_model_out(PG_FUNCTION_ARGS)
 		{
 			if (j)
 				appendStringInfoString(&buf, ", ");
-			append_float8(&buf, centroids[(size_t) c * m->d + j]);
+			gc_model_append_float8(&buf, centroids[(size_t) c * m->d + j]);
 		}
 		appendStringInfoChar(&buf, ']');
 	}
 	appendStringInfoString(&buf, "]}");
 	PG_RETURN_CSTRING(buf.data);
-}
-
-static void
-bad_model_text(const char *detail)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
-			 errmsg("invalid input syntax for type kmeans_model"),
-			 errdetail("%s", detail)));
-}
-
-static JsonbValue *
-model_field(JsonbContainer *obj, const char *name, enum jbvType type, bool required)
-{
-	JsonbValue	key;
-	JsonbValue *v;
-
-	key.type = jbvString;
-	key.val.string.val = (char *) name;
-	key.val.string.len = strlen(name);
-	v = findJsonbValueFromContainer(obj, JB_FOBJECT, &key);
-	if (v == NULL && required)
-		bad_model_text(psprintf("The field \"%s\" is missing.", name));
-	if (v != NULL && v->type != type)
-		bad_model_text(psprintf("The field \"%s\" has the wrong type.", name));
-	return v;
-}
-
-static double
-model_number(JsonbContainer *obj, const char *name, bool required)
-{
-	JsonbValue *v = model_field(obj, name, jbvNumeric, required);
-	double		x;
-
-	if (v == NULL)
-		return 0.0;
-	x = DatumGetFloat8(DirectFunctionCall1(numeric_float8_no_overflow,
-										   NumericGetDatum(v->val.numeric)));
-	if (!isfinite(x))
-		bad_model_text(psprintf("The field \"%s\" is not finite.", name));
-	return x;
-}
-
-static int64
-model_count(JsonbContainer *obj, const char *name, bool required)
-{
-	double		x = model_number(obj, name, required);
-
-	if (x != floor(x) || x < 0 || x > (double) PG_INT64_MAX / 2)
-		bad_model_text(psprintf("The field \"%s\" must be a non-negative integer.", name));
-	return (int64) x;
 }
 
 /*
@@ -192,17 +135,17 @@ static void
 model_numbers(JsonbContainer *array, int count, double *out, const char *what)
 {
 	if (!JsonContainerIsArray(array) || JsonContainerSize(array) != (uint32) count)
-		bad_model_text(psprintf("The field \"%s\" must be an array of %d elements.", what, count));
+		gc_model_text_error(MODEL_TYPE, psprintf("The field \"%s\" must be an array of %d elements.", what, count));
 	for (int i = 0; i < count; i++)
 	{
 		JsonbValue *v = getIthJsonbValueFromContainer(array, i);
 
 		if (v == NULL || v->type != jbvNumeric)
-			bad_model_text(psprintf("The field \"%s\" must hold numbers.", what));
+			gc_model_text_error(MODEL_TYPE, psprintf("The field \"%s\" must hold numbers.", what));
 		out[i] = DatumGetFloat8(DirectFunctionCall1(numeric_float8_no_overflow,
 													NumericGetDatum(v->val.numeric)));
 		if (!isfinite(out[i]) || fabs(out[i]) > GC_MAX_MAGNITUDE)
-			bad_model_text(psprintf("The field \"%s\" must hold finite numbers of magnitude at most %g.",
+			gc_model_text_error(MODEL_TYPE, psprintf("The field \"%s\" must hold finite numbers of magnitude at most %g.",
 									what, GC_MAX_MAGNITUDE));
 	}
 }
@@ -220,63 +163,63 @@ gpuclust_kmeans_model_in(PG_FUNCTION_ARGS)
 	double	   *row;
 
 	if (!JB_ROOT_IS_OBJECT(jb))
-		bad_model_text("A model is a JSON object.");
-	k = model_count(obj, "k", true);
-	d = model_count(obj, "d", true);
+		gc_model_text_error(MODEL_TYPE, "A model is a JSON object.");
+	k = gc_model_count(obj, MODEL_TYPE, "k", true);
+	d = gc_model_count(obj, MODEL_TYPE, "d", true);
 	if (k < 1 || d < 1)
-		bad_model_text("The fields \"k\" and \"d\" must be at least 1.");
+		gc_model_text_error(MODEL_TYPE, "The fields \"k\" and \"d\" must be at least 1.");
 	check_model_shape(k, d);
 	m = gc_model_alloc((int) k, (int) d);
-	m->rows = model_count(obj, "rows", false);
-	m->null_rows = model_count(obj, "null_rows", false);
-	m->iterations = (int32) Min(model_count(obj, "iterations", false), PG_INT32_MAX);
-	m->inertia = model_number(obj, "inertia", false);
-	v = model_field(obj, "converged", jbvBool, false);
+	m->rows = gc_model_count(obj, MODEL_TYPE, "rows", false);
+	m->null_rows = gc_model_count(obj, MODEL_TYPE, "null_rows", false);
+	m->iterations = (int32) Min(gc_model_count(obj, MODEL_TYPE, "iterations", false), PG_INT32_MAX);
+	m->inertia = gc_model_number(obj, MODEL_TYPE, "inertia", false);
+	v = gc_model_field(obj, MODEL_TYPE, "converged", jbvBool, false);
 	m->converged = v ? v->val.boolean : false;
-	v = model_field(obj, "device", jbvString, false);
+	v = gc_model_field(obj, MODEL_TYPE, "device", jbvString, false);
 	m->device = (v && v->val.string.len == 3 && strncmp(v->val.string.val, "gpu", 3) == 0)
 		? GC_KIND_GPU : GC_KIND_CPU;
-	v = model_field(obj, "algorithm", jbvString, false);
+	v = gc_model_field(obj, MODEL_TYPE, "algorithm", jbvString, false);
 	m->pruned = v && v->val.string.len == 6 && strncmp(v->val.string.val, "pruned", 6) == 0;
-	v = model_field(obj, "kernel", jbvString, false);
+	v = gc_model_field(obj, MODEL_TYPE, "kernel", jbvString, false);
 	if (v)
 		strlcpy(m->kernel, pnstrdup(v->val.string.val, v->val.string.len), sizeof(m->kernel));
-	v = model_field(obj, "precision", jbvString, false);
+	v = gc_model_field(obj, MODEL_TYPE, "precision", jbvString, false);
 	for (int p = GC_PRECISION_FLOAT32; v && p <= GC_PRECISION_BF16; p++)
 		if (strlen(gc_precision_name((GcPrecision) p)) == (size_t) v->val.string.len &&
 			strncmp(gc_precision_name((GcPrecision) p), v->val.string.val, v->val.string.len) == 0)
 			m->precision = p;
-	m->skipped_fraction = model_number(obj, "distances_skipped", false);
-	v = model_field(obj, "timings_ms", jbvBinary, false);
+	m->skipped_fraction = gc_model_number(obj, MODEL_TYPE, "distances_skipped", false);
+	v = gc_model_field(obj, MODEL_TYPE, "timings_ms", jbvBinary, false);
 	if (v && JsonContainerIsObject(v->val.binary.data))
 	{
-		m->collect_ms = model_number(v->val.binary.data, "collect", false);
-		m->transfer_ms = model_number(v->val.binary.data, "transfer", false);
-		m->seeding_ms = model_number(v->val.binary.data, "seeding", false);
-		m->iterations_ms = model_number(v->val.binary.data, "iterations", false);
-		m->labeling_ms = model_number(v->val.binary.data, "labeling", false);
-		m->update_ms = model_number(v->val.binary.data, "update", false);
+		m->collect_ms = gc_model_number(v->val.binary.data, MODEL_TYPE, "collect", false);
+		m->transfer_ms = gc_model_number(v->val.binary.data, MODEL_TYPE, "transfer", false);
+		m->seeding_ms = gc_model_number(v->val.binary.data, MODEL_TYPE, "seeding", false);
+		m->iterations_ms = gc_model_number(v->val.binary.data, MODEL_TYPE, "iterations", false);
+		m->labeling_ms = gc_model_number(v->val.binary.data, MODEL_TYPE, "labeling", false);
+		m->update_ms = gc_model_number(v->val.binary.data, MODEL_TYPE, "update", false);
 	}
 
 	row = palloc(sizeof(double) * Max(k, d));
-	v = model_field(obj, "sizes", jbvBinary, true);
+	v = gc_model_field(obj, MODEL_TYPE, "sizes", jbvBinary, true);
 	model_numbers(v->val.binary.data, (int) k, row, "sizes");
 	for (int c = 0; c < k; c++)
 	{
 		if (row[c] < 0 || row[c] != floor(row[c]))
-			bad_model_text("The field \"sizes\" must hold non-negative integers.");
+			gc_model_text_error(MODEL_TYPE, "The field \"sizes\" must hold non-negative integers.");
 		KmeansModelSizes(m)[c] = (int64) row[c];
 	}
-	v = model_field(obj, "centroids", jbvBinary, true);
+	v = gc_model_field(obj, MODEL_TYPE, "centroids", jbvBinary, true);
 	if (!JsonContainerIsArray(v->val.binary.data) ||
 		JsonContainerSize(v->val.binary.data) != (uint32) k)
-		bad_model_text(psprintf("The field \"centroids\" must be an array of %d centroids.", (int) k));
+		gc_model_text_error(MODEL_TYPE, psprintf("The field \"centroids\" must be an array of %d centroids.", (int) k));
 	for (int c = 0; c < k; c++)
 	{
 		JsonbValue *centroid = getIthJsonbValueFromContainer(v->val.binary.data, c);
 
 		if (centroid->type != jbvBinary)
-			bad_model_text("Each centroid must be an array of numbers.");
+			gc_model_text_error(MODEL_TYPE, "Each centroid must be an array of numbers.");
 		model_numbers(centroid->val.binary.data, (int) d,
 					  KmeansModelCentroids(m) + (size_t) c * d, "centroids");
 	}

@@ -34,6 +34,8 @@ PG_FUNCTION_INFO_V1(gpuclust_pmedian_predict_real);
 /* The model's doubles after the header, in text and binary order */
 #define MODEL_FLOATS 11
 
+#define MODEL_TYPE "pmedian_model"
+
 static double *
 model_floats(PmedianModel *m, const char **names)
 {
@@ -81,14 +83,6 @@ gc_pmedian_model_alloc(int p, int d)
 	return m;
 }
 
-static void
-append_float8(StringInfo buf, double x)
-{
-	char	   *s = float8out_internal(x);
-
-	appendStringInfoString(buf, s);
-	pfree(s);
-}
 
 Datum
 gpuclust_pmedian_model_out(PG_FUNCTION_ARGS)
@@ -103,14 +97,14 @@ gpuclust_pmedian_model_out(PG_FUNCTION_ARGS)
 					 m->p, m->d, gc_pmedian_metric_name(m->metric),
 					 gc_pmedian_method_name(m->method), m->rows, m->null_rows,
 					 m->iterations, m->swaps, m->converged ? "true" : "false");
-	append_float8(&buf, m->objective);
+	gc_model_append_float8(&buf, m->objective);
 	appendStringInfoString(&buf, ", \"capacity\": ");
 	if (m->capacitated)
-		append_float8(&buf, m->capacity);
+		gc_model_append_float8(&buf, m->capacity);
 	else
 		appendStringInfoString(&buf, "null");
 	appendStringInfoString(&buf, ", \"violation\": ");
-	append_float8(&buf, m->violation);
+	gc_model_append_float8(&buf, m->violation);
 	appendStringInfo(&buf, ", \"device\": \"%s\", \"timings_ms\": {",
 					 m->device == GC_KIND_GPU ? "gpu" : "cpu");
 	{
@@ -120,7 +114,7 @@ gpuclust_pmedian_model_out(PG_FUNCTION_ARGS)
 		for (int i = 3; i < MODEL_FLOATS; i++)
 		{
 			appendStringInfo(&buf, "%s\"%s\": ", i > 3 ? ", " : "", names[i]);
-			append_float8(&buf, f[i]);
+			gc_model_append_float8(&buf, f[i]);
 		}
 	}
 	appendStringInfoString(&buf, "}, \"medoid_ids\": [");
@@ -131,7 +125,7 @@ gpuclust_pmedian_model_out(PG_FUNCTION_ARGS)
 	{
 		if (k)
 			appendStringInfoString(&buf, ", ");
-		append_float8(&buf, PmedianModelPenalties(m)[k]);
+		gc_model_append_float8(&buf, PmedianModelPenalties(m)[k]);
 	}
 	appendStringInfoString(&buf, "], \"medoids\": [");
 	for (int k = 0; k < m->p; k++)
@@ -141,38 +135,12 @@ gpuclust_pmedian_model_out(PG_FUNCTION_ARGS)
 		{
 			if (j)
 				appendStringInfoString(&buf, ", ");
-			append_float8(&buf, PmedianModelMedoids(m)[(size_t) k * m->d + j]);
+			gc_model_append_float8(&buf, PmedianModelMedoids(m)[(size_t) k * m->d + j]);
 		}
 		appendStringInfoChar(&buf, ']');
 	}
 	appendStringInfoString(&buf, "]}");
 	PG_RETURN_CSTRING(buf.data);
-}
-
-static void
-bad_model_text(const char *detail)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
-			 errmsg("invalid input syntax for type pmedian_model"),
-			 errdetail("%s", detail)));
-}
-
-static JsonbValue *
-model_field(JsonbContainer *obj, const char *name, enum jbvType type, bool required)
-{
-	JsonbValue	key;
-	JsonbValue *v;
-
-	key.type = jbvString;
-	key.val.string.val = (char *) name;
-	key.val.string.len = strlen(name);
-	v = findJsonbValueFromContainer(obj, JB_FOBJECT, &key);
-	if (v == NULL && required)
-		bad_model_text(psprintf("The field \"%s\" is missing.", name));
-	if (v != NULL && v->type != type && !(v->type == jbvNull && !required))
-		bad_model_text(psprintf("The field \"%s\" has the wrong type.", name));
-	return v != NULL && v->type == type ? v : NULL;
 }
 
 static double
@@ -181,48 +149,30 @@ numeric_value(JsonbValue *v, const char *name)
 	double		x;
 
 	if (v == NULL || v->type != jbvNumeric)
-		bad_model_text(psprintf("The field \"%s\" must hold numbers.", name));
+		gc_model_text_error(MODEL_TYPE, psprintf("The field \"%s\" must hold numbers.", name));
 	x = DatumGetFloat8(DirectFunctionCall1(numeric_float8_no_overflow,
 										   NumericGetDatum(v->val.numeric)));
 	if (!isfinite(x))
-		bad_model_text(psprintf("The field \"%s\" must hold finite numbers.", name));
+		gc_model_text_error(MODEL_TYPE, psprintf("The field \"%s\" must hold finite numbers.", name));
 	return x;
-}
-
-static double
-model_number(JsonbContainer *obj, const char *name, bool required)
-{
-	JsonbValue *v = model_field(obj, name, jbvNumeric, required);
-
-	return v ? numeric_value(v, name) : 0.0;
-}
-
-static int64
-model_count(JsonbContainer *obj, const char *name, bool required)
-{
-	double		x = model_number(obj, name, required);
-
-	if (x != floor(x) || x < 0 || x > (double) PG_INT64_MAX / 2)
-		bad_model_text(psprintf("The field \"%s\" must be a non-negative integer.", name));
-	return (int64) x;
 }
 
 /* An array of count elements, or an error */
 static JsonbContainer *
 model_array(JsonbContainer *obj, const char *name, int count)
 {
-	JsonbValue *v = model_field(obj, name, jbvBinary, true);
+	JsonbValue *v = gc_model_field(obj, MODEL_TYPE, name, jbvBinary, true);
 
 	if (!JsonContainerIsArray(v->val.binary.data) ||
 		JsonContainerSize(v->val.binary.data) != (uint32) count)
-		bad_model_text(psprintf("The field \"%s\" must be an array of %d elements.", name, count));
+		gc_model_text_error(MODEL_TYPE, psprintf("The field \"%s\" must be an array of %d elements.", name, count));
 	return v->val.binary.data;
 }
 
 static int
 model_name(JsonbContainer *obj, const char *field, const char *(*name_of) (int), int count)
 {
-	JsonbValue *v = model_field(obj, field, jbvString, false);
+	JsonbValue *v = gc_model_field(obj, MODEL_TYPE, field, jbvString, false);
 
 	if (v == NULL)
 		return 0;
@@ -230,7 +180,7 @@ model_name(JsonbContainer *obj, const char *field, const char *(*name_of) (int),
 		if (strlen(name_of(i)) == (size_t) v->val.string.len &&
 			strncmp(v->val.string.val, name_of(i), v->val.string.len) == 0)
 			return i;
-	bad_model_text(psprintf("The field \"%s\" is not a known name.", field));
+	gc_model_text_error(MODEL_TYPE, psprintf("The field \"%s\" is not a known name.", field));
 	return 0;
 }
 
@@ -254,7 +204,7 @@ read_medoids(JsonbContainer *obj, PmedianModel *m)
 {
 	JsonbContainer *ids = model_array(obj, "medoid_ids", m->p);
 	JsonbContainer *vecs = model_array(obj, "medoids", m->p);
-	JsonbValue *pen = model_field(obj, "penalties", jbvBinary, false);
+	JsonbValue *pen = gc_model_field(obj, MODEL_TYPE, "penalties", jbvBinary, false);
 
 	for (int k = 0; k < m->p; k++)
 	{
@@ -263,12 +213,12 @@ read_medoids(JsonbContainer *obj, PmedianModel *m)
 		double		x = numeric_value(id, "medoid_ids");
 
 		if (x != floor(x) || fabs(x) > 9.2e18)
-			bad_model_text("The field \"medoid_ids\" must hold integers.");
+			gc_model_text_error(MODEL_TYPE, "The field \"medoid_ids\" must hold integers.");
 		PmedianModelIds(m)[k] = DatumGetInt64(DirectFunctionCall1(numeric_int8,
 																  NumericGetDatum(id->val.numeric)));
 		if (vec->type != jbvBinary || !JsonContainerIsArray(vec->val.binary.data) ||
 			JsonContainerSize(vec->val.binary.data) != (uint32) m->d)
-			bad_model_text(psprintf("Each medoid must be an array of %d numbers.", m->d));
+			gc_model_text_error(MODEL_TYPE, psprintf("Each medoid must be an array of %d numbers.", m->d));
 		for (int j = 0; j < m->d; j++)
 			PmedianModelMedoids(m)[(size_t) k * m->d + j] =
 				numeric_value(getIthJsonbValueFromContainer(vec->val.binary.data, j), "medoids");
@@ -295,34 +245,34 @@ gpuclust_pmedian_model_in(PG_FUNCTION_ARGS)
 				d;
 
 	if (!JB_ROOT_IS_OBJECT(jb))
-		bad_model_text("A model is a JSON object.");
-	p = model_count(obj, "p", true);
-	d = model_count(obj, "d", true);
+		gc_model_text_error(MODEL_TYPE, "A model is a JSON object.");
+	p = gc_model_count(obj, MODEL_TYPE, "p", true);
+	d = gc_model_count(obj, MODEL_TYPE, "d", true);
 	check_model_shape(p, d);
 	m = gc_pmedian_model_alloc((int) p, (int) d);
 	m->metric = model_name(obj, "metric", metric_name, 4);
 	m->method = model_name(obj, "method", method_name, 3);
-	m->rows = model_count(obj, "rows", false);
-	m->null_rows = model_count(obj, "null_rows", false);
-	m->iterations = (int32) Min(model_count(obj, "iterations", false), PG_INT32_MAX);
-	m->swaps = (int32) Min(model_count(obj, "swaps", false), PG_INT32_MAX);
-	v = model_field(obj, "converged", jbvBool, false);
+	m->rows = gc_model_count(obj, MODEL_TYPE, "rows", false);
+	m->null_rows = gc_model_count(obj, MODEL_TYPE, "null_rows", false);
+	m->iterations = (int32) Min(gc_model_count(obj, MODEL_TYPE, "iterations", false), PG_INT32_MAX);
+	m->swaps = (int32) Min(gc_model_count(obj, MODEL_TYPE, "swaps", false), PG_INT32_MAX);
+	v = gc_model_field(obj, MODEL_TYPE, "converged", jbvBool, false);
 	m->converged = v ? v->val.boolean : false;
-	m->objective = model_number(obj, "objective", false);
-	m->violation = model_number(obj, "violation", false);
-	m->capacity = model_number(obj, "capacity", false);
-	m->capacitated = model_field(obj, "capacity", jbvNumeric, false) != NULL;
-	v = model_field(obj, "device", jbvString, false);
+	m->objective = gc_model_number(obj, MODEL_TYPE, "objective", false);
+	m->violation = gc_model_number(obj, MODEL_TYPE, "violation", false);
+	m->capacity = gc_model_number(obj, MODEL_TYPE, "capacity", false);
+	m->capacitated = gc_model_field(obj, MODEL_TYPE, "capacity", jbvNumeric, false) != NULL;
+	v = gc_model_field(obj, MODEL_TYPE, "device", jbvString, false);
 	m->device = (v && v->val.string.len == 3 && strncmp(v->val.string.val, "gpu", 3) == 0)
 		? GC_KIND_GPU : GC_KIND_CPU;
-	v = model_field(obj, "timings_ms", jbvBinary, false);
+	v = gc_model_field(obj, MODEL_TYPE, "timings_ms", jbvBinary, false);
 	if (v && JsonContainerIsObject(v->val.binary.data))
 	{
 		const char *names[MODEL_FLOATS];
 		double	   *f = model_floats(m, names);
 
 		for (int i = 3; i < MODEL_FLOATS; i++)
-			f[i] = model_number(v->val.binary.data, names[i], false);
+			f[i] = gc_model_number(v->val.binary.data, MODEL_TYPE, names[i], false);
 	}
 	read_medoids(obj, m);
 	PG_RETURN_POINTER(m);
