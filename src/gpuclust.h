@@ -96,6 +96,9 @@ typedef struct GcKmeansOptions
 extern void gc_parse_kmeans_options(Jsonb *options, int k,
 									GcKmeansOptions *opts);
 extern void gc_check_init_shape(GcKmeansOptions *opts, int d);
+typedef bool (*GcOptionFn) (const char *name, JsonbValue *value, void *arg);
+extern void gc_for_each_option(Jsonb *options, const char *valid_hint,
+							   GcOptionFn fn, void *arg);
 extern const char *gc_precision_name(GcPrecision precision);
 
 /* model.c: the kmeans_model type */

@@ -177,13 +177,86 @@ gc_precision_name(GcPrecision precision)
 }
 
 /*
+ * Call fn for every key of the options object (nothing when options is
+ * NULL); a key fn does not know is an error listing the valid ones
+ */
+void
+gc_for_each_option(Jsonb *options, const char *valid_hint, GcOptionFn fn, void *arg)
+{
+	JsonbIterator *it;
+	JsonbValue	key,
+				v;
+	JsonbIteratorToken tok;
+
+	if (options == NULL)
+		return;
+	if (!JB_ROOT_IS_OBJECT(options))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("options must be a jsonb object"),
+				 errhint("%s", valid_hint)));
+	it = JsonbIteratorInit(&options->root);
+	while ((tok = JsonbIteratorNext(&it, &key, true)) != WJB_DONE)
+	{
+		char	   *name;
+
+		if (tok != WJB_KEY)
+			continue;
+		name = pnstrdup(key.val.string.val, key.val.string.len);
+		JsonbIteratorNext(&it, &v, true);
+		if (!fn(name, &v, arg))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("unknown option \"%s\"", name),
+					 errhint("%s", valid_hint)));
+	}
+}
+
+/* One kmeans option into opts; false if the key is unknown */
+static bool
+kmeans_option(const char *name, JsonbValue *v, void *arg)
+{
+	GcKmeansOptions *opts = arg;
+	GcKmeansParams *params = &opts->params;
+
+	if (strcmp(name, "max_iter") == 0)
+		params->max_iter = (int) option_integer(name, v, 1, 1000000,
+												"an integer between 1 and 1000000");
+	else if (strcmp(name, "n_init") == 0)
+	{
+		params->n_init = (int) option_integer(name, v, 1, 1000,
+											  "an integer between 1 and 1000");
+		opts->n_init_given = true;
+	}
+	else if (strcmp(name, "seed") == 0)
+		params->seed = (uint64) option_integer(name, v, PG_INT64_MIN, PG_INT64_MAX,
+											   "an integer");
+	else if (strcmp(name, "tol") == 0)
+	{
+		params->tol = option_number(name, v, "a non-negative number");
+		if (!(params->tol >= 0.0) || !isfinite(params->tol))
+			option_error(name, "a non-negative number");
+	}
+	else if (strcmp(name, "init") == 0)
+		parse_init(v, opts);
+	else if (strcmp(name, "algorithm") == 0)
+		params->algorithm = (GcAlgorithm) option_choice(name, v, algorithm_names, 3,
+														"\"auto\", \"lloyd\" or \"pruned\"");
+	else if (strcmp(name, "precision") == 0)
+		params->precision = (GcPrecision) option_choice(name, v, precision_names, 4,
+														"\"float32\", \"float64\", \"tf32\" or \"bf16\"");
+	else
+		return false;
+	return true;
+}
+
+/*
  * Fill opts with k, the defaults, and whatever options overrides
  */
 void
 gc_parse_kmeans_options(Jsonb *options, int k, GcKmeansOptions *opts)
 {
 	GcKmeansParams *params = &opts->params;
-	bool		n_init_given = false;
 
 	if (k < 1)
 		ereport(ERROR,
@@ -205,63 +278,8 @@ gc_parse_kmeans_options(Jsonb *options, int k, GcKmeansOptions *opts)
 	params->precision = GC_PRECISION_FLOAT32;
 	params->interrupted = gc_interrupted;
 
-	if (options == NULL)
-		return;
-	if (!JB_ROOT_IS_OBJECT(options))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("options must be a jsonb object"),
-				 errhint(VALID_OPTIONS_HINT)));
-
-	{
-		JsonbIterator *it = JsonbIteratorInit(&options->root);
-		JsonbValue	key,
-					v;
-		JsonbIteratorToken tok;
-
-		while ((tok = JsonbIteratorNext(&it, &key, true)) != WJB_DONE)
-		{
-			char	   *name;
-
-			if (tok != WJB_KEY)
-				continue;
-			name = pnstrdup(key.val.string.val, key.val.string.len);
-			tok = JsonbIteratorNext(&it, &v, true);
-			if (strcmp(name, "max_iter") == 0)
-				params->max_iter = (int) option_integer(name, &v, 1, 1000000,
-														"an integer between 1 and 1000000");
-			else if (strcmp(name, "n_init") == 0)
-			{
-				params->n_init = (int) option_integer(name, &v, 1, 1000,
-													  "an integer between 1 and 1000");
-				n_init_given = true;
-			}
-			else if (strcmp(name, "seed") == 0)
-				params->seed = (uint64) option_integer(name, &v, PG_INT64_MIN, PG_INT64_MAX,
-													   "an integer");
-			else if (strcmp(name, "tol") == 0)
-			{
-				params->tol = option_number(name, &v, "a non-negative number");
-				if (!(params->tol >= 0.0) || !isfinite(params->tol))
-					option_error(name, "a non-negative number");
-			}
-			else if (strcmp(name, "init") == 0)
-				parse_init(&v, opts);
-			else if (strcmp(name, "algorithm") == 0)
-				params->algorithm = (GcAlgorithm) option_choice(name, &v, algorithm_names, 3,
-																"\"auto\", \"lloyd\" or \"pruned\"");
-			else if (strcmp(name, "precision") == 0)
-				params->precision = (GcPrecision) option_choice(name, &v, precision_names, 4,
-																"\"float32\", \"float64\", \"tf32\" or \"bf16\"");
-			else
-				ereport(ERROR,
-						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						 errmsg("unknown option \"%s\"", name),
-						 errhint(VALID_OPTIONS_HINT)));
-		}
-	}
-	opts->n_init_given = n_init_given;
-	if (params->init == GC_INIT_GIVEN && n_init_given && params->n_init > 1)
+	gc_for_each_option(options, VALID_OPTIONS_HINT, kmeans_option, opts);
+	if (params->init == GC_INIT_GIVEN && opts->n_init_given && params->n_init > 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("option \"n_init\" must be 1 when \"init\" gives the centroids")));
@@ -286,6 +304,35 @@ gc_check_init_shape(GcKmeansOptions *opts, int d)
 
 #define VALID_STREAM_OPTIONS_HINT "Valid options are block_rows, centres and seed."
 
+typedef struct StreamOptions
+{
+	GcStreamHeader *shape;
+	int			k;
+	int64		m;				/* centres, -1 until given */
+	int64		block;			/* block_rows, -1 until given */
+} StreamOptions;
+
+/* One kmeans_stream_state option; false if the key is unknown */
+static bool
+stream_option(const char *name, JsonbValue *v, void *arg)
+{
+	StreamOptions *so = arg;
+
+	if (strcmp(name, "centres") == 0)
+		so->m = option_integer(name, v, so->k, GC_STREAM_MAX_CENTRES,
+							   psprintf("an integer between k (%d) and %d", so->k,
+										GC_STREAM_MAX_CENTRES));
+	else if (strcmp(name, "block_rows") == 0)
+		so->block = option_integer(name, v, 2, GC_STREAM_MAX_BLOCK,
+								   psprintf("an integer between 2 and %d", GC_STREAM_MAX_BLOCK));
+	else if (strcmp(name, "seed") == 0)
+		so->shape->seed = (uint64) option_integer(name, v, PG_INT64_MIN, PG_INT64_MAX,
+												  "an integer");
+	else
+		return false;
+	return true;
+}
+
 /*
  * The shape of a new stream summary from k and the options of
  * kmeans_stream_state: centres (m) defaults to 10 k and block_rows to
@@ -294,8 +341,7 @@ gc_check_init_shape(GcKmeansOptions *opts, int d)
 void
 gc_parse_stream_options(Jsonb *options, int k, GcStreamHeader *shape)
 {
-	int64		m = -1,
-				block = -1;
+	StreamOptions so = {shape, k, -1, -1};
 
 	if (k < 1)
 		ereport(ERROR,
@@ -307,54 +353,17 @@ gc_parse_stream_options(Jsonb *options, int k, GcStreamHeader *shape)
 				 errmsg("k must be at most %d for a kmeans_stream summary", GC_STREAM_MAX_CENTRES)));
 	memset(shape, 0, sizeof(*shape));
 	shape->k = k;
-	if (options != NULL && !JB_ROOT_IS_OBJECT(options))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("options must be a jsonb object"),
-				 errhint(VALID_STREAM_OPTIONS_HINT)));
-	if (options != NULL)
-	{
-		JsonbIterator *it = JsonbIteratorInit(&options->root);
-		JsonbValue	key,
-					v;
-		JsonbIteratorToken tok;
-
-		while ((tok = JsonbIteratorNext(&it, &key, true)) != WJB_DONE)
-		{
-			char	   *name;
-
-			if (tok != WJB_KEY)
-				continue;
-			name = pnstrdup(key.val.string.val, key.val.string.len);
-			tok = JsonbIteratorNext(&it, &v, true);
-			if (strcmp(name, "centres") == 0)
-				m = option_integer(name, &v, k, GC_STREAM_MAX_CENTRES,
-								   psprintf("an integer between k (%d) and %d", k,
-											GC_STREAM_MAX_CENTRES));
-			else if (strcmp(name, "block_rows") == 0)
-				block = option_integer(name, &v, 2, GC_STREAM_MAX_BLOCK,
-									   psprintf("an integer between 2 and %d",
-												GC_STREAM_MAX_BLOCK));
-			else if (strcmp(name, "seed") == 0)
-				shape->seed = (uint64) option_integer(name, &v, PG_INT64_MIN, PG_INT64_MAX,
-													  "an integer");
-			else
-				ereport(ERROR,
-						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						 errmsg("unknown option \"%s\"", name),
-						 errhint(VALID_STREAM_OPTIONS_HINT)));
-		}
-	}
-	if (m < 0)
-		m = Min((int64) 10 * k, GC_STREAM_MAX_CENTRES);
-	if (block < 0)
-		block = Min(Max((int64) 65536, 4 * m), GC_STREAM_MAX_BLOCK);
-	if (block < 2 * m)
+	gc_for_each_option(options, VALID_STREAM_OPTIONS_HINT, stream_option, &so);
+	if (so.m < 0)
+		so.m = Min((int64) 10 * k, GC_STREAM_MAX_CENTRES);
+	if (so.block < 0)
+		so.block = Min(Max((int64) 65536, 4 * so.m), GC_STREAM_MAX_BLOCK);
+	if (so.block < 2 * so.m)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("option \"block_rows\" (" INT64_FORMAT ") must be at least twice the centres kept per block (" INT64_FORMAT ")",
-						block, m),
+						so.block, so.m),
 				 errhint("Raise block_rows or lower centres.")));
-	shape->m = (int) m;
-	shape->block_rows = (int) block;
+	shape->m = (int) so.m;
+	shape->block_rows = (int) so.block;
 }

@@ -85,10 +85,19 @@ option_choice(const char *key, JsonbValue *v, const char *const *names, int coun
 	return 0;
 }
 
-static void
-parse_option(const char *name, JsonbValue *v, GcPmParams *params,
-			 bool *polish_given)
+/* What the options loop fills in */
+typedef struct PmOptions
 {
+	GcPmParams *params;
+	bool		polish_given;
+} PmOptions;
+
+/* One pmedian option; false if the key is unknown */
+static bool
+parse_option(const char *name, JsonbValue *v, void *arg)
+{
+	PmOptions  *po = arg;
+	GcPmParams *params = po->params;
 	static const char *const metrics[] = {"euclidean", "sqeuclidean", "manhattan", "cosine"};
 	static const char *const methods[] = {"auto", "location_allocation", "three_phase"};
 
@@ -103,7 +112,7 @@ parse_option(const char *name, JsonbValue *v, GcPmParams *params,
 	else if (strcmp(name, "polish_iter") == 0)
 	{
 		params->polish_iter = option_int(name, v, 0, 1000000, "an integer between 0 and 1000000");
-		*polish_given = true;
+		po->polish_given = true;
 	}
 	else if (strcmp(name, "big_clusters") == 0)
 		params->big_clusters = option_int(name, v, 1, GC_MAX_K, "a positive integer");
@@ -130,10 +139,8 @@ parse_option(const char *name, JsonbValue *v, GcPmParams *params,
 		params->improve = v->val.boolean;
 	}
 	else
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("unknown option \"%s\"", name),
-				 errhint(VALID_OPTIONS_HINT)));
+		return false;
+	return true;
 }
 
 /*
@@ -142,7 +149,7 @@ parse_option(const char *name, JsonbValue *v, GcPmParams *params,
 void
 gc_parse_pmedian_options(Jsonb *options, int p, GcPmParams *params)
 {
-	bool		polish_given = false;
+	PmOptions	po = {params, false};
 
 	if (p < 1)
 		ereport(ERROR,
@@ -163,30 +170,8 @@ gc_parse_pmedian_options(Jsonb *options, int p, GcPmParams *params)
 	params->sample_factor = 30.0;
 	params->interrupted = gc_interrupted;
 
-	if (options != NULL && !JB_ROOT_IS_OBJECT(options))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("options must be a jsonb object"),
-				 errhint(VALID_OPTIONS_HINT)));
-	if (options != NULL)
-	{
-		JsonbIterator *it = JsonbIteratorInit(&options->root);
-		JsonbValue	key,
-					v;
-		JsonbIteratorToken tok;
-
-		while ((tok = JsonbIteratorNext(&it, &key, true)) != WJB_DONE)
-		{
-			char	   *name;
-
-			if (tok != WJB_KEY)
-				continue;
-			name = pnstrdup(key.val.string.val, key.val.string.len);
-			JsonbIteratorNext(&it, &v, true);
-			parse_option(name, &v, params, &polish_given);
-		}
-	}
-	if (!polish_given)
+	gc_for_each_option(options, VALID_OPTIONS_HINT, parse_option, &po);
+	if (!po.polish_given)
 		params->polish_iter = params->max_iter;
 	if (params->improve && params->capacitated)
 		ereport(ERROR,
