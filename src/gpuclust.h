@@ -96,6 +96,7 @@ typedef struct GcKmeansOptions
 extern void gc_parse_kmeans_options(Jsonb *options, int k,
 									GcKmeansOptions *opts);
 extern void gc_check_init_shape(GcKmeansOptions *opts, int d);
+extern void gc_option_error(const char *key, const char *expected) pg_attribute_noreturn();
 typedef bool (*GcOptionFn) (const char *name, JsonbValue *value, void *arg);
 extern void gc_for_each_option(Jsonb *options, const char *valid_hint,
 							   GcOptionFn fn, void *arg);
@@ -181,6 +182,8 @@ typedef void (*GcSpiRowFn) (HeapTuple tuple, TupleDesc tupdesc, void *arg);
 extern void gc_spi_for_each_row(const char *query, GcSpiColumnsFn on_columns,
 								GcSpiRowFn on_row, void *arg);
 extern int64 gc_spi_id_value(Datum id, Oid idtype);
+extern struct ReturnSetInfo *gc_materialize_context(FunctionCallInfo fcinfo,
+													 const char *fname);
 
 /* kmeans_run.c: run a fit with ereport on failure */
 extern KmeansModel *gc_run_kmeans(GcInput *input, GcKmeansOptions *opts,

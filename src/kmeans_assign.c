@@ -120,7 +120,7 @@ on_row(HeapTuple tuple, TupleDesc tupdesc, void *arg)
 Datum
 gpuclust_kmeans_assign(PG_FUNCTION_ARGS)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	ReturnSetInfo *rsinfo = gc_materialize_context(fcinfo, "kmeans_gpu_assign");
 	MemoryContext per_query;
 	MemoryContext oldcontext;
 	TupleDesc	tupdesc;
@@ -132,11 +132,6 @@ gpuclust_kmeans_assign(PG_FUNCTION_ARGS)
 	double	   *volatile distances = NULL;
 	int64		labelled = 0;
 
-	if (rsinfo == NULL || !IsA(rsinfo, ReturnSetInfo) ||
-		!(rsinfo->allowedModes & SFRM_Materialize))
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("kmeans_gpu_assign must be called in a context that accepts a set")));
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),

@@ -19,8 +19,11 @@
 
 #define VALID_OPTIONS_HINT "Valid options are max_iter, tol, init, seed, n_init, algorithm and precision."
 
-static void
-option_error(const char *key, const char *expected)
+/*
+ * An option of the wrong type or out of range
+ */
+void
+gc_option_error(const char *key, const char *expected)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -31,7 +34,7 @@ static double
 option_number(const char *key, JsonbValue *v, const char *expected)
 {
 	if (v->type != jbvNumeric)
-		option_error(key, expected);
+		gc_option_error(key, expected);
 	return DatumGetFloat8(DirectFunctionCall1(numeric_float8_no_overflow,
 											  NumericGetDatum(v->val.numeric)));
 }
@@ -44,7 +47,7 @@ option_integer(const char *key, JsonbValue *v, int64 min, int64 max,
 	Datum		num = NumericGetDatum(v->val.numeric);
 
 	if (x != floor(x))
-		option_error(key, expected);
+		gc_option_error(key, expected);
 	if (min == PG_INT64_MIN && max == PG_INT64_MAX)
 	{
 		/* the whole int64 range, compared exactly (a double is not) */
@@ -52,11 +55,11 @@ option_integer(const char *key, JsonbValue *v, int64 min, int64 max,
 											  NumericGetDatum(int64_to_numeric(min)))) < 0 ||
 			DatumGetInt32(DirectFunctionCall2(numeric_cmp, num,
 											  NumericGetDatum(int64_to_numeric(max)))) > 0)
-			option_error(key, expected);
+			gc_option_error(key, expected);
 		return DatumGetInt64(DirectFunctionCall1(numeric_int8, num));
 	}
 	if (x < (double) min || x > (double) max)
-		option_error(key, expected);
+		gc_option_error(key, expected);
 	return (int64) x;
 }
 
@@ -76,7 +79,7 @@ parse_init_centroids(JsonbValue *v, GcKmeansOptions *opts)
 				count = 0;
 
 	if (v->type != jbvBinary)
-		option_error("init", expected);
+		gc_option_error("init", expected);
 	opts->init_values = palloc(sizeof(double) * capacity);
 	opts->init_rows = 0;
 	opts->init_cols = -1;
@@ -87,7 +90,7 @@ parse_init_centroids(JsonbValue *v, GcKmeansOptions *opts)
 		{
 			case WJB_BEGIN_ARRAY:
 				if (++depth > 2)
-					option_error("init", expected);
+					gc_option_error("init", expected);
 				cols = 0;
 				break;
 			case WJB_END_ARRAY:
@@ -106,10 +109,10 @@ parse_init_centroids(JsonbValue *v, GcKmeansOptions *opts)
 					double		x;
 
 					if (depth != 2)
-						option_error("init", expected);
+						gc_option_error("init", expected);
 					x = option_number("init", &elem, expected);
 					if (!isfinite(x))
-						option_error("init", "made of finite numbers");
+						gc_option_error("init", "made of finite numbers");
 					if (count == capacity)
 					{
 						capacity *= 2;
@@ -121,11 +124,11 @@ parse_init_centroids(JsonbValue *v, GcKmeansOptions *opts)
 					break;
 				}
 			default:
-				option_error("init", expected);
+				gc_option_error("init", expected);
 		}
 	}
 	if (opts->init_rows == 0 || opts->init_cols == 0)
-		option_error("init", expected);
+		gc_option_error("init", expected);
 	opts->params.init = GC_INIT_GIVEN;
 	opts->params.init_centroids = opts->init_values;
 }
@@ -163,7 +166,7 @@ option_choice(const char *key, JsonbValue *v, const char *const *names, int coun
 			if (strlen(names[i]) == (size_t) v->val.string.len &&
 				strncmp(names[i], v->val.string.val, v->val.string.len) == 0)
 				return i;
-	option_error(key, expected);
+	gc_option_error(key, expected);
 	return 0;
 }
 
@@ -235,7 +238,7 @@ kmeans_option(const char *name, JsonbValue *v, void *arg)
 	{
 		params->tol = option_number(name, v, "a non-negative number");
 		if (!(params->tol >= 0.0) || !isfinite(params->tol))
-			option_error(name, "a non-negative number");
+			gc_option_error(name, "a non-negative number");
 	}
 	else if (strcmp(name, "init") == 0)
 		parse_init(v, opts);

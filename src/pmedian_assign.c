@@ -124,7 +124,7 @@ on_row(HeapTuple tuple, TupleDesc desc, void *arg)
 Datum
 gpuclust_pmedian_assign(PG_FUNCTION_ARGS)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	ReturnSetInfo *rsinfo = gc_materialize_context(fcinfo, "pmedian_gpu_assign");
 	MemoryContext per_query;
 	MemoryContext oldcontext;
 	TupleDesc	tupdesc;
@@ -138,11 +138,6 @@ gpuclust_pmedian_assign(PG_FUNCTION_ARGS)
 	volatile int64 nnull = 0;
 	Jsonb	   *options;
 
-	if (rsinfo == NULL || !IsA(rsinfo, ReturnSetInfo) ||
-		!(rsinfo->allowedModes & SFRM_Materialize))
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("pmedian_gpu_assign must be called in a context that accepts a set")));
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),

@@ -21,25 +21,17 @@
 
 #define VALID_OPTIONS_HINT "Valid options are metric, max_iter, seed, capacity, penalty_step, method, improve, sample_factor, big_clusters and polish_iter."
 
-static void
-option_error(const char *key, const char *expected)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("option \"%s\" must be %s", key, expected)));
-}
-
 static double
 option_number(const char *key, JsonbValue *v, const char *expected)
 {
 	double		x;
 
 	if (v->type != jbvNumeric)
-		option_error(key, expected);
+		gc_option_error(key, expected);
 	x = DatumGetFloat8(DirectFunctionCall1(numeric_float8_no_overflow,
 										   NumericGetDatum(v->val.numeric)));
 	if (!isfinite(x))
-		option_error(key, expected);
+		gc_option_error(key, expected);
 	return x;
 }
 
@@ -49,7 +41,7 @@ option_positive(const char *key, JsonbValue *v)
 	double		x = option_number(key, v, "a positive number");
 
 	if (!(x > 0.0))
-		option_error(key, "a positive number");
+		gc_option_error(key, "a positive number");
 	return x;
 }
 
@@ -59,7 +51,7 @@ option_int(const char *key, JsonbValue *v, int min, int max, const char *expecte
 	double		x = option_number(key, v, expected);
 
 	if (x != floor(x) || x < min || x > max)
-		option_error(key, expected);
+		gc_option_error(key, expected);
 	return (int) x;
 }
 
@@ -73,7 +65,7 @@ option_choice(const char *key, JsonbValue *v, const char *const *names, int coun
 	char	   *s;
 
 	if (v->type != jbvString)
-		option_error(key, "a string");
+		gc_option_error(key, "a string");
 	s = pnstrdup(v->val.string.val, v->val.string.len);
 	for (int i = 0; i < count; i++)
 		if (strcmp(s, names[i]) == 0)
@@ -119,7 +111,7 @@ parse_option(const char *name, JsonbValue *v, void *arg)
 	else if (strcmp(name, "seed") == 0)
 	{
 		if (v->type != jbvNumeric)
-			option_error(name, "an integer");
+			gc_option_error(name, "an integer");
 		params->seed = (uint64) DatumGetInt64(DirectFunctionCall1(numeric_int8,
 																  NumericGetDatum(v->val.numeric)));
 	}
@@ -135,7 +127,7 @@ parse_option(const char *name, JsonbValue *v, void *arg)
 	else if (strcmp(name, "improve") == 0)
 	{
 		if (v->type != jbvBool)
-			option_error(name, "a boolean");
+			gc_option_error(name, "a boolean");
 		params->improve = v->val.boolean;
 	}
 	else

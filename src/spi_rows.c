@@ -15,6 +15,7 @@
 
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "nodes/execnodes.h"
 #include "miscadmin.h"
 #include "utils/memutils.h"
 
@@ -55,6 +56,23 @@ gc_spi_for_each_row(const char *query, GcSpiColumnsFn on_columns,
 	}
 	SPI_cursor_close(portal);
 	MemoryContextDelete(batch);
+}
+
+/*
+ * The result info of a set-returning function that materializes its
+ * result, or an error naming the function
+ */
+ReturnSetInfo *
+gc_materialize_context(FunctionCallInfo fcinfo, const char *fname)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+
+	if (rsinfo == NULL || !IsA(rsinfo, ReturnSetInfo) ||
+		!(rsinfo->allowedModes & SFRM_Materialize))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("%s must be called in a context that accepts a set", fname)));
+	return rsinfo;
 }
 
 /* The value of an int2, int4 or int8 id column */
