@@ -102,6 +102,7 @@ typedef struct CudaSession
 	int			k;
 	cudaStream_t stream;
 	double	   *x64;			/* n * d, as given */
+	double	   *weights;		/* n whole-number weights; NULL when unweighted */
 	float	   *x32;			/* n * d, centred, for labeling */
 	uint64_t   *hashes;			/* n */
 	double	   *offset;			/* d */
@@ -141,6 +142,7 @@ typedef struct CudaSession
 	void	   *sort_scratch;
 	size_t		sort_scratch_bytes;
 	double	   *x64_alt;		/* re-ordering targets */
+	double	   *weights_alt;
 	float	   *x32_alt;
 	int32_t    *labels_alt;
 	bool		reordered;		/* rows are in work order, not input order */
@@ -163,6 +165,8 @@ upload(CudaSession *s, GcError *err)
 
 	GC_CUDA_TRY(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking), err);
 	ALLOC_OR_RETURN(s->x64, (size_t) n * d);
+	if (rows->weighted)
+		ALLOC_OR_RETURN(s->weights, (size_t) n);
 	ALLOC_OR_RETURN(s->x32, (size_t) n * d);
 	ALLOC_OR_RETURN(s->hashes, (size_t) n);
 	ALLOC_OR_RETURN(s->offset, (size_t) d);
@@ -194,6 +198,10 @@ upload(CudaSession *s, GcError *err)
 		GC_CUDA_TRY(cudaMemcpyAsync(s->hashes + chunk->first_row, chunk->hashes,
 									sizeof(uint64_t) * chunk->count,
 									cudaMemcpyHostToDevice, s->stream), err);
+		if (s->weights)
+			GC_CUDA_TRY(cudaMemcpyAsync(s->weights + chunk->first_row, chunk->weights,
+										sizeof(double) * chunk->count,
+										cudaMemcpyHostToDevice, s->stream), err);
 	}
 	GC_CUDA_TRY(cudaMemcpyAsync(s->offset, s->frame->offset, sizeof(double) * d,
 								cudaMemcpyHostToDevice, s->stream), err);
@@ -293,6 +301,7 @@ cuda_close(void *session)
 	if (s->stream)
 		(void) cudaStreamSynchronize(s->stream);
 	cudaFree(s->x64);
+	cudaFree(s->weights);
 	cudaFree(s->x32);
 	cudaFree(s->hashes);
 	cudaFree(s->offset);
@@ -324,6 +333,7 @@ cuda_close(void *session)
 	cudaFree(s->sort_values);
 	cudaFree(s->sort_scratch);
 	cudaFree(s->x64_alt);
+	cudaFree(s->weights_alt);
 	cudaFree(s->x32_alt);
 	cudaFree(s->labels_alt);
 	if (s->status_host)
@@ -354,8 +364,8 @@ cuda_seed_kmeanspp(void *session, const GcKmeansParams *params, uint64_t seed,
 								s->stream), err);
 	for (int t = 0; t < s->k; t++)
 	{
-		if (launch_kmeanspp_step(s->x64, s->hashes, s->n, s->d, seed, t, s->work,
-								 s->race, s->stream, err) != GC_OK)
+		if (launch_kmeanspp_step(s->x64, s->hashes, s->weights, s->n, s->d, seed, t,
+								 s->work, s->race, s->stream, err) != GC_OK)
 			return err->status;
 		if ((t + 1) % SEED_POLL_STEPS == 0)
 		{
@@ -491,8 +501,8 @@ iterate(CudaSession *s, int64_t pruned_rows, IterationStatus *status,
 	if (labelled == GC_OK)
 		GC_CUDA_TRY(cudaEventRecord(s->phase[1], s->stream), err);
 	if (labelled != GC_OK ||
-		launch_accumulate_clusters(s->x64, s->labels, s->old_labels, s->moved, s->moved_count,
-								   s->offset, s->scale, s->n,
+		launch_accumulate_clusters(s->x64, s->weights, s->labels, s->old_labels, s->moved,
+								   s->moved_count, s->offset, s->scale, s->n,
 								   s->d, s->k, s->sums, s->sums + kd, s->stream,
 								   err) != GC_OK ||
 		launch_update_centroids(s->sums, s->sums + kd, s->offset, s->scale, s->d,
@@ -527,6 +537,22 @@ prepare_pruning(CudaSession *s, GcError *err)
 	return GC_OK;
 }
 
+/* The gathered copies become the session's rows (and the rows the spares) */
+static void
+swap_layouts(CudaSession *s)
+{
+	double	   *x64 = s->x64,
+			   *weights = s->weights;
+	float	   *x32 = s->x32;
+	int32_t    *labels = s->labels;
+
+	s->x64 = s->x64_alt, s->x64_alt = x64;
+	s->x32 = s->x32_alt, s->x32_alt = x32;
+	s->labels = s->labels_alt, s->labels_alt = labels;
+	if (weights)
+		s->weights = s->weights_alt, s->weights_alt = weights;
+}
+
 /*
  * The second epoch of Wu & Hong: move the points (data, float copy and
  * labels) into decreasing order of work, so that the threads of a warp
@@ -538,9 +564,6 @@ reorder_by_work(CudaSession *s, GcError *err)
 {
 	int64_t		n = s->n;
 	int			d = s->d;
-	double	   *x64;
-	float	   *x32;
-	int32_t    *labels;
 
 	if (s->order == NULL)
 	{
@@ -551,13 +574,17 @@ reorder_by_work(CudaSession *s, GcError *err)
 		ALLOC_OR_RETURN(s->x64_alt, (size_t) n * d);
 		ALLOC_OR_RETURN(s->x32_alt, (size_t) n * d);
 		ALLOC_OR_RETURN(s->labels_alt, (size_t) n);
+		if (s->weights)
+			ALLOC_OR_RETURN(s->weights_alt, (size_t) n);
 	}
 	if (launch_order_by_work(s->work_per_point, n, s->order_step, s->sort_keys,
 							 s->sort_values, &s->sort_scratch, &s->sort_scratch_bytes,
 							 s->stream, err) != GC_OK ||
 		launch_gather_rows<double>(s->x64, s->order_step, n, d, false, s->x64_alt, s->stream, err) != GC_OK ||
 		launch_gather_rows<float>(s->x32, s->order_step, n, d, false, s->x32_alt, s->stream, err) != GC_OK ||
-		launch_gather_rows<int32_t>(s->labels, s->order_step, n, 1, false, s->labels_alt, s->stream, err) != GC_OK)
+		launch_gather_rows<int32_t>(s->labels, s->order_step, n, 1, false, s->labels_alt, s->stream, err) != GC_OK ||
+		(s->weights &&
+		 launch_gather_rows<double>(s->weights, s->order_step, n, 1, false, s->weights_alt, s->stream, err) != GC_OK))
 		return err->status;
 	/* order of the new layout = order of the old one, gathered the same way */
 	if (s->reordered)
@@ -571,9 +598,7 @@ reorder_by_work(CudaSession *s, GcError *err)
 	else
 		GC_CUDA_TRY(cudaMemcpyAsync(s->order, s->order_step, sizeof(int32_t) * n,
 									cudaMemcpyDeviceToDevice, s->stream), err);
-	x64 = s->x64, s->x64 = s->x64_alt, s->x64_alt = x64;
-	x32 = s->x32, s->x32 = s->x32_alt, s->x32_alt = x32;
-	labels = s->labels, s->labels = s->labels_alt, s->labels_alt = labels;
+	swap_layouts(s);
 	s->reordered = true;
 	return GC_OK;
 }
@@ -585,19 +610,15 @@ reorder_by_work(CudaSession *s, GcError *err)
 static GcStatus
 restore_order(CudaSession *s, GcError *err)
 {
-	double	   *x64;
-	float	   *x32;
-	int32_t    *labels;
-
 	if (!s->reordered)
 		return GC_OK;
 	if (launch_gather_rows<double>(s->x64, s->order, s->n, s->d, true, s->x64_alt, s->stream, err) != GC_OK ||
 		launch_gather_rows<float>(s->x32, s->order, s->n, s->d, true, s->x32_alt, s->stream, err) != GC_OK ||
-		launch_gather_rows<int32_t>(s->labels, s->order, s->n, 1, true, s->labels_alt, s->stream, err) != GC_OK)
+		launch_gather_rows<int32_t>(s->labels, s->order, s->n, 1, true, s->labels_alt, s->stream, err) != GC_OK ||
+		(s->weights &&
+		 launch_gather_rows<double>(s->weights, s->order, s->n, 1, true, s->weights_alt, s->stream, err) != GC_OK))
 		return err->status;
-	x64 = s->x64, s->x64 = s->x64_alt, s->x64_alt = x64;
-	x32 = s->x32, s->x32 = s->x32_alt, s->x32_alt = x32;
-	labels = s->labels, s->labels = s->labels_alt, s->labels_alt = labels;
+	swap_layouts(s);
 	s->reordered = false;
 	return GC_OK;
 }
@@ -744,7 +765,8 @@ cuda_score(void *session, const double *centroids, int32_t *labels,
 		return err->status;
 	GC_CUDA_TRY(cudaMemsetAsync(device_sizes, 0, sizeof(unsigned long long) * s->k,
 								s->stream), err);
-	if (launch_score_points(s->x64, s->c64, s->labels, s->n, s->d, s->frame->inertia_exp,
+	if (launch_score_points(s->x64, s->weights, s->c64, s->labels, s->n, s->d,
+							s->frame->inertia_exp,
 							distances ? s->work : NULL, s->partials, SCORE_PARTIALS,
 							device_sizes, s->stream, err) != GC_OK)
 		return err->status;
@@ -773,4 +795,5 @@ extern "C" const GcKmeansBackend gc_kmeans_cuda_backend = {
 	cuda_lloyd,
 	cuda_score,
 	cuda_close,
+	true,						/* weighted rows */
 };

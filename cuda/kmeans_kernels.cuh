@@ -106,9 +106,11 @@ GcStatus	launch_centre_rows(const double *x64, const double *offset,
 							   cudaStream_t stream, GcError *err);
 /*
  * sums += the points whose label moved from old_labels (-1: none) to
- * labels, listed first into moved (n entries) and moved_count
+ * labels, listed first into moved (n entries) and moved_count; weighted
+ * rows (weights not NULL) add weight times the point and their weight
  */
-GcStatus	launch_accumulate_clusters(const double *x64, const int32_t *labels,
+GcStatus	launch_accumulate_clusters(const double *x64, const double *weights,
+									   const int32_t *labels,
 									   const int32_t *old_labels, int32_t *moved,
 									   unsigned int *moved_count,
 									   const double *offset, const double *scale,
@@ -123,7 +125,8 @@ GcStatus	launch_update_centroids(const unsigned long long *sums,
 									float *cnorm,
 									unsigned long long *max_shift2,
 									cudaStream_t stream, GcError *err);
-GcStatus	launch_score_points(const double *x64, const double *c64,
+GcStatus	launch_score_points(const double *x64, const double *weights,
+								const double *c64,
 								const int32_t *labels, int64_t n, int d,
 								int inertia_exp, double *distances,
 								unsigned __int128 *partials, int npartials,
@@ -132,7 +135,7 @@ GcStatus	launch_score_points(const double *x64, const double *c64,
 
 /* seeding.cu: step t of the k-means++ race, into race[t] */
 GcStatus	launch_kmeanspp_step(const double *x64, const uint64_t *hashes,
-								 int64_t n, int d, uint64_t seed, int t,
+								 const double *weights, int64_t n, int d, uint64_t seed, int t,
 								 double *mind2, unsigned long long *race,
 								 cudaStream_t stream, GcError *err);
 

@@ -5,7 +5,7 @@
  *	  an exponential race so that it is independent of row order and equal
  *	  to the CPU reference's draw: at step t each row updates its squared
  *	  distance to the nearest chosen centre (in double, without FMA) and
- *	  bids gc_race_key(u(row, seed, t), distance); a block minimum and one
+ *	  bids gc_race_key(u(row, seed, t), weight * distance); a block minimum and one
  *	  atomicMin per block pick the winner into race[t], which step t + 1
  *	  reads on the device, so the k steps need no round trip to the host.
  *
@@ -34,7 +34,8 @@ warp_min(unsigned long long v)
 
 __global__ void
 kmeanspp_step_kernel(const double *__restrict__ x64,
-					 const uint64_t *__restrict__ hashes, int64_t n, int d,
+					 const uint64_t *__restrict__ hashes,
+					 const double *__restrict__ weights, int64_t n, int d,
 					 uint64_t seed, int t, double *__restrict__ mind2,
 					 unsigned long long *race)
 {
@@ -56,6 +57,8 @@ kmeanspp_step_kernel(const double *__restrict__ x64,
 				mind2[i] = d2;
 			w = mind2[i];
 		}
+		if (weights != NULL)
+			w = __dmul_rn(w, weights[i]);
 		key = gc_race_key(gc_unit_draw(hashes[i], seed, (uint64_t) t), w, i);
 		best = key < best ? key : best;
 	}
@@ -73,7 +76,8 @@ kmeanspp_step_kernel(const double *__restrict__ x64,
 }
 
 GcStatus
-launch_kmeanspp_step(const double *x64, const uint64_t *hashes, int64_t n, int d,
+launch_kmeanspp_step(const double *x64, const uint64_t *hashes,
+					 const double *weights, int64_t n, int d,
 					 uint64_t seed, int t, double *mind2,
 					 unsigned long long *race, cudaStream_t stream, GcError *err)
 {
@@ -82,7 +86,7 @@ launch_kmeanspp_step(const double *x64, const uint64_t *hashes, int64_t n, int d
 	if (blocks > 4096)
 		blocks = 4096;
 	kmeanspp_step_kernel<<<(unsigned) blocks, SEED_THREADS, 0, stream>>>(
-		x64, hashes, n, d, seed, t, mind2, race);
+		x64, hashes, weights, n, d, seed, t, mind2, race);
 	GC_CUDA_LAUNCHED("kmeanspp_step", err);
 	return GC_OK;
 }

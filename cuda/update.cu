@@ -6,7 +6,8 @@
  *	  - centre_rows: the float32 copy of the data, centred on the
  *		bounding box, that the labeling kernels read;
  *	  - accumulate_clusters: per-cluster sums of the points as exact
- *		64-bit fixed-point integers (gc_quantize), privatised in shared
+ *		64-bit fixed-point integers (gc_quantize; times the row's weight
+ *		for weighted rows, whose cluster counts are weights), privatised in shared
  *		memory per block when k * (d + 1) words fit (the paper's
  *		divide-and-conquer partial sums), flushed with one atomic per word;
  *		integer sums make the result independent of the order of atomics,
@@ -108,6 +109,7 @@ collect_moved_kernel(const int32_t *__restrict__ labels,
 template <bool SHARED>
 __global__ void
 accumulate_clusters_kernel(const double *__restrict__ x64,
+						   const double *__restrict__ weights,
 						   const int32_t *__restrict__ labels,
 						   const int32_t *__restrict__ old_labels,
 						   const int32_t *__restrict__ moved,
@@ -136,16 +138,17 @@ accumulate_clusters_kernel(const double *__restrict__ x64,
 		int64_t		i = moved[m];
 		int			l = labels[i],
 					old = old_labels[i];
-		unsigned long long q = (unsigned long long) gc_quantize(x64[i * d + j], offset[j], scale[j]);
+		unsigned long long w = weights != NULL ? (unsigned long long) (long long) weights[i] : 1ULL;
+		unsigned long long q = w * (unsigned long long) gc_quantize(x64[i * d + j], offset[j], scale[j]);
 
 		atomicAdd(&s_sums[(int64_t) l * d + j], q);
 		if (j == 0)
-			atomicAdd(&s_counts[l], 1ULL);
+			atomicAdd(&s_counts[l], w);
 		if (old >= 0)
 		{
 			atomicAdd(&s_sums[(int64_t) old * d + j], 0ULL - q);
 			if (j == 0)
-				atomicAdd(&s_counts[old], 0ULL - 1ULL);
+				atomicAdd(&s_counts[old], 0ULL - w);
 		}
 	}
 	if (SHARED)
@@ -158,7 +161,8 @@ accumulate_clusters_kernel(const double *__restrict__ x64,
 }
 
 GcStatus
-launch_accumulate_clusters(const double *x64, const int32_t *labels,
+launch_accumulate_clusters(const double *x64, const double *weights,
+						   const int32_t *labels,
 						   const int32_t *old_labels, int32_t *moved,
 						   unsigned int *moved_count, const double *offset,
 						   const double *scale, int64_t n, int d, int k,
@@ -188,11 +192,11 @@ launch_accumulate_clusters(const double *x64, const int32_t *labels,
 	/* sums and counts are contiguous, so a shared flush covers both */
 	if (shared_bytes <= (size_t) shared_limit && counts == sums + (size_t) k * d)
 		accumulate_clusters_kernel<true><<<grid_for(total, ELEMENT_THREADS, 2 * multiprocessors()),
-			ELEMENT_THREADS, shared_bytes, stream>>>(x64, labels, old_labels, moved, moved_count,
-													 offset, scale, d, k, sums, counts);
+			ELEMENT_THREADS, shared_bytes, stream>>>(x64, weights, labels, old_labels, moved,
+													 moved_count, offset, scale, d, k, sums, counts);
 	else
 		accumulate_clusters_kernel<false><<<grid_for(total, ELEMENT_THREADS, 65535),
-			ELEMENT_THREADS, 0, stream>>>(x64, labels, old_labels, moved, moved_count,
+			ELEMENT_THREADS, 0, stream>>>(x64, weights, labels, old_labels, moved, moved_count,
 										  offset, scale, d, k, sums, counts);
 	GC_CUDA_LAUNCHED("accumulate_clusters", err);
 	return GC_OK;
@@ -275,11 +279,13 @@ launch_update_centroids(const unsigned long long *sums,
 }
 
 /*
- * Squared distances to the assigned centroids, summed exactly as 128-bit
- * integers (gc_quantize_wide): per block, then over the blocks' partials
+ * Squared distances to the assigned centroids (times the rows' weights),
+ * summed exactly as 128-bit integers (gc_quantize_wide): per block, then
+ * over the blocks' partials
  */
 __global__ void
-score_points_kernel(const double *__restrict__ x64, const double *__restrict__ c64,
+score_points_kernel(const double *__restrict__ x64, const double *__restrict__ weights,
+					const double *__restrict__ c64,
 					const int32_t *__restrict__ labels, int64_t n, int d,
 					int inertia_exp, double *__restrict__ distances,
 					gc_u128 *__restrict__ partials, unsigned long long *sizes)
@@ -295,7 +301,8 @@ score_points_kernel(const double *__restrict__ x64, const double *__restrict__ c
 		int			l = labels[i];
 		double		d2 = gc_sqdist_exact(x64 + i * d, c64 + (int64_t) l * d, d);
 
-		total += gc_quantize_wide(d2, inertia_exp);
+		total += gc_quantize_wide(d2, inertia_exp) *
+			(gc_u128) (weights != NULL ? (unsigned long long) (long long) weights[i] : 1ULL);
 		atomicAdd(&sizes[l], 1ULL);
 		if (distances != NULL)
 			distances[i] = sqrt(d2);
@@ -319,13 +326,14 @@ score_points_kernel(const double *__restrict__ x64, const double *__restrict__ c
 }
 
 GcStatus
-launch_score_points(const double *x64, const double *c64, const int32_t *labels,
+launch_score_points(const double *x64, const double *weights, const double *c64,
+					const int32_t *labels,
 					int64_t n, int d, int inertia_exp, double *distances,
 					gc_u128 *partials, int npartials, unsigned long long *sizes,
 					cudaStream_t stream, GcError *err)
 {
 	score_points_kernel<<<npartials, ELEMENT_THREADS, 0, stream>>>(
-		x64, c64, labels, n, d, inertia_exp, distances, partials, sizes);
+		x64, weights, c64, labels, n, d, inertia_exp, distances, partials, sizes);
 	GC_CUDA_LAUNCHED("score_points", err);
 	return GC_OK;
 }

@@ -32,6 +32,8 @@ extern "C"
 #define GC_MAX_K		1000000
 /* Largest coordinate magnitude: squared distances stay finite below it */
 #define GC_MAX_MAGNITUDE 1.0e150
+/* Largest row weight (integers stay exact in double below it) */
+#define GC_MAX_WEIGHT	9007199254740992.0
 
 typedef enum GcStatus
 {
@@ -58,9 +60,11 @@ extern GcStatus gc_fail(GcError *err, GcStatus status, const char *fmt,...)
  * Row store: rows appended one at a time into chunks of (possibly pinned)
  * host memory.  Chunks double in size up to a cap, so that small inputs
  * stay small and large ones need few allocations; rows are never copied
- * after they are appended.  Rows may carry positive finite weights (a
- * parallel array per chunk): k-means then minimises the weighted inertia,
- * which is how weighted centres of a stream summary are re-clustered.
+ * after they are appended.  Rows may carry weights (a parallel array per
+ * chunk): whole numbers from 1 to GC_MAX_WEIGHT, the rows a stream
+ * summary's centre stands for.  k-means then minimises the weighted
+ * inertia, with the same exact integer arithmetic as for unweighted rows
+ * (a row of weight w counts as w copies of it).
  * ---------------------------------------------------------------------
  */
 typedef void *(*GcHostAlloc) (size_t bytes);
@@ -86,6 +90,8 @@ typedef struct GcRows
 	double	   *lo;				/* per-dimension minimum */
 	double	   *hi;				/* per-dimension maximum */
 	bool		weighted;		/* rows carry weights (gc_rows_set_weighted) */
+	int64_t		total_weight;	/* sum of the weights (n when unweighted) */
+	bool		bad_weight;		/* some weight is not a whole number in range */
 	GcHostAlloc alloc;			/* allocator for chunk memory */
 	GcHostFree	free;
 } GcRows;
@@ -106,7 +112,9 @@ extern void gc_rows_release(GcRows *rows);
  * Numeric frame shared by both backends so that their results agree bit
  * for bit: data are labelled relative to the bounding box's centre, and
  * centroid sums are accumulated as exact 64-bit fixed-point integers
- * (so their value does not depend on the order in which rows are added).
+ * (so their value does not depend on the order in which rows are added);
+ * the scale leaves room for the total weight of the rows, so weighted
+ * sums (weight times quantised value) are exact integers too.
  * ---------------------------------------------------------------------
  */
 typedef struct GcFrame
@@ -227,10 +235,17 @@ typedef struct GcKmeansBackend
 						  int32_t *labels, double *distances, int64_t *sizes,
 						  double *inertia, GcError *err);
 	void		(*close) (void *session);
-	bool		weighted;		/* handles weighted rows (the CPU only, for now) */
+	bool		weighted;		/* handles weighted rows */
 } GcKmeansBackend;
 
 extern const GcKmeansBackend gc_kmeans_cpu_backend;
+
+/* A weight as the integer it is checked to be (1 for unweighted rows) */
+static inline int64_t
+gc_chunk_weight(const GcChunk *chunk, int64_t i)
+{
+	return chunk->weights ? (int64_t) chunk->weights[i] : 1;
+}
 
 /* Runs n_init restarts on backend and fills result with the best. */
 extern GcStatus gc_kmeans_fit(const GcKmeansBackend *backend,

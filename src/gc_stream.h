@@ -49,14 +49,14 @@ typedef struct GcStream
 	int64_t		reductions;		/* reductions so far, varies their seeds */
 	GcRows		block;			/* level 0: raw rows */
 	GcStreamLevel levels[GC_STREAM_MAX_LEVELS];	/* [0] unused */
-	const GcKmeansBackend *block_backend;	/* clusters full blocks */
+	const GcKmeansBackend *backend; /* clusters full blocks and levels */
 	GcHostAlloc alloc;			/* the block's memory (pinned for the GPU) */
 	GcHostFree	free;
 	bool		(*interrupted) (void);
 } GcStream;
 
 extern GcStatus gc_stream_init(GcStream *s, const GcStreamHeader *shape,
-							   const GcKmeansBackend *block_backend,
+							   const GcKmeansBackend *backend,
 							   GcHostAlloc alloc, GcHostFree free_fn,
 							   bool (*interrupted) (void), GcError *err);
 extern void gc_stream_release(GcStream *s);
@@ -80,12 +80,13 @@ extern void gc_stream_encode(const GcStream *s, uint8_t *buf, size_t len);
 
 /*
  * Weighted k-means (params->k clusters) over every point of the summary,
- * on the CPU: centroids (k * d), the rows each cluster stands for
+ * on backend: centroids (k * d), the rows each cluster stands for
  * (weights, k) and the weighted inertia over the summary's points.
  */
-extern GcStatus gc_stream_fit(const GcStream *s, const GcKmeansParams *params,
-							  double *centroids, int64_t *weights,
-							  GcKmeansResult *result, GcError *err);
+extern GcStatus gc_stream_fit(const GcStream *s, const GcKmeansBackend *backend,
+							  const GcKmeansParams *params, double *centroids,
+							  int64_t *weights, GcKmeansResult *result,
+							  GcError *err);
 
 #ifdef __cplusplus
 }

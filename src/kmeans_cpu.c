@@ -9,11 +9,10 @@
  * Distances are computed in double precision, directly as sum (x - c)^2.
  * An empty cluster keeps its previous centroid.
  *
- * Weighted rows (stream summaries) weigh each row in seeding (key
- * -log(u) / (w D^2)), in the centroid update (sums of w (x - offset) and
- * of w, in long double) and in the inertia (sum of w D^2, in long
- * double).  Unlike the unweighted fixed-point sums, weighted sums depend
- * on the order of the rows in their last bits.
+ * Weighted rows (stream summaries, whole-number weights) weigh each row in
+ * seeding (key -log(u) / (w D^2)), in the centroid update (fixed-point
+ * sums of w q and of w) and in the inertia (sum of w times the quantised
+ * D^2): the same exact integers as w copies of the row would give.
  *
  * IDENTIFICATION
  *	  src/kmeans_cpu.c
@@ -36,9 +35,7 @@ typedef struct CpuSession
 	int			k;
 	int32_t    *labels;			/* n, -1 before the first iteration */
 	long long  *sums;			/* k * d fixed-point sums */
-	long long  *counts;			/* k */
-	long double *wsums;			/* k * d weighted sums, when rows are weighted */
-	long double *wcounts;		/* k weight totals, when rows are weighted */
+	long long  *counts;			/* k: weight of each cluster (rows, unweighted) */
 } CpuSession;
 
 static void cpu_close(void *session);
@@ -59,13 +56,7 @@ cpu_open(const GcRows *rows, const GcFrame *frame,
 	s->labels = malloc(sizeof(int32_t) * rows->n);
 	s->sums = malloc(sizeof(long long) * k * rows->d);
 	s->counts = malloc(sizeof(long long) * k);
-	if (rows->weighted)
-	{
-		s->wsums = malloc(sizeof(long double) * k * rows->d);
-		s->wcounts = malloc(sizeof(long double) * k);
-	}
-	if (s->labels == NULL || s->sums == NULL || s->counts == NULL ||
-		(rows->weighted && (s->wsums == NULL || s->wcounts == NULL)))
+	if (s->labels == NULL || s->sums == NULL || s->counts == NULL)
 	{
 		cpu_close(s);
 		return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for the CPU session");
@@ -82,8 +73,6 @@ cpu_close(void *session)
 	free(s->labels);
 	free(s->sums);
 	free(s->counts);
-	free(s->wsums);
-	free(s->wcounts);
 	free(s);
 }
 
@@ -226,21 +215,6 @@ nearest_pruned(const double *x, const double *centroids, int k, int d, int a,
 	return best_c;
 }
 
-/*
- * Add row x of weight w to cluster l's weighted sums, relative to the
- * frame's centre (which keeps the long double sums well conditioned)
- */
-static void
-add_weighted(CpuSession *s, int l, const double *x, double w)
-{
-	const GcFrame *frame = s->frame;
-	long double *sum = s->wsums + (size_t) l * s->rows->d;
-
-	for (int j = 0; j < s->rows->d; j++)
-		sum[j] += (long double) w * (x[j] - frame->offset[j]);
-	s->wcounts[l] += w;
-}
-
 /* Pruning pays on the CPU unless nearly every centroid must be tried */
 #define CPU_PRUNED_MAX_WORK_RATIO 0.75
 
@@ -288,11 +262,6 @@ cpu_lloyd(void *session, const GcKmeansParams *params, double *centroids,
 			rank_centroids(centroids, k, d, icd, rid);
 		memset(s->sums, 0, sizeof(long long) * k * d);
 		memset(s->counts, 0, sizeof(long long) * k);
-		if (rows->weighted)
-		{
-			memset(s->wsums, 0, sizeof(long double) * k * d);
-			memset(s->wcounts, 0, sizeof(long double) * k);
-		}
 		for (int ci = 0; ci < rows->nchunks && status == GC_OK; ci++)
 		{
 			const GcChunk *chunk = &rows->chunks[ci];
@@ -302,6 +271,7 @@ cpu_lloyd(void *session, const GcKmeansParams *params, double *centroids,
 				int64_t		row = chunk->first_row + i;
 				const double *x = chunk->values + (size_t) i * d;
 				int			l;
+				long long	w = gc_chunk_weight(chunk, i);
 				long long  *sum;
 
 				if (poll_interrupt(params, row))
@@ -318,15 +288,10 @@ cpu_lloyd(void *session, const GcKmeansParams *params, double *centroids,
 				}
 				changed += (l != s->labels[row]);
 				s->labels[row] = l;
-				s->counts[l]++;
-				if (chunk->weights)
-				{
-					add_weighted(s, l, x, chunk->weights[i]);
-					continue;
-				}
+				s->counts[l] += w;
 				sum = s->sums + (size_t) l * d;
 				for (int j = 0; j < d; j++)
-					sum[j] += gc_quantize(x[j], frame->offset[j], frame->scale[j]);
+					sum[j] += w * gc_quantize(x[j], frame->offset[j], frame->scale[j]);
 			}
 		}
 		if (status != GC_OK)
@@ -348,10 +313,8 @@ cpu_lloyd(void *session, const GcKmeansParams *params, double *centroids,
 				continue;		/* an empty cluster keeps its centroid */
 			for (int j = 0; j < d; j++)
 			{
-				double		m = rows->weighted ?
-					(double) (s->wsums[(size_t) c * d + j] / s->wcounts[c]) + frame->offset[j] :
-					gc_dequantize_mean(s->sums[(size_t) c * d + j], s->counts[c],
-									   frame->offset[j], frame->scale[j]);
+				double		m = gc_dequantize_mean(s->sums[(size_t) c * d + j], s->counts[c],
+												   frame->offset[j], frame->scale[j]);
 				double		t = m - centroid[j];
 
 				shift2 = shift2 + t * t;
@@ -383,7 +346,6 @@ cpu_score(void *session, const double *centroids, int32_t *labels,
 	CpuSession *s = session;
 	const GcRows *rows = s->rows;
 	gc_u128		total = 0;
-	long double wtotal = 0.0L;
 
 	memset(sizes, 0, sizeof(int64_t) * s->k);
 	for (int ci = 0; ci < rows->nchunks; ci++)
@@ -402,17 +364,15 @@ cpu_score(void *session, const double *centroids, int32_t *labels,
 									centroids, s->k, rows->d, &d2);
 
 			sizes[l]++;
-			if (chunk->weights)
-				wtotal += (long double) chunk->weights[i] * d2;
-			else
-				total += gc_quantize_wide(d2, s->frame->inertia_exp);
+			total += gc_quantize_wide(d2, s->frame->inertia_exp) *
+				(gc_u128) gc_chunk_weight(chunk, i);
 			if (labels)
 				labels[row] = l;
 			if (distances)
 				distances[row] = sqrt(d2);
 		}
 	}
-	*inertia = rows->weighted ? (double) wtotal : gc_inertia_value(total, s->frame);
+	*inertia = gc_inertia_value(total, s->frame);
 	return GC_OK;
 }
 

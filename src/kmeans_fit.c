@@ -33,8 +33,8 @@ gc_now_ms(void)
 
 /*
  * Compute each dimension's centre and fixed-point scale from the bounding
- * box: with n rows, sums of n values of magnitude at most the half-range
- * stay below 2^62.
+ * box: with n rows (or a total weight of n), sums of n values of magnitude
+ * at most the half-range stay below 2^62.
  */
 GcStatus
 gc_frame_init(GcFrame *frame, const GcRows *rows, GcError *err)
@@ -51,7 +51,7 @@ gc_frame_init(GcFrame *frame, const GcRows *rows, GcError *err)
 		gc_frame_release(frame);
 		return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for the frame");
 	}
-	while (nbits < 62 && ((int64_t) 1 << nbits) <= rows->n)
+	while (nbits < 62 && ((int64_t) 1 << nbits) <= rows->total_weight)
 		nbits++;
 
 	for (int j = 0; j < d; j++)
@@ -79,8 +79,8 @@ gc_frame_init(GcFrame *frame, const GcRows *rows, GcError *err)
 
 	/*
 	 * A point's squared distance to its nearest centroid is at most diag2
-	 * (some centroid is a mean of points, inside the box): n of them, with
-	 * two bits to spare, fit in 128 bits.
+	 * (some centroid is a mean of points, inside the box): n of them (or
+	 * their total weight), with two bits to spare, fit in 128 bits.
 	 */
 	{
 		int			e = 0;
@@ -272,6 +272,9 @@ gc_kmeans_fit(const GcKmeansBackend *backend, const GcRows *rows,
 	if (rows->weighted && !backend->weighted)
 		return gc_fail(err, GC_ERR_DEVICE, "the %s backend does not handle weighted rows",
 					   backend->name);
+	if (rows->bad_weight)
+		return gc_fail(err, GC_ERR_RANGE,
+					   "row weights must be whole numbers from 1 to 2^53, summing below 2^62");
 	status = gc_frame_init(&frame, rows, err);
 	if (status != GC_OK)
 		return status;

@@ -163,6 +163,7 @@ gc_rows_commit(GcRows *rows)
 	chunk->hashes[chunk->count] = gc_row_hash(x, d);
 	chunk->count++;
 	rows->n++;
+	rows->total_weight++;
 }
 
 /*
@@ -176,15 +177,23 @@ gc_rows_set_weighted(GcRows *rows)
 }
 
 /*
- * Commit the reserved row with a weight (positive and finite, checked by
- * the caller)
+ * Commit the reserved row with a weight.  A weight that is not a whole
+ * number from 1 to GC_MAX_WEIGHT, or a total past 2^62, marks the store,
+ * and gc_kmeans_fit refuses it.
  */
 void
 gc_rows_commit_weighted(GcRows *rows, double weight)
 {
 	GcChunk    *chunk = &rows->chunks[rows->nchunks - 1];
 
+	if (!(weight >= 1.0 && weight <= GC_MAX_WEIGHT && weight == floor(weight)) ||
+		rows->total_weight > (INT64_C(1) << 62) - (int64_t) weight)
+	{
+		rows->bad_weight = true;
+		weight = 1.0;
+	}
 	chunk->weights[chunk->count] = weight;
+	rows->total_weight += (int64_t) weight - 1;	/* commit adds the 1 */
 	gc_rows_commit(rows);
 }
 
@@ -256,5 +265,7 @@ gc_rows_release(GcRows *rows)
 	rows->lo = rows->hi = NULL;
 	rows->nchunks = rows->maxchunks = 0;
 	rows->n = 0;
+	rows->total_weight = 0;
 	rows->weighted = false;
+	rows->bad_weight = false;
 }

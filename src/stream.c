@@ -6,9 +6,9 @@
  *	  and the final weighted fit.  The algorithm and its bounds are
  *	  described in gc_stream.h.
  *
- * Full blocks are clustered on the backend the caller chose (the GPU when
- * usable); weighted levels, a few thousand points, on the CPU reference,
- * which is the backend that handles weights.
+ * Full blocks and the weighted levels are clustered on the backend the
+ * caller chose (the GPU when usable); both backends handle weighted rows
+ * with the same exact arithmetic.
  *
  * IDENTIFICATION
  *	  src/stream.c
@@ -38,7 +38,7 @@ static GcStatus push_level(GcStream *s, int level, double weight, const double *
 
 GcStatus
 gc_stream_init(GcStream *s, const GcStreamHeader *shape,
-			   const GcKmeansBackend *block_backend, GcHostAlloc alloc,
+			   const GcKmeansBackend *backend, GcHostAlloc alloc,
 			   GcHostFree free_fn, bool (*interrupted) (void), GcError *err)
 {
 	memset(s, 0, sizeof(*s));
@@ -48,7 +48,7 @@ gc_stream_init(GcStream *s, const GcStreamHeader *shape,
 	s->block_rows = shape->block_rows;
 	s->seed = shape->seed;
 	s->nlevels = 1;
-	s->block_backend = block_backend;
+	s->backend = backend;
 	s->alloc = alloc;
 	s->free = free_fn;
 	s->interrupted = interrupted;
@@ -154,7 +154,7 @@ reduce_block(GcStream *s, GcError *err)
 		if (centroids == NULL || weights == NULL)
 			status = gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for a stream reduction");
 		if (status == GC_OK)
-			status = reduce_rows(s, s->block_backend, block, centroids, weights, err);
+			status = reduce_rows(s, s->backend, block, centroids, weights, err);
 		if (status == GC_OK)
 			status = push_centres(s, 1, centroids, weights, err);
 		free(centroids);
@@ -195,7 +195,7 @@ reduce_level(GcStream *s, int level, GcError *err)
 		}
 	}
 	if (status == GC_OK)
-		status = reduce_rows(s, &gc_kmeans_cpu_backend, &rows, centroids, weights, err);
+		status = reduce_rows(s, s->backend, &rows, centroids, weights, err);
 	if (status == GC_OK)
 	{
 		lv->count = 0;
@@ -388,8 +388,9 @@ collect_points(const GcStream *s, GcRows *rows, GcError *err)
 }
 
 GcStatus
-gc_stream_fit(const GcStream *s, const GcKmeansParams *params, double *centroids,
-			  int64_t *weights, GcKmeansResult *result, GcError *err)
+gc_stream_fit(const GcStream *s, const GcKmeansBackend *backend,
+			  const GcKmeansParams *params, double *centroids, int64_t *weights,
+			  GcKmeansResult *result, GcError *err)
 {
 	GcRows		rows = {0};
 	int64_t    *sizes = malloc(sizeof(int64_t) * params->k);
@@ -406,7 +407,7 @@ gc_stream_fit(const GcStream *s, const GcKmeansParams *params, double *centroids
 		result->centroids = centroids;
 		result->sizes = sizes;
 		result->labels = labels;
-		status = gc_kmeans_fit(&gc_kmeans_cpu_backend, &rows, params, result, err);
+		status = gc_kmeans_fit(backend, &rows, params, result, err);
 	}
 	if (status == GC_OK)
 	{

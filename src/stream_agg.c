@@ -181,10 +181,10 @@ gpuclust_stream_merge(PG_FUNCTION_ARGS)
  * Fill model from a weighted fit of the summary
  */
 static void
-fill_model(KmeansModel *model, const GcStream *s, const GcKmeansResult *result,
-		   const GcKmeansOptions *opts)
+fill_model(KmeansModel *model, const GcStream *s, const GcDevice *device,
+		   const GcKmeansResult *result, const GcKmeansOptions *opts)
 {
-	model->device = GC_KIND_CPU;
+	model->device = device->kind;
 	model->iterations = result->iterations;
 	model->converged = result->converged;
 	model->rows = s->rows;
@@ -195,7 +195,7 @@ fill_model(KmeansModel *model, const GcStream *s, const GcKmeansResult *result,
 	model->precision = opts->params.precision;
 	model->pruned = result->pruned;
 	model->skipped_fraction = result->skipped_fraction;
-	strlcpy(model->kernel, "cpu-weighted", sizeof(model->kernel));
+	snprintf(model->kernel, sizeof(model->kernel), "%s-weighted", result->kernel);
 }
 
 /*
@@ -218,6 +218,7 @@ gpuclust_stream_model(PG_FUNCTION_ARGS)
 	GcKmeansOptions opts;
 	GcKmeansResult result;
 	KmeansModel *model;
+	GcDevice	device;
 	GcError		err = {0};
 
 	gc_parse_kmeans_options(PG_NARGS() > 1 && !PG_ARGISNULL(1) ? PG_GETARG_JSONB_P(1) : NULL,
@@ -232,10 +233,11 @@ gpuclust_stream_model(PG_FUNCTION_ARGS)
 						gc_stream_points(s), s->k),
 				 errhint("Summarise at least k distinct vectors.")));
 	model = gc_model_alloc(s->k, s->d);
-	if (gc_stream_fit(s, &opts.params, KmeansModelCentroids(model),
+	gc_choose_device(&device);
+	if (gc_stream_fit(s, device.kmeans, &opts.params, KmeansModelCentroids(model),
 					  KmeansModelSizes(model), &result, &err) != GC_OK)
 		gc_raise(&err);
-	fill_model(model, s, &result, &opts);
+	fill_model(model, s, &device, &result, &opts);
 	gc_stream_state_free(state);
 	PG_RETURN_POINTER(model);
 }

@@ -423,8 +423,10 @@ bench(int64_t n, int d, int k, const char *data, const char *algorithm,
 
 /*
  * Weighted rows: integer weights must give the fit of the rows repeated
- * that many times (from the same initial centroids), and the CUDA backend
- * must refuse weighted rows rather than ignore the weights
+ * that many times, to the bit (from the same initial centroids, and from
+ * k-means++, whose race weighs rows the same way); the CUDA backend must
+ * give the CPU's fit to the bit; weights that are not whole numbers are
+ * refused
  */
 static void
 run_weighted_case(int64_t n, int d, int k)
@@ -480,9 +482,10 @@ run_weighted_case(int64_t n, int d, int k)
 		  "repeated fit succeeds", config);
 	for (int i = 0; i < k * d; i++)
 		maxdiff = fmax(maxdiff, fabs(ca[i] - cb[i]));
-	check(maxdiff <= 1e-9, "weighted centroids equal repeated rows' centroids", config);
-	check(fabs(a.inertia - b.inertia) <= 1e-9 * b.inertia,
-		  "weighted inertia equals repeated rows' inertia", config);
+	check(maxdiff == 0.0, "weighted centroids equal repeated rows' centroids to the bit", config);
+	check(a.inertia == b.inertia, "weighted inertia equals repeated rows' inertia", config);
+	check(memcmp(sa, sb, sizeof(int64_t) * k) != 0,
+		  "sizes count rows, not weights (repeated rows are more)", config);
 
 	/* k-means++ with weights runs and finds a sensible solution */
 	params.init = GC_INIT_KMEANSPP;
@@ -491,12 +494,50 @@ run_weighted_case(int64_t n, int d, int k)
 		  a.inertia <= 1.5 * b.inertia, "weighted k-means++ fit is close", config);
 #ifdef GC_WITH_CUDA
 	{
-		GcError		gerr = {0};
+		char		why[256];
 
-		check(gc_kmeans_fit(&gc_kmeans_cuda_backend, &weighted, &params, &a, &gerr) != GC_OK,
-			  "the CUDA backend refuses weighted rows", config);
+		if (gc_cuda_use_device(0, why, sizeof(why)))
+		{
+			static const GcAlgorithm algorithms[] = {GC_ALGORITHM_AUTO, GC_ALGORITHM_PRUNED};
+
+			for (int v = 0; v < 2; v++)
+			{
+				GcKmeansResult g = {0};
+				double	   *cg = malloc(sizeof(double) * k * d);
+				int64_t    *sg = malloc(sizeof(int64_t) * k);
+				char		what[96];
+
+				params.algorithm = algorithms[v];
+				g.centroids = cg;
+				g.sizes = sg;
+				snprintf(what, sizeof(what), "gpu weighted k-means++ (%s) equals the cpu's",
+						 v == 0 ? "auto" : "pruned");
+				check(gc_kmeans_fit(&gc_kmeans_cuda_backend, &weighted, &params, &g, &err) == GC_OK &&
+					  memcmp(ca, cg, sizeof(double) * k * d) == 0 &&
+					  memcmp(sa, sg, sizeof(int64_t) * k) == 0 &&
+					  g.inertia == a.inertia && g.iterations == a.iterations, what, config);
+				free(cg);
+				free(sg);
+			}
+			params.algorithm = GC_ALGORITHM_LLOYD;
+		}
 	}
 #endif
+	{
+		GcRows		bad;
+		GcError		berr = {0};
+
+		gc_rows_init(&bad, d, plain_alloc, free, &berr);
+		gc_rows_set_weighted(&bad);
+		for (int64_t i = 0; i < n; i++)
+		{
+			memcpy(gc_rows_reserve(&bad, &berr), x + i * d, sizeof(double) * d);
+			gc_rows_commit_weighted(&bad, i == n / 2 ? 0.5 : 1.0);
+		}
+		check(gc_kmeans_fit(&gc_kmeans_cpu_backend, &bad, &params, &a, &berr) == GC_ERR_RANGE,
+			  "a weight that is not a whole number is refused", config);
+		gc_rows_release(&bad);
+	}
 	gc_rows_release(&weighted);
 	gc_rows_release(&repeated);
 	free(x);
@@ -525,12 +566,12 @@ ssq(const double *x, int64_t n, int d, const double *centroids, int k)
 
 /* A stream over rows [from, to) of x */
 static void
-stream_rows(GcStream *s, const GcStreamHeader *shape, const double *x, int64_t from,
-			int64_t to, int d)
+stream_rows(GcStream *s, const GcStreamHeader *shape, const GcKmeansBackend *backend,
+			const double *x, int64_t from, int64_t to, int d)
 {
 	GcError		err = {0};
 
-	gc_stream_init(s, shape, &gc_kmeans_cpu_backend, plain_alloc, free, NULL, &err);
+	gc_stream_init(s, shape, backend, plain_alloc, free, NULL, &err);
 	for (int64_t i = from; i < to; i++)
 	{
 		memcpy(gc_stream_reserve(s, &err), x + i * d, sizeof(double) * d);
@@ -540,7 +581,8 @@ stream_rows(GcStream *s, const GcStreamHeader *shape, const double *x, int64_t f
 
 /* Weighted k-means over a stream's summary: centroids, and their SSQ over x */
 static double
-stream_ssq(const GcStream *s, const double *x, int64_t n, int d, int k)
+stream_ssq(const GcStream *s, const GcKmeansBackend *backend, const double *x,
+		   int64_t n, int d, int k)
 {
 	GcKmeansParams params = {0};
 	GcKmeansResult result;
@@ -553,9 +595,9 @@ stream_ssq(const GcStream *s, const double *x, int64_t n, int d, int k)
 	params.k = k;
 	params.max_iter = 300;
 	params.tol = 1e-4;
-	params.n_init = 3;
-	check(gc_stream_fit(s, &params, centroids, weights, &result, &err) == GC_OK,
-		  "stream fit succeeds", "stream");
+	params.n_init = 30;			/* kmeans_stream_model's default */
+	check(gc_stream_fit(s, backend, &params, centroids, weights, &result, &err) == GC_OK,
+		  "stream fit succeeds", backend->name);
 	for (int c = 0; c < k; c++)
 		total += weights[c];
 	check(total == s->rows, "stream model weights sum to the rows", "stream");
@@ -598,12 +640,12 @@ run_stream_case(int64_t n, int d, int k)
 					  GC_PRECISION_FLOAT64, 300, 1e-4);
 	direct_ssq = ssq(x, n, d, direct.centroids, k);
 
-	stream_rows(&whole, &shape, x, 0, n, d);
+	stream_rows(&whole, &shape, &gc_kmeans_cpu_backend, x, 0, n, d);
 	for (int l = 1; l < whole.nlevels; l++)
 		bounded &= whole.levels[l].count <= GC_STREAM_FANOUT * shape.m;
 	check(bounded && whole.block.n < shape.block_rows, "levels within their bounds", config);
 	check(whole.nlevels >= 2, "rows reached level 1", config);
-	whole_ssq = stream_ssq(&whole, x, n, d, k);
+	whole_ssq = stream_ssq(&whole, &gc_kmeans_cpu_backend, x, n, d, k);
 	check(whole_ssq <= 1.05 * direct_ssq, "one stream: SSQ within 5% of a direct fit", config);
 
 	gc_stream_init(&merged, &shape, &gc_kmeans_cpu_backend, plain_alloc, free, NULL, &err);
@@ -614,7 +656,7 @@ run_stream_case(int64_t n, int d, int k)
 		size_t		len;
 		uint8_t    *buf;
 
-		stream_rows(&piece, &shape, x, n * p / 16, n * (p + 1) / 16, d);
+		stream_rows(&piece, &shape, &gc_kmeans_cpu_backend, x, n * p / 16, n * (p + 1) / 16, d);
 		gc_stream_compact(&piece, &err);
 		len = gc_stream_encoded_bytes(&piece);
 		buf = malloc(len);
@@ -631,11 +673,32 @@ run_stream_case(int64_t n, int d, int k)
 	}
 	check(err.status == GC_OK, "merges succeed", config);
 	check(merged.rows == n, "a merge of 16 pieces counts every row", config);
-	merged_ssq = stream_ssq(&merged, x, n, d, k);
+	merged_ssq = stream_ssq(&merged, &gc_kmeans_cpu_backend, x, n, d, k);
 	check(merged_ssq <= 1.05 * direct_ssq, "16 merged pieces: SSQ within 5% of a direct fit",
 		  config);
 	printf("%s: SSQ ratio one stream %.4f, 16 merged %.4f, levels %d\n", config,
 		   whole_ssq / direct_ssq, merged_ssq / direct_ssq, whole.nlevels);
+#ifdef GC_WITH_CUDA
+	{
+		char		why[256];
+
+		if (gc_cuda_use_device(0, why, sizeof(why)))
+		{
+			GcStream	on_gpu;
+			double		gpu_ssq;
+
+			/* blocks and weighted levels on the GPU, then the model on the GPU */
+			stream_rows(&on_gpu, &shape, &gc_kmeans_cuda_backend, x, 0, n, d);
+			check(on_gpu.rows == n && on_gpu.nlevels == whole.nlevels,
+				  "gpu stream: every row, as many levels as on the cpu", config);
+			gpu_ssq = stream_ssq(&on_gpu, &gc_kmeans_cuda_backend, x, n, d, k);
+			check(gpu_ssq <= 1.05 * direct_ssq, "gpu stream: SSQ within 5% of a direct fit",
+				  config);
+			printf("%s: SSQ ratio gpu stream %.4f\n", config, gpu_ssq / direct_ssq);
+			gc_stream_release(&on_gpu);
+		}
+	}
+#endif
 
 	gc_stream_release(&whole);
 	gc_stream_release(&merged);
