@@ -15,7 +15,7 @@
  *	  - 3xTF32: each operand split into a TF32 "big" part and a TF32
  *		remainder, and big*big + big*small + small*big accumulated, which
  *		recovers float32 accuracy on the tensor cores (as CUTLASS does).
- *	  - BF16: operands rounded to bfloat16 (m16n8k8 bf16 products, float32
+ *	  - BF16: operands rounded to bfloat16 (m16n8k16 bf16 products, float32
  *		accumulation): twice TF32's rate, about 4e-3 relative error.
  *
  *	  ||c||^2 - 2 x.c cancels badly when clusters are small against their
@@ -71,12 +71,12 @@ mma_tf32(float *acc, const uint32_t *a, const uint32_t *b)
 }
 
 __device__ __forceinline__ void
-mma_bf16(float *acc, const uint32_t *a, uint32_t b)
+mma_bf16(float *acc, const uint32_t *a, const uint32_t *b)
 {
-	asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32 "
-				 "{%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};"
+	asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+				 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
 				 : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
-				 : "r"(a[0]), "r"(a[1]), "r"(b));
+				 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
 /* Two floats as a bfloat16 pair, the first in the low half */
@@ -214,12 +214,13 @@ assign_points_tensor_kernel(const float *__restrict__ xp,
 		__syncthreads();
 
 #pragma unroll
-		for (int kk = 0; kk < TK; kk += 8)
+		for (int kk = 0; kk < TK; kk += MODE == MODE_BF16 ? 16 : 8)
 		{
 			if (MODE == MODE_BF16)
 			{
-				uint32_t	a[4][2],
-							b[4];
+				/* m16n8k16: a thread holds columns 2t, 2t+1 and 2t+8, 2t+9 */
+				uint32_t	a[4][4],
+							b[4][2];
 
 #pragma unroll
 				for (int mt = 0; mt < 4; mt++)
@@ -228,13 +229,16 @@ assign_points_tensor_kernel(const float *__restrict__ xp,
 
 					a[mt][0] = pack_bf16(base[0], base[1]);
 					a[mt][1] = pack_bf16(base[8 * TSTRIDE], base[8 * TSTRIDE + 1]);
+					a[mt][2] = pack_bf16(base[8], base[9]);
+					a[mt][3] = pack_bf16(base[8 * TSTRIDE + 8], base[8 * TSTRIDE + 9]);
 				}
 #pragma unroll
 				for (int nt = 0; nt < 4; nt++)
 				{
 					const float *base = cs + (warp_n * 32 + nt * 8 + g) * TSTRIDE + kk + 2 * t;
 
-					b[nt] = pack_bf16(base[0], base[1]);
+					b[nt][0] = pack_bf16(base[0], base[1]);
+					b[nt][1] = pack_bf16(base[8], base[9]);
 				}
 #pragma unroll
 				for (int mt = 0; mt < 4; mt++)
