@@ -25,3 +25,19 @@ RESET statement_timeout;
 SELECT (gpuclust_device_info()->>'memory_free_mb')::int AS free_after \gset
 SELECT :free_before - :free_after AS gpu_mb_not_returned;
 SELECT (kmeans_gpu(v, 10)::jsonb)->'rows' AS session_still_works FROM fault_t;
+-- the same on the tensor-core path (d = 64, k = 1024: the TF32 screen,
+-- 3xTF32 over its doubts and the exact check, with their buffers)
+CREATE TABLE fault_wide AS
+	SELECT array_agg(random())::float8[] AS v
+	FROM generate_series(1, 400000) AS r, generate_series(1, 64) AS j
+	GROUP BY r;
+SELECT (kmeans_gpu(v, 256, '{"max_iter": 2}')::jsonb)->>'kernel' AS wide_kernel FROM fault_wide;
+SELECT (gpuclust_device_info()->>'memory_free_mb')::int AS free_before \gset
+SET statement_timeout = '3s';
+SELECT clock_timestamp() AS t0 \gset
+SELECT kmeans_gpu(v, 1024, '{"tol": 0, "max_iter": 1000000, "n_init": 1000}') IS NOT NULL FROM fault_wide;
+SELECT round(extract(epoch FROM clock_timestamp() - :'t0'::timestamptz)::numeric, 2) AS seconds_until_cancel;
+RESET statement_timeout;
+SELECT (gpuclust_device_info()->>'memory_free_mb')::int AS free_after \gset
+SELECT :free_before - :free_after AS gpu_mb_not_returned;
+SELECT (kmeans_gpu(v, 256, '{"max_iter": 2}')::jsonb)->>'kernel' AS wide_still_works FROM fault_wide;

@@ -13,6 +13,7 @@ bench/gpu-run (after bench/pack).  For each workload it writes the data once
 
 Results: one JSON line per measurement on stdout and in $OUT/kmeans.jsonl.
 Usage: kmeans_suite.py [workload-name ...]   (default: all)
+GPUCLUST_SKIP_SKLEARN=1 leaves scikit-learn out (its rows from an earlier run stay in the report).
 """
 import gzip, json, os, subprocess, sys, time
 
@@ -117,6 +118,8 @@ def workload(name, X, k, variants, torch_iters=20, sk_iters=10, sk_algos=("lloyd
     for algorithm, precision in variants:
         ours(name, X, k, algorithm, precision, 50)
     torch_baseline(name, X, k, torch_iters)
+    if os.environ.get("GPUCLUST_SKIP_SKLEARN"):   # re-runs that keep earlier sklearn rows
+        sk_algos = ()
     for algo in sk_algos:
         sklearn(name, X, k, algo, sk_iters)
     os.remove(os.path.join(DATA, name + ".f64"))

@@ -38,14 +38,16 @@ lines = ["# k-means benchmark results (H100)", "",
          "marked tf32); `auto` is the hybrid, with what it ran in brackets.  `torch`: PyTorch on the same",
          "GPU (matmul-form distances, argmin, index_add, float32 without TF32).  sklearn: scikit-learn on",
          "the machine's 16 cores.  `peak`: 2·n·k·d flops per iteration of our float32 Lloyd over %g TFLOP/s." % PEAK,
-         "`label`/`update`: our Lloyd iteration split (device time).", "",
-         "| workload | n | d | k | lloyd | label / update | pruned (skipped) | auto (ran) | tf32 | torch | lloyd vs torch | best float32 vs torch | tf32 vs torch | sklearn lloyd | sklearn elkan | peak |",
-         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+         "`label`/`update`: our Lloyd iteration split (device time); `rechecked`: share of labels the",
+         "TF32 screen left to 3xTF32 (float32 tensor path).  `Δ inertia`: tf32 / bf16 inertia against float32's.", "",
+         "| workload | n | d | k | lloyd | label / update | rechecked | pruned (skipped) | auto (ran) | tf32 | bf16 | torch | lloyd vs torch | best float32 vs torch | tf32 vs torch | bf16 vs torch | Δ inertia tf32 / bf16 | sklearn lloyd | sklearn elkan | peak |",
+         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
 for w in workloads:
     lloyd = get(w, "gpuclust", "lloyd", "float32")
     pruned = get(w, "gpuclust", "pruned", "float32")
     auto = get(w, "gpuclust", "auto", "float32")
     tf32 = get(w, "gpuclust", "lloyd", "tf32")
+    bf16 = get(w, "gpuclust", "lloyd", "bf16")
     torch = get(w, "pytorch")
     skl = get(w, "sklearn-lloyd")
     ske = get(w, "sklearn-elkan")
@@ -54,13 +56,17 @@ for w in workloads:
     f32 = [x["ms_per_iteration"] for x in (lloyd, pruned, auto) if x]
     t = torch["ms_per_iteration"]
     fmt = lambda x: "%.3f" % x["ms_per_iteration"] if x else "–"
-    lines.append("| %s | %d | %d | %d | %s [%s] | %.3f / %.3f | %s | %s | %s | %.3f | %.1f× | %.1f× | %s | %s | %s | %.0f%% |" % (
+    delta = lambda x: "%+.3f%%" % (100 * (x["inertia"] / lloyd["inertia"] - 1)) if x and "inertia" in x and "inertia" in lloyd else "–"
+    lines.append("| %s | %d | %d | %d | %s [%s] | %.3f / %.3f | %s | %s | %s | %s | %s | %.3f | %.1f× | %.1f× | %s | %s | %s | %s | %s | %.0f%% |" % (
         w, lloyd["n"], lloyd["d"], lloyd["k"], fmt(lloyd), lloyd["kernel"],
         lloyd["labeling_ms_per_iteration"], lloyd["update_ms_per_iteration"],
+        "%.1f%%" % (100 * lloyd["rechecked"]) if lloyd.get("kernel") == "tensor_screened" else "–",
         "%s (%.0f%%)" % (fmt(pruned), 100 * pruned["skipped"]) if pruned else "–",
         "%s (%s)" % (fmt(auto), auto["ran"]) if auto else "–",
-        fmt(tf32), t, t / lloyd["ms_per_iteration"], t / min(f32),
+        fmt(tf32), fmt(bf16), t, t / lloyd["ms_per_iteration"], t / min(f32),
         "%.1f×" % (t / tf32["ms_per_iteration"]) if tf32 else "–",
+        "%.1f×" % (t / bf16["ms_per_iteration"]) if bf16 else "–",
+        "%s / %s" % (delta(tf32), delta(bf16)) if tf32 or bf16 else "–",
         fmt(skl), fmt(ske), 100 * lloyd["peak_fraction"]))
 open(os.path.join(OUT, "kmeans.md"), "w").write("\n".join(lines) + "\n")
 

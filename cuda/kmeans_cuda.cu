@@ -65,17 +65,27 @@
  * d <= 32 stays in registers (d = 32, k = 1024, 245,760 points: register
  * 0.94 ms, 3xTF32 1.03 ms per iteration); above, the tensor cores pay from
  * k = 128 (KDD Cup, d = 38: k = 23 tiled 0.19 ms of labeling, k = 100
- * 3xTF32 on heavy-tailed data 3.5 ms, mostly exact re-checks).  When more
- * than DOUBTFUL_MAX_FRACTION of the points need the exact re-check, the
- * data defeat the product form and labeling moves to the tiled kernel.
+ * 3xTF32 on heavy-tailed data 3.5 ms, mostly exact re-checks).
+ *
+ * The tensor path screens with TF32 (2.3 times 3xTF32's speed) and labels
+ * what the screen doubts again with 3xTF32 (the screen costs 1 + 2.3 f
+ * passes of TF32 for a fraction f doubted, 3xTF32 alone 2.3: it pays
+ * below f = 0.57); a screen that doubts more than SCREEN_MAX_FRACTION
+ * (early iterations on data without clusters) hands over to 3xTF32
+ * alone, and is tried again SCREEN_RETRY iterations later.  When more than
+ * DOUBTFUL_MAX_FRACTION of the points need the exact check after 3xTF32,
+ * the data defeat the product form and labeling moves to the tiled kernel.
  */
 #define TENSOR_MIN_K 128
 #define DOUBTFUL_MAX_FRACTION 0.02
+#define SCREEN_MAX_FRACTION 0.5
+#define SCREEN_RETRY 2
 
 typedef enum LabelKernel
 {
 	KERNEL_REGISTER,
 	KERNEL_TILED,
+	KERNEL_TENSOR_SCREENED,
 	KERNEL_TENSOR_3XTF32,
 	KERNEL_TENSOR_TF32,
 	KERNEL_TENSOR_BF16,
@@ -83,7 +93,8 @@ typedef enum LabelKernel
 } LabelKernel;
 
 static const char *const kernel_names[] = {
-	"register", "tiled", "tensor_3xtf32", "tensor_tf32", "tensor_bf16", "float64"
+	"register", "tiled", "tensor_screened", "tensor_3xtf32", "tensor_tf32", "tensor_bf16",
+	"float64"
 };
 
 typedef struct IterationStatus
@@ -92,6 +103,7 @@ typedef struct IterationStatus
 	unsigned long long max_shift2;	/* bits of a non-negative double */
 	unsigned long long work;	/* distances computed by pruned labeling */
 	unsigned long long doubtful;	/* points the 3xTF32 kernel re-checked */
+	unsigned long long screened;	/* points the TF32 screen doubted */
 } IterationStatus;
 
 typedef struct CudaSession
@@ -127,9 +139,14 @@ typedef struct CudaSession
 	int			ld;				/* tensor kernels: padded row width */
 	float	   *xpad;			/* tensor kernels: padded x32 */
 	float	   *cpad;			/* tensor kernels: padded c32 */
-	float	   *xnorm;			/* 3xTF32: row norms, for the error bound */
-	int32_t    *doubtful;		/* 3xTF32: points sent to the exact check */
+	float	   *xnorm;			/* exact tensor labels: row norms, for the error bound */
+	int32_t    *doubtful;		/* points the first tensor pass doubts */
 	unsigned int *doubtful_count;
+	float	   *cnorm_tf32;		/* screen: norms of the centroids in TF32 */
+	unsigned int *cradius_bits; /* screen: the largest of them, float bits */
+	unsigned int *count_host;	/* screen: page-locked, its count of doubts */
+	int32_t    *exact;			/* screen: points for the exact check */
+	unsigned int *exact_count;
 	TensorRefinement refine;
 
 	/* pruned labeling */
@@ -211,8 +228,8 @@ upload(CudaSession *s, GcError *err)
 								cudaMemcpyHostToDevice, s->stream), err);
 	if (launch_centre_rows(s->x64, s->offset, n, d, s->x32, s->stream, err) != GC_OK)
 		return err->status;
-	if (s->kernel == KERNEL_TENSOR_3XTF32 || s->kernel == KERNEL_TENSOR_TF32 ||
-		s->kernel == KERNEL_TENSOR_BF16)
+	if (s->kernel == KERNEL_TENSOR_SCREENED || s->kernel == KERNEL_TENSOR_3XTF32 ||
+		s->kernel == KERNEL_TENSOR_TF32 || s->kernel == KERNEL_TENSOR_BF16)
 	{
 		int64_t		npad = (n + GC_TENSOR_ROW_ALIGN - 1) / GC_TENSOR_ROW_ALIGN * GC_TENSOR_ROW_ALIGN;
 		int			kpad = (k + GC_TENSOR_ROW_ALIGN - 1) / GC_TENSOR_ROW_ALIGN * GC_TENSOR_ROW_ALIGN;
@@ -225,7 +242,7 @@ upload(CudaSession *s, GcError *err)
 		if (launch_pad_rows(s->x32, n, d, s->ld, s->xpad, s->stream, err) != GC_OK)
 			return err->status;
 	}
-	if (s->kernel == KERNEL_TENSOR_3XTF32)
+	if (s->kernel == KERNEL_TENSOR_SCREENED || s->kernel == KERNEL_TENSOR_3XTF32)
 	{
 		unsigned int radius_bits = 0;
 
@@ -241,12 +258,40 @@ upload(CudaSession *s, GcError *err)
 		s->refine.xnorm = s->xnorm;
 		memcpy(&s->refine.radius, &radius_bits, sizeof(float));
 		/* 3xTF32 products err by a few float32 roundings per term */
-		s->refine.eps = (float) (ldexp(1.0, -21) * sqrt((double) d) + ldexp(1.0, -20));
+		s->refine.eps_3xtf32 = (float) (ldexp(1.0, -21) * sqrt((double) d) + ldexp(1.0, -20));
+
+		/*
+		 * The screen: rounding to TF32 (2^-11) and float32 storage (2^-24)
+		 * move |x - c| by at most e (|x| + |c|), e = 2^-11 + 2^-24, so the
+		 * best a is certain when the second is e (2 |x| + |a| + C) further
+		 * (eps_tf32_lin is 2 e, plus 1/256); float32 accumulation over d
+		 * terms and the roundings of ||c||^2 and of the fma stay within
+		 * (d + 4) 2^-23 (|x| + C)^2 for a gap of two distances, taken as
+		 * (d + 16) 2^-23; C is the largest norm of the TF32 centroids,
+		 * rounded up, each iteration
+		 */
+		s->refine.eps_tf32_lin = (float) (2.0 * (ldexp(1.0, -11) + ldexp(1.0, -24)) *
+										  (1.0 + ldexp(1.0, -8)));
+		s->refine.eps_tf32_sq = (float) ((d + 16) * ldexp(1.0, -23));
 		s->refine.doubtful = s->doubtful;
 		s->refine.doubtful_count = s->doubtful_count;
 		s->refine.x64 = s->x64;
 		s->refine.c64 = s->c64;
 		s->refine.d = d;
+	}
+	if (s->kernel == KERNEL_TENSOR_SCREENED)
+	{
+		ALLOC_OR_RETURN(s->cnorm_tf32, (size_t) k);
+		ALLOC_OR_RETURN(s->cradius_bits, 1);
+		GC_CUDA_TRY(cudaHostAlloc((void **) &s->count_host, sizeof(unsigned int),
+								  cudaHostAllocDefault), err);
+		s->refine.cradius_bits = s->cradius_bits;
+		s->refine.count_host = s->count_host;
+		ALLOC_OR_RETURN(s->exact, (size_t) 2 * n);
+		ALLOC_OR_RETURN(s->exact_count, 1);
+		s->refine.cnorm_tf32 = s->cnorm_tf32;
+		s->refine.exact = s->exact;
+		s->refine.exact_count = s->exact_count;
 	}
 	GC_CUDA_TRY(cudaStreamSynchronize(s->stream), err);
 	return GC_OK;
@@ -266,7 +311,7 @@ choose_kernel(const GcKmeansParams *params, int d, int k)
 		return KERNEL_TENSOR_BF16;
 	if (d <= GC_REGISTER_MAX_DIM)
 		return KERNEL_REGISTER;
-	return k >= TENSOR_MIN_K ? KERNEL_TENSOR_3XTF32 : KERNEL_TILED;
+	return k >= TENSOR_MIN_K ? KERNEL_TENSOR_SCREENED : KERNEL_TILED;
 }
 
 static GcStatus
@@ -324,6 +369,10 @@ cuda_close(void *session)
 	cudaFree(s->xnorm);
 	cudaFree(s->doubtful);
 	cudaFree(s->doubtful_count);
+	cudaFree(s->cnorm_tf32);
+	cudaFree(s->cradius_bits);
+	cudaFree(s->exact);
+	cudaFree(s->exact_count);
 	cudaFree(s->cpad);
 	cudaFree(s->icd);
 	cudaFree(s->icd_ranked);
@@ -340,6 +389,8 @@ cuda_close(void *session)
 	cudaFree(s->labels_alt);
 	if (s->status_host)
 		cudaFreeHost(s->status_host);
+	if (s->count_host)
+		cudaFreeHost(s->count_host);
 	for (int e = 0; e < 3; e++)
 		if (s->phase[e])
 			cudaEventDestroy(s->phase[e]);
@@ -404,7 +455,11 @@ refresh_padded_centroids(CudaSession *s, GcError *err)
 {
 	if (s->cpad == NULL)
 		return GC_OK;
-	return launch_pad_rows(s->c32, s->k, s->d, s->ld, s->cpad, s->stream, err);
+	if (launch_pad_rows(s->c32, s->k, s->d, s->ld, s->cpad, s->stream, err) != GC_OK)
+		return err->status;
+	if (s->cnorm_tf32 == NULL)
+		return GC_OK;
+	return launch_tf32_norms(s->cpad, s->k, s->ld, s->cnorm_tf32, s->cradius_bits, s->stream, err);
 }
 
 /*
@@ -418,17 +473,23 @@ label_points(CudaSession *s, unsigned long long *changed, GcError *err)
 		case KERNEL_FLOAT64:
 			return launch_assign_points_f64(s->x64, s->c64, s->n, s->d, s->k,
 											s->labels, changed, s->stream, err);
+		case KERNEL_TENSOR_SCREENED:
 		case KERNEL_TENSOR_3XTF32:
 		case KERNEL_TENSOR_TF32:
 		case KERNEL_TENSOR_BF16:
-			s->refine.x64 = s->x64; /* re-ordering swaps the buffers */
-			return launch_assign_points_tensor(s->xpad, s->cpad, s->cnorm,
-											   s->kernel == KERNEL_TENSOR_3XTF32 ? &s->refine : NULL,
-											   s->n, s->ld, s->k,
-											   s->kernel == KERNEL_TENSOR_3XTF32 ? GC_TENSOR_TF32X3 :
-											   s->kernel == KERNEL_TENSOR_BF16 ? GC_TENSOR_BF16 :
-											   GC_TENSOR_TF32,
-											   s->labels, changed, s->stream, err);
+			{
+				bool		exact = s->kernel == KERNEL_TENSOR_SCREENED ||
+					s->kernel == KERNEL_TENSOR_3XTF32;
+
+				s->refine.x64 = s->x64; /* re-ordering swaps the buffers */
+				return launch_assign_points_tensor(s->xpad, s->cpad, s->cnorm,
+												   exact ? &s->refine : NULL,
+												   s->n, s->ld, s->k,
+												   s->kernel == KERNEL_TENSOR_3XTF32 ? GC_TENSOR_TF32X3 :
+												   s->kernel == KERNEL_TENSOR_BF16 ? GC_TENSOR_BF16 :
+												   GC_TENSOR_TF32,
+												   s->labels, changed, s->stream, err);
+			}
 		default:
 			return launch_assign_points(s->x32, s->c32, s->n, s->d, s->k,
 										s->labels, changed, s->stream, err);
@@ -500,6 +561,13 @@ iterate(CudaSession *s, int64_t pruned_rows, IterationStatus *status,
 	if (labelled == GC_OK && !pruned && s->kernel == KERNEL_TENSOR_3XTF32)
 		GC_CUDA_TRY(cudaMemcpyAsync(&s->status->doubtful, s->doubtful_count, sizeof(unsigned int),
 									cudaMemcpyDeviceToDevice, s->stream), err);
+	if (labelled == GC_OK && !pruned && s->kernel == KERNEL_TENSOR_SCREENED)
+	{
+		GC_CUDA_TRY(cudaMemcpyAsync(&s->status->screened, s->doubtful_count, sizeof(unsigned int),
+									cudaMemcpyDeviceToDevice, s->stream), err);
+		GC_CUDA_TRY(cudaMemcpyAsync(&s->status->doubtful, s->exact_count, sizeof(unsigned int),
+									cudaMemcpyDeviceToDevice, s->stream), err);
+	}
 	if (labelled == GC_OK)
 		GC_CUDA_TRY(cudaEventRecord(s->phase[1], s->stream), err);
 	if (labelled != GC_OK ||
@@ -646,6 +714,7 @@ run_lloyd(CudaSession *s, const GcKmeansParams *params, double *centroids,
 	GcStatus	status;
 	bool		use_pruned = pruning_may_pay(s, params);
 	bool		settled = false;
+	int			screen_again = 0;	/* iteration to go back to the TF32 screen */
 	double		last_mean_work = 0.0;
 	double		lloyd_label_ms = 0.0;
 	int64_t		probe_rows = s->n;
@@ -660,6 +729,9 @@ run_lloyd(CudaSession *s, const GcKmeansParams *params, double *centroids,
 	}
 
 	memset(outcome, 0, sizeof(*outcome));
+	/* every restart starts from the screen; 3xTF32 alone is its stand-in */
+	if (s->kernel == KERNEL_TENSOR_3XTF32 && s->cnorm_tf32 != NULL)
+		s->kernel = KERNEL_TENSOR_SCREENED;
 	outcome->kernel = kernel_names[s->kernel];
 	if (use_pruned && (status = prepare_pruning(s, err)) != GC_OK)
 		return status;
@@ -676,6 +748,7 @@ run_lloyd(CudaSession *s, const GcKmeansParams *params, double *centroids,
 		double		label_ms_before = outcome->labeling_ms;
 		double		label_ms;
 
+		outcome->kernel = kernel_names[s->kernel];
 		if ((status = iterate(s, pruned_rows, &st, outcome, err)) != GC_OK)
 			return status;
 		label_ms = outcome->labeling_ms - label_ms_before;
@@ -683,12 +756,19 @@ run_lloyd(CudaSession *s, const GcKmeansParams *params, double *centroids,
 			lloyd_label_ms = label_ms;
 		memcpy(&max_shift2, &st.max_shift2, sizeof(double));
 		outcome->iterations = it;
-		if (s->kernel == KERNEL_TENSOR_3XTF32 &&
-			(double) st.doubtful > DOUBTFUL_MAX_FRACTION * (double) s->n)
+		outcome->rechecked += (double) (s->kernel == KERNEL_TENSOR_SCREENED ? st.screened : st.doubtful);
+		outcome->exact_checked += (double) st.doubtful;
+		if (s->kernel == KERNEL_TENSOR_SCREENED &&
+			(double) st.screened > SCREEN_MAX_FRACTION * (double) s->n)
 		{
-			s->kernel = KERNEL_TILED;
-			outcome->kernel = kernel_names[s->kernel];
+			s->kernel = KERNEL_TENSOR_3XTF32;
+			screen_again = it + SCREEN_RETRY;
 		}
+		else if ((s->kernel == KERNEL_TENSOR_SCREENED || s->kernel == KERNEL_TENSOR_3XTF32) &&
+				 (double) st.doubtful > DOUBTFUL_MAX_FRACTION * (double) s->n)
+			s->kernel = KERNEL_TILED;
+		else if (s->kernel == KERNEL_TENSOR_3XTF32 && screen_again > 0 && it >= screen_again)
+			s->kernel = KERNEL_TENSOR_SCREENED;
 		outcome->distances += prune_now ?
 			(double) st.work + (double) (s->n - pruned_rows) * s->k : (double) s->n * s->k;
 		outcome->distances_lloyd += (double) s->n * s->k;

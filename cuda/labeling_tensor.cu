@@ -23,8 +23,21 @@
  *	  smallest values per point; where their gap is within the error bound
  *	  of the product, eps (||x|| + R)^2 with R the largest ||x||, the point
  *	  is listed, and refine_labels recomputes its nearest centroid exactly
- *	  (double, no FMA, as the CPU reference does).  TF32 mode skips that
- *	  refinement: it trades exactness for speed by request.
+ *	  (double, no FMA, as the CPU reference does).
+ *
+ *	  Exact labels at TF32 speed (the float32 default for large k * d): a
+ *	  TF32 pass screens every point; the doubtful ones, a few percent on
+ *	  clustered data, are labelled again by the 3xTF32 kernel, which reads
+ *	  their rows through the screen's list, and its own doubtful points go
+ *	  to refine_labels.  The screen's bound is in distances rather than
+ *	  squared distances: rounding x and c to TF32 moves |x - c| by at most
+ *	  r(c) = 2^-11 (|x| + |c|), so with the norms of the rounded centroids
+ *	  the screen's distances are exact distances between moved points, and
+ *	  the best centroid a is certain when the second is more than
+ *	  r(a) + r(C) further, C the largest centroid; float32 accumulation
+ *	  adds a term in (|x| + |C|)^2.  The precision
+ *	  options tf32 and bf16 skip all refinement: they trade exactness for
+ *	  speed by request.
  *
  *	  Operands are the centred float32 data and centroids, copied into
  *	  buffers whose rows are padded to a multiple of 32 columns and whose
@@ -109,17 +122,20 @@ cp_async_wait(void)
 	asm volatile("cp.async.wait_group %0;" :: "n"(N));
 }
 
-/* Start loading the (point tile, centroid tile, k step) operands into stage */
+/*
+ * Start loading the (point tile, centroid tile, k step) operands into
+ * stage; the tile's points are the rows tile_rows lists
+ */
 __device__ __forceinline__ void
 load_stage(float *xs, float *cs, const float *xp, const float *cp, int ld,
-		   int64_t row0, int col0, int k0)
+		   const int32_t *tile_rows, int col0, int k0)
 {
 	for (int v = threadIdx.x; v < TM * TK / 4; v += TTHREADS)
 	{
 		int			r = v / (TK / 4),
 					c4 = v % (TK / 4);
 
-		cp_async16(xs + r * TSTRIDE + c4 * 4, xp + (row0 + r) * ld + k0 + c4 * 4);
+		cp_async16(xs + r * TSTRIDE + c4 * 4, xp + (int64_t) tile_rows[r] * ld + k0 + c4 * 4);
 		cp_async16(cs + r * TSTRIDE + c4 * 4, cp + (int64_t) (col0 + r) * ld + k0 + c4 * 4);
 	}
 }
@@ -147,12 +163,16 @@ enum TensorMode
 
 template <int MODE>
 __global__ void
-__launch_bounds__(TTHREADS)
+__launch_bounds__(TTHREADS, MODE == MODE_TF32X3 ? 1 : 2)
 assign_points_tensor_kernel(const float *__restrict__ xp,
 							const float *__restrict__ cp,
 							const float *__restrict__ cnorm,
 							const float *__restrict__ xnorm, float radius,
-							float eps, int64_t n, int ld, int k, int kpad,
+							const unsigned int *radius_bits,
+							float eps_sq, float eps_lin, int64_t n,
+							const unsigned int *n_device,
+							const int32_t *__restrict__ row_map,
+							int ld, int k, int kpad,
 							int32_t *__restrict__ labels,
 							unsigned long long *changed,
 							int32_t *__restrict__ doubtful,
@@ -162,6 +182,7 @@ assign_points_tensor_kernel(const float *__restrict__ xp,
 	__shared__ float red_best[TM][4];
 	__shared__ float red_second[TM][4];
 	__shared__ int red_idx[TM][4];
+	__shared__ int32_t tile_rows[TM];
 	int			lane = threadIdx.x & 31,
 				warp = threadIdx.x >> 5;
 	int			warp_m = warp >> 2,
@@ -170,12 +191,22 @@ assign_points_tensor_kernel(const float *__restrict__ xp,
 				t = lane & 3;
 	int64_t		row0 = (int64_t) blockIdx.x * TM;
 	int			ksteps = ld / TK;
+	int64_t		rows = n_device != NULL && (int64_t) *n_device < n ? (int64_t) *n_device : n;
 	int			total = (kpad / TN) * ksteps;
 	float		acc[4][4][4];
 	float		best[4][2];
 	float		second[4][2];
 	int			best_c[4][2];
 
+	if (row0 >= rows)
+		return;					/* a pass over a list stops at its length */
+	for (int r = threadIdx.x; r < TM; r += TTHREADS)
+	{
+		int64_t		slot = row0 + r < rows ? row0 + r : rows - 1;
+
+		tile_rows[r] = row_map != NULL ? row_map[2 * slot] : (int32_t) (row0 + r);
+	}
+	__syncthreads();
 #pragma unroll
 	for (int mt = 0; mt < 4; mt++)
 		for (int h = 0; h < 2; h++)
@@ -191,7 +222,7 @@ assign_points_tensor_kernel(const float *__restrict__ xp,
 			for (int e = 0; e < 4; e++)
 				acc[mt][nt][e] = 0.0f;
 
-	load_stage(smem, smem + TM * TSTRIDE, xp, cp, ld, row0, 0, 0);
+	load_stage(smem, smem + TM * TSTRIDE, xp, cp, ld, tile_rows, 0, 0);
 	cp_async_commit();
 
 	for (int it = 0; it < total; it++)
@@ -206,7 +237,7 @@ assign_points_tensor_kernel(const float *__restrict__ xp,
 		{
 			float	   *nxs = smem + (stage ^ 1) * (TM + TN) * TSTRIDE;
 
-			load_stage(nxs, nxs + TM * TSTRIDE, xp, cp, ld, row0,
+			load_stage(nxs, nxs + TM * TSTRIDE, xp, cp, ld, tile_rows,
 					   ((it + 1) / ksteps) * TN, ((it + 1) % ksteps) * TK);
 		}
 		cp_async_commit();
@@ -364,16 +395,34 @@ assign_points_tensor_kernel(const float *__restrict__ xp,
 		float		b = red_best[r][0],
 					sec = red_second[r][0];
 		int			c = red_idx[r][0];
-		int64_t		row = row0 + r;
+		int64_t		slot_row = row0 + r;
 
 		for (int w = 1; w < 4; w++)
 			merge_top2(b, sec, c, red_best[r][w], red_second[r][w], red_idx[r][w]);
-		if (row < n)
+		if (slot_row < rows)
 		{
-			int			previous = labels[row];
-			float		reach = xnorm != NULL ? xnorm[row] + radius : 0.0f;
+			/* a pass over a list labels the points row_map lists */
+			int64_t		row = row_map != NULL ? row_map[2 * slot_row] : slot_row;
+			int			previous = row_map != NULL ? row_map[2 * slot_row + 1] : labels[row];
+			float		reach = xnorm == NULL ? 0.0f :
+				xnorm[row] + (radius_bits != NULL ? __uint_as_float(*radius_bits) : radius);
+			float		bound = eps_sq * reach * reach;
 
-			if (xnorm != NULL && sec - b <= eps * reach * reach)
+			if (xnorm != NULL && eps_lin > 0.0f)
+			{
+				/*
+				 * |x - c| of the best and second from ||c||^2 - 2 x.c, rounded
+				 * up; the best centroid's distance moves with its own norm,
+				 * any other's with at most C's
+				 */
+				float		xx = xnorm[row] * (1.0f + 0x1p-10f),
+							slack = bound + xx * xx,
+							moved = reach + xx + sqrtf(cnorm[c]) * (1.0f + 0x1p-10f);
+
+				bound += 0.5f * eps_lin * moved *
+					(sqrtf(fmaxf(b + slack, 0.0f)) + sqrtf(fmaxf(sec + slack, 0.0f)));
+			}
+			if (xnorm != NULL && sec - b <= bound)
 			{
 				unsigned	slot = atomicAdd(doubtful_count, 1u);
 
@@ -479,17 +528,25 @@ launch_row_norms(const float *x32, int64_t n, int d, float *xnorm,
 	return GC_OK;
 }
 
+/*
+ * One tensor pass: over the n rows of xp, or over the first *n_device
+ * points of a list whose entry i is point row_map[2 i]; points within the
+ * error bound (eps_sq, eps_lin) of a tie go to list when it is not NULL
+ */
 template <int MODE>
 static GcStatus
 launch_mode(const float *xp, const float *cp, const float *cnorm,
-			const TensorRefinement *refine, int64_t n, int ld, int k,
-			int32_t *labels, unsigned long long *changed, cudaStream_t stream,
-			GcError *err)
+			const TensorRefinement *refine, float eps_sq, float eps_lin, int64_t n,
+			const unsigned int *n_device, const int32_t *row_map, int ld, int k,
+			int32_t *labels, unsigned long long *changed, int32_t *list,
+			unsigned int *list_count, cudaStream_t stream, GcError *err)
 {
 	static bool configured = false;
 	int			kpad = (k + TN - 1) / TN * TN;
 	unsigned	blocks = (unsigned) ((n + TM - 1) / TM);
 
+	if (n == 0)
+		return GC_OK;
 	if (!configured)
 	{
 		GC_CUDA_TRY(cudaFuncSetAttribute(assign_points_tensor_kernel<MODE>,
@@ -498,10 +555,22 @@ launch_mode(const float *xp, const float *cp, const float *cnorm,
 		configured = true;
 	}
 	assign_points_tensor_kernel<MODE><<<blocks, TTHREADS, TSMEM_BYTES, stream>>>(
-		xp, cp, cnorm, refine ? refine->xnorm : NULL, refine ? refine->radius : 0.0f,
-		refine ? refine->eps : 0.0f, n, ld, k, kpad, labels, changed,
-		refine ? refine->doubtful : NULL, refine ? refine->doubtful_count : NULL);
+		xp, cp, cnorm, list ? refine->xnorm : NULL, list ? refine->radius : 0.0f,
+		list ? refine->cradius_bits : NULL,
+		eps_sq, eps_lin, n, n_device, row_map, ld, k, kpad, labels, changed, list, list_count);
 	GC_CUDA_LAUNCHED("assign_points_tensor", err);
+	return GC_OK;
+}
+
+/* The exact nearest centroid of every point listed */
+static GcStatus
+launch_refine(const TensorRefinement *refine, int k, const int32_t *list,
+			  const unsigned int *list_count, int32_t *labels,
+			  unsigned long long *changed, cudaStream_t stream, GcError *err)
+{
+	refine_labels_kernel<<<REFINE_BLOCKS, REFINE_THREADS, 0, stream>>>(
+		refine->x64, refine->c64, refine->d, k, list, list_count, labels, changed);
+	GC_CUDA_LAUNCHED("refine_labels", err);
 	return GC_OK;
 }
 
@@ -512,24 +581,89 @@ launch_assign_points_tensor(const float *xp, const float *cp, const float *cnorm
 							unsigned long long *changed, cudaStream_t stream,
 							GcError *err)
 {
-	GcStatus	status;
+	if (refine == NULL)
+		return mode == GC_TENSOR_BF16 ?
+			launch_mode<MODE_BF16>(xp, cp, cnorm, NULL, 0.0f, 0.0f, n, NULL, NULL, ld, k, labels,
+								   changed, NULL, NULL, stream, err) :
+			mode == GC_TENSOR_TF32X3 ?
+			launch_mode<MODE_TF32X3>(xp, cp, cnorm, NULL, 0.0f, 0.0f, n, NULL, NULL, ld, k, labels,
+									 changed, NULL, NULL, stream, err) :
+			launch_mode<MODE_TF32>(xp, cp, cnorm, NULL, 0.0f, 0.0f, n, NULL, NULL, ld, k, labels,
+								   changed, NULL, NULL, stream, err);
 
-	if (refine != NULL)
-		GC_CUDA_TRY(cudaMemsetAsync(refine->doubtful_count, 0, sizeof(unsigned int), stream), err);
-	status = mode == GC_TENSOR_TF32X3 ?
-		launch_mode<MODE_TF32X3>(xp, cp, cnorm, refine, n, ld, k, labels, changed, stream, err) :
-		mode == GC_TENSOR_BF16 ?
-		launch_mode<MODE_BF16>(xp, cp, cnorm, refine, n, ld, k, labels, changed, stream, err) :
-		launch_mode<MODE_TF32>(xp, cp, cnorm, refine, n, ld, k, labels, changed, stream, err);
-	if (status != GC_OK)
-		return status;
-	if (refine != NULL)
+	GC_CUDA_TRY(cudaMemsetAsync(refine->doubtful_count, 0, sizeof(unsigned int), stream), err);
+	if (mode == GC_TENSOR_TF32X3)
 	{
-		refine_labels_kernel<<<REFINE_BLOCKS, REFINE_THREADS, 0, stream>>>(
-			refine->x64, refine->c64, refine->d, k, refine->doubtful,
-			refine->doubtful_count, labels, changed);
-		GC_CUDA_LAUNCHED("refine_labels", err);
+		/* 3xTF32 over every point, the doubtful ones checked exactly */
+		if (launch_mode<MODE_TF32X3>(xp, cp, cnorm, refine, refine->eps_3xtf32, 0.0f, n, NULL,
+									 NULL, ld, k, labels, changed, refine->doubtful,
+									 refine->doubtful_count, stream, err) != GC_OK)
+			return err->status;
+		return launch_refine(refine, k, refine->doubtful, refine->doubtful_count, labels,
+							 changed, stream, err);
 	}
+
+	/*
+	 * The TF32 screen (with the norms of the TF32 centroids), then 3xTF32
+	 * over the points it doubts, then the exact check
+	 */
+	GC_CUDA_TRY(cudaMemsetAsync(refine->exact_count, 0, sizeof(unsigned int), stream), err);
+	if (launch_mode<MODE_TF32>(xp, cp, refine->cnorm_tf32, refine, refine->eps_tf32_sq,
+							   refine->eps_tf32_lin, n, NULL, NULL, ld, k, labels, changed,
+							   refine->doubtful, refine->doubtful_count, stream, err) != GC_OK)
+		return err->status;
+	/* the list's length sizes the second pass's grid */
+	GC_CUDA_TRY(cudaMemcpyAsync(refine->count_host, refine->doubtful_count, sizeof(unsigned int),
+								cudaMemcpyDeviceToHost, stream), err);
+	GC_CUDA_TRY(cudaStreamSynchronize(stream), err);
+	if (launch_mode<MODE_TF32X3>(xp, cp, cnorm, refine, refine->eps_3xtf32, 0.0f,
+								 (int64_t) *refine->count_host, NULL, refine->doubtful, ld, k,
+								 labels, changed, refine->exact, refine->exact_count, stream,
+								 err) != GC_OK)
+		return err->status;
+	return launch_refine(refine, k, refine->exact, refine->exact_count, labels, changed,
+						 stream, err);
+}
+
+/*
+ * ||c||^2 of every centroid rounded to TF32, one warp per centroid, and
+ * the largest |c| into *largest_bits (zeroed first)
+ */
+__global__ void
+tf32_norms_kernel(const float *__restrict__ cp, int k, int ld, float *__restrict__ norms,
+				  unsigned int *largest_bits)
+{
+	int			lane = threadIdx.x & 31;
+
+	for (int c = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); c < k;
+		 c += gridDim.x * (blockDim.x >> 5))
+	{
+		double		s = 0.0;
+
+		for (int j = lane; j < ld; j += 32)
+		{
+			double		v = __uint_as_float(to_tf32(cp[(int64_t) c * ld + j]));
+
+			s += v * v;
+		}
+		for (int off = 16; off > 0; off >>= 1)
+			s += __shfl_down_sync(0xffffffffu, s, off);
+		if (lane == 0)
+		{
+			norms[c] = (float) s;
+			/* the largest |c|, rounded up; float bits of values >= 0 order as integers */
+			atomicMax(largest_bits, __float_as_uint((float) (sqrt(s) * (1.0 + 0x1p-10))));
+		}
+	}
+}
+
+GcStatus
+launch_tf32_norms(const float *cp, int k, int ld, float *norms, unsigned int *largest_bits,
+				  cudaStream_t stream, GcError *err)
+{
+	GC_CUDA_TRY(cudaMemsetAsync(largest_bits, 0, sizeof(unsigned int), stream), err);
+	tf32_norms_kernel<<<(k + 7) / 8, 256, 0, stream>>>(cp, k, ld, norms, largest_bits);
+	GC_CUDA_LAUNCHED("tf32_norms", err);
 	return GC_OK;
 }
 

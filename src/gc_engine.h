@@ -152,7 +152,7 @@ typedef enum GcAlgorithm
 
 typedef enum GcPrecision
 {
-	GC_PRECISION_FLOAT32 = 0,	/* GPU labeling in float32 (3xTF32 on tensor cores) */
+	GC_PRECISION_FLOAT32 = 0,	/* GPU labeling at float32 accuracy (exact labels) */
 	GC_PRECISION_FLOAT64,		/* GPU labeling in double */
 	GC_PRECISION_TF32,			/* tensor cores, TF32 inputs: ~1e-3 error */
 	GC_PRECISION_BF16			/* tensor cores, bfloat16 inputs: fastest, ~4e-3 error */
@@ -192,6 +192,8 @@ typedef struct GcKmeansResult
 	bool		converged;
 	bool		pruned;			/* the best run used pruned labeling */
 	double		skipped_fraction;	/* distance computations pruning skipped */
+	double		rechecked_fraction; /* labels a tensor pass left to a more exact one */
+	double		exact_fraction; /* labels left to the exact (double) check */
 	const char *kernel;
 	GcKmeansTimings timings;
 } GcKmeansResult;
@@ -208,6 +210,8 @@ typedef struct GcLloydOutcome
 	bool		pruned;			/* pruned labeling ran in some iteration */
 	double		distances;		/* point-centroid distances computed */
 	double		distances_lloyd;	/* what Lloyd's would have computed */
+	double		rechecked;		/* points a tensor pass sent to a more exact one */
+	double		exact_checked;	/* of which, points left to the exact check */
 	const char *kernel;			/* labeling kernel used last */
 	double		labeling_ms;	/* device time in labeling, where measured */
 	double		update_ms;		/* device time in centroid updates */

@@ -320,6 +320,10 @@ gc_kmeans_fit(const GcKmeansBackend *backend, const GcRows *rows,
 			result->kernel = outcome.kernel;
 			result->skipped_fraction = outcome.distances_lloyd > 0 ?
 				1.0 - outcome.distances / outcome.distances_lloyd : 0.0;
+			result->rechecked_fraction = outcome.iterations > 0 ?
+				outcome.rechecked / ((double) rows->n * outcome.iterations) : 0.0;
+			result->exact_fraction = outcome.iterations > 0 ?
+				outcome.exact_checked / ((double) rows->n * outcome.iterations) : 0.0;
 			memcpy(result->centroids, work, sizeof(double) * k * d);
 			memcpy(result->sizes, work_sizes, sizeof(int64_t) * k);
 		}

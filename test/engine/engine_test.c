@@ -314,6 +314,52 @@ run_case(int64_t n, int d, int k)
 	free(reversed);
 }
 
+#ifdef GC_WITH_CUDA
+/*
+ * Exact labels from the tensor cores: float32 Lloyd on a shape that takes
+ * the TF32 screen (d > 32, k >= 128) must equal the CPU's fit to the bit,
+ * on blobs (few doubtful points) and on uniform data (many, labelled
+ * again by 3xTF32 and some exactly)
+ */
+static void
+run_tensor_case(int64_t n, int d, int k, double sigma)
+{
+	char		config[80];
+	char		why[256];
+	double	   *centres = malloc(sizeof(double) * k * d);
+	double	   *x;
+	GcRows		rows,
+				pinned;
+	Fit			cpu,
+				gpu;
+
+	if (!gc_cuda_use_device(0, why, sizeof(why)))
+	{
+		free(centres);
+		return;
+	}
+	snprintf(config, sizeof(config), "tensor n=%lld d=%d k=%d sigma=%g", (long long) n, d, k, sigma);
+	rng_state = (uint64_t) n * 17 + d * 5 + k;
+	x = make_data(n, d, k, sigma, centres, NULL);
+	load_rows(&rows, x, n, d, NULL, plain_alloc, free);
+	load_rows(&pinned, x, n, d, NULL, gc_cuda_host_alloc, gc_cuda_host_free);
+	cpu = fit_with(&gc_kmeans_cpu_backend, &rows, k, 3, GC_ALGORITHM_LLOYD, GC_PRECISION_FLOAT32,
+				   30, 0.0);
+	gpu = fit_with(&gc_kmeans_cuda_backend, &pinned, k, 3, GC_ALGORITHM_AUTO, GC_PRECISION_FLOAT32,
+				   30, 0.0);
+	check(gpu.status == GC_OK && gpu.result.kernel != NULL &&
+		  strncmp(gpu.result.kernel, "tensor_", 7) == 0, "gpu used a tensor kernel", config);
+	printf("%s: kernel %s\n", config, gpu.result.kernel ? gpu.result.kernel : "?");
+	check_same_fit(&cpu, &gpu, n, k, d, "gpu tensor float32", config);
+	free_fit(&cpu);
+	free_fit(&gpu);
+	gc_rows_release(&rows);
+	gc_rows_release(&pinned);
+	free(x);
+	free(centres);
+}
+#endif
+
 static double *
 load_file(const char *path, int64_t n, int d)
 {
@@ -403,7 +449,8 @@ bench(int64_t n, int d, int k, const char *data, const char *algorithm,
 		   "\"ran\": \"%s\", \"kernel\": \"%s\", \"precision\": \"%s\", \"iterations\": %d, "
 		   "\"ms_per_iteration\": %.4f, \"tflops\": %.2f, \"skipped\": %.4f, "
 		   "\"labeling_ms_per_iteration\": %.4f, \"update_ms_per_iteration\": %.4f, "
-		   "\"transfer_ms\": %.2f, \"seeding_ms\": %.2f, \"inertia\": %.10g}\n",
+		   "\"transfer_ms\": %.2f, \"seeding_ms\": %.2f, \"inertia\": %.10g, "
+		   "\"rechecked\": %.4f, \"exact_checked\": %.6f}\n",
 		   (long long) n, d, k, strncmp(data, "file:", 5) == 0 ? "file" : data, algorithm,
 		   gpu.result.pruned ? "pruned" : "lloyd", gpu.result.kernel, precision,
 		   gpu.result.iterations, per_iteration,
@@ -411,7 +458,7 @@ bench(int64_t n, int d, int k, const char *data, const char *algorithm,
 		   gpu.result.timings.labeling_ms / gpu.result.iterations,
 		   gpu.result.timings.update_ms / gpu.result.iterations,
 		   gpu.result.timings.transfer_ms, gpu.result.timings.seeding_ms,
-		   gpu.result.inertia);
+		   gpu.result.inertia, gpu.result.rechecked_fraction, gpu.result.exact_fraction);
 	fflush(stdout);
 	free_fit(&gpu);
 	gc_rows_release(&rows);
@@ -807,6 +854,11 @@ main(int argc, char **argv)
 	for (size_t b = 0; b < sizeof(ks) / sizeof(ks[0]); b++)
 		run_case(ks[b] * 20 + 100, 4, ks[b]);
 	run_case(100000, 8, 100);
+#ifdef GC_WITH_CUDA
+	run_tensor_case(20000, 64, 200, 0.5);
+	run_tensor_case(30000, 48, 256, 4.0);
+	run_tensor_case(20000, 40, 128, -1.0);	/* uniform in [0, 1)^d */
+#endif
 	run_weighted_case(3000, 3, 5);
 	run_weighted_case(2000, 17, 20);
 	run_stream_format_cases();
