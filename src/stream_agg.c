@@ -200,10 +200,13 @@ fill_model(KmeansModel *model, const GcStream *s, const GcDevice *device,
 
 /*
  * Restarts of the model's fit unless the options say: summaries are small,
- * and on SIPU birch1 (k = 100) 30 restarts brought the SSQ from 1.10 to 1.03
- * times kmeans_gpu's where 10 did not
+ * and k-means++ on them lands in poor local optima often enough that
+ * restarts decide the SSQ.  On SIPU birch1 (k = 100, bench/stream_bench.py)
+ * 30 restarts gave 1.056, 1.058 and 1.039 times kmeans_gpu's SSQ for one
+ * summary, 16 merged and a parallel plan, 100 gave 1.031, 1.029 and 1.005,
+ * at 0.7 s for a 2,000-point summary on one CPU core.
  */
-#define STREAM_MODEL_N_INIT 30
+#define STREAM_MODEL_N_INIT 100
 
 /*
  * kmeans_stream_model(state, options) -> kmeans_model: weighted k-means
