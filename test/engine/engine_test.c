@@ -858,6 +858,7 @@ main(int argc, char **argv)
 	run_tensor_case(20000, 64, 200, 0.5);
 	run_tensor_case(30000, 48, 256, 4.0);
 	run_tensor_case(20000, 40, 128, -1.0);	/* uniform in [0, 1)^d */
+	run_tensor_case(20000, 64, 512, 0.5);	/* sums past shared memory: global atomics */
 #endif
 	run_weighted_case(3000, 3, 5);
 	run_weighted_case(2000, 17, 20);
