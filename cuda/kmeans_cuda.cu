@@ -244,19 +244,12 @@ upload(CudaSession *s, GcError *err)
 	}
 	if (s->kernel == KERNEL_TENSOR_SCREENED || s->kernel == KERNEL_TENSOR_3XTF32)
 	{
-		unsigned int radius_bits = 0;
-
 		ALLOC_OR_RETURN(s->xnorm, (size_t) n);
 		ALLOC_OR_RETURN(s->doubtful, (size_t) 2 * n);
 		ALLOC_OR_RETURN(s->doubtful_count, 1);
-		GC_CUDA_TRY(cudaMemsetAsync(s->doubtful_count, 0, sizeof(unsigned int), s->stream), err);
-		if (launch_row_norms(s->x32, n, d, s->xnorm, s->doubtful_count, s->stream, err) != GC_OK)
+		if (launch_row_norms(s->x32, n, d, s->xnorm, s->stream, err) != GC_OK)
 			return err->status;
-		GC_CUDA_TRY(cudaMemcpyAsync(&radius_bits, s->doubtful_count, sizeof(unsigned int),
-									cudaMemcpyDeviceToHost, s->stream), err);
-		GC_CUDA_TRY(cudaStreamSynchronize(s->stream), err);
 		s->refine.xnorm = s->xnorm;
-		memcpy(&s->refine.radius, &radius_bits, sizeof(float));
 		/* 3xTF32 products err by a few float32 roundings per term */
 		s->refine.eps_3xtf32 = (float) (ldexp(1.0, -21) * sqrt((double) d) + ldexp(1.0, -20));
 

@@ -41,12 +41,12 @@ GcStatus	launch_assign_points_f64(const double *x64, const double *c64,
 #define GC_TENSOR_LD_ALIGN 32
 #define GC_TENSOR_ROW_ALIGN 128
 /*
- * What the tensor kernels need for exact labels: row norms and their
- * maximum, the error bounds of the TF32 screen (eps_tf32_sq (|x| + C)^2
- * + eps_tf32_lin (|x| + C) (|x - a| + |x - b|) for a gap between the
- * best a and second b, with cnorm_tf32 the norms of the rounded centroids
- * and C the largest of them) and of 3xTF32 (eps_3xtf32 (|x| + C)^2, or
- * (|x| + radius)^2 before C is known), lists of (row, previous
+ * What the tensor kernels need for exact labels: row norms, the error
+ * bounds of the TF32 screen (eps_tf32_sq (|x| + C)^2 + eps_tf32_lin
+ * (|x| + C) (|x - a| + |x - b|) for a gap between the best a and second
+ * b, with cnorm_tf32 the norms of the rounded centroids and C the largest
+ * of them, refreshed with the centroids) and of 3xTF32 (eps_3xtf32
+ * (|x| + C)^2), lists of (row, previous
  * label) pairs, and the double data of the exact check.  The screened
  * path runs TF32 over every point, 3xTF32 over what it doubts (doubtful),
  * and the exact check over what 3xTF32 doubts (exact); 3xTF32 alone puts
@@ -55,12 +55,11 @@ GcStatus	launch_assign_points_f64(const double *x64, const double *c64,
 typedef struct TensorRefinement
 {
 	const float *xnorm;
-	float		radius;
 	float		eps_tf32_sq;
 	float		eps_tf32_lin;
 	float		eps_3xtf32;
 	const float *cnorm_tf32;
-	const unsigned int *cradius_bits;	/* the screen's radius: largest |c| in TF32 */
+	const unsigned int *cradius_bits;	/* C: the largest |c| in TF32, float bits */
 	int32_t    *doubtful;		/* 2 * n */
 	unsigned int *doubtful_count;
 	int32_t    *exact;			/* 2 * n */
@@ -87,8 +86,7 @@ GcStatus	launch_assign_points_tensor(const float *xp, const float *cp,
 										unsigned long long *changed,
 										cudaStream_t stream, GcError *err);
 GcStatus	launch_row_norms(const float *x32, int64_t n, int d, float *xnorm,
-							 unsigned int *max_bits, cudaStream_t stream,
-							 GcError *err);
+							 cudaStream_t stream, GcError *err);
 /* norms of the centroids (rows of width ld) rounded to TF32, and the largest |c| */
 GcStatus	launch_tf32_norms(const float *cp, int k, int ld, float *norms,
 							  unsigned int *largest_bits, cudaStream_t stream,

@@ -21,7 +21,7 @@
  *	  ||c||^2 - 2 x.c cancels badly when clusters are small against their
  *	  distance from the centre of the data, so the kernel keeps the two
  *	  smallest values per point; where their gap is within the error bound
- *	  of the product, eps (||x|| + R)^2 with R the largest ||x||, the point
+ *	  of the product, eps (||x|| + C)^2 with C the largest ||c||, the point
  *	  is listed, and refine_labels recomputes its nearest centroid exactly
  *	  (double, no FMA, as the CPU reference does).
  *
@@ -167,10 +167,9 @@ __launch_bounds__(TTHREADS, MODE == MODE_TF32X3 ? 1 : 2)
 assign_points_tensor_kernel(const float *__restrict__ xp,
 							const float *__restrict__ cp,
 							const float *__restrict__ cnorm,
-							const float *__restrict__ xnorm, float radius,
+							const float *__restrict__ xnorm,
 							const unsigned int *radius_bits,
-							float eps_sq, float eps_lin, int64_t n,
-							const unsigned int *n_device,
+							float eps_sq, float eps_lin, int64_t rows,
 							const int32_t *__restrict__ row_map,
 							int ld, int k, int kpad,
 							int32_t *__restrict__ labels,
@@ -191,7 +190,6 @@ assign_points_tensor_kernel(const float *__restrict__ xp,
 				t = lane & 3;
 	int64_t		row0 = (int64_t) blockIdx.x * TM;
 	int			ksteps = ld / TK;
-	int64_t		rows = n_device != NULL && (int64_t) *n_device < n ? (int64_t) *n_device : n;
 	int			total = (kpad / TN) * ksteps;
 	float		acc[4][4][4];
 	float		best[4][2];
@@ -404,8 +402,7 @@ assign_points_tensor_kernel(const float *__restrict__ xp,
 			/* a pass over a list labels the points row_map lists */
 			int64_t		row = row_map != NULL ? row_map[2 * slot_row] : slot_row;
 			int			previous = row_map != NULL ? row_map[2 * slot_row + 1] : labels[row];
-			float		reach = xnorm == NULL ? 0.0f :
-				xnorm[row] + (radius_bits != NULL ? __uint_as_float(*radius_bits) : radius);
+			float		reach = xnorm == NULL ? 0.0f : xnorm[row] + __uint_as_float(*radius_bits);
 			float		bound = eps_sq * reach * reach;
 
 			if (xnorm != NULL && eps_lin > 0.0f)
@@ -499,13 +496,10 @@ refine_labels_kernel(const double *__restrict__ x64, const double *__restrict__ 
 	}
 }
 
-/* Norm of every centred row, and the largest (as float bits, all >= 0) */
+/* Norm of every centred row */
 __global__ void
-row_norms_kernel(const float *__restrict__ x32, int64_t n, int d,
-				 float *__restrict__ xnorm, unsigned int *max_bits)
+row_norms_kernel(const float *__restrict__ x32, int64_t n, int d, float *__restrict__ xnorm)
 {
-	float		largest = 0.0f;
-
 	for (int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; i < n;
 		 i += (int64_t) gridDim.x * blockDim.x)
 	{
@@ -514,30 +508,28 @@ row_norms_kernel(const float *__restrict__ x32, int64_t n, int d,
 		for (int j = 0; j < d; j++)
 			s = fmaf(x32[i * d + j], x32[i * d + j], s);
 		xnorm[i] = sqrtf(s);
-		largest = fmaxf(largest, xnorm[i]);
 	}
-	atomicMax(max_bits, __float_as_uint(largest));
 }
 
 GcStatus
-launch_row_norms(const float *x32, int64_t n, int d, float *xnorm,
-				 unsigned int *max_bits, cudaStream_t stream, GcError *err)
+launch_row_norms(const float *x32, int64_t n, int d, float *xnorm, cudaStream_t stream,
+				 GcError *err)
 {
-	row_norms_kernel<<<1024, 256, 0, stream>>>(x32, n, d, xnorm, max_bits);
+	row_norms_kernel<<<1024, 256, 0, stream>>>(x32, n, d, xnorm);
 	GC_CUDA_LAUNCHED("row_norms", err);
 	return GC_OK;
 }
 
 /*
- * One tensor pass: over the n rows of xp, or over the first *n_device
- * points of a list whose entry i is point row_map[2 i]; points within the
- * error bound (eps_sq, eps_lin) of a tie go to list when it is not NULL
+ * One tensor pass: over the n rows of xp, or over the n points of a list
+ * whose entry i is point row_map[2 i]; points within the error bound
+ * (eps_sq, eps_lin) of a tie go to list when it is not NULL
  */
 template <int MODE>
 static GcStatus
 launch_mode(const float *xp, const float *cp, const float *cnorm,
 			const TensorRefinement *refine, float eps_sq, float eps_lin, int64_t n,
-			const unsigned int *n_device, const int32_t *row_map, int ld, int k,
+			const int32_t *row_map, int ld, int k,
 			int32_t *labels, unsigned long long *changed, int32_t *list,
 			unsigned int *list_count, cudaStream_t stream, GcError *err)
 {
@@ -555,9 +547,8 @@ launch_mode(const float *xp, const float *cp, const float *cnorm,
 		configured = true;
 	}
 	assign_points_tensor_kernel<MODE><<<blocks, TTHREADS, TSMEM_BYTES, stream>>>(
-		xp, cp, cnorm, list ? refine->xnorm : NULL, list ? refine->radius : 0.0f,
-		list ? refine->cradius_bits : NULL,
-		eps_sq, eps_lin, n, n_device, row_map, ld, k, kpad, labels, changed, list, list_count);
+		xp, cp, cnorm, list ? refine->xnorm : NULL, list ? refine->cradius_bits : NULL,
+		eps_sq, eps_lin, n, row_map, ld, k, kpad, labels, changed, list, list_count);
 	GC_CUDA_LAUNCHED("assign_points_tensor", err);
 	return GC_OK;
 }
@@ -583,19 +574,19 @@ launch_assign_points_tensor(const float *xp, const float *cp, const float *cnorm
 {
 	if (refine == NULL)
 		return mode == GC_TENSOR_BF16 ?
-			launch_mode<MODE_BF16>(xp, cp, cnorm, NULL, 0.0f, 0.0f, n, NULL, NULL, ld, k, labels,
+			launch_mode<MODE_BF16>(xp, cp, cnorm, NULL, 0.0f, 0.0f, n, NULL, ld, k, labels,
 								   changed, NULL, NULL, stream, err) :
 			mode == GC_TENSOR_TF32X3 ?
-			launch_mode<MODE_TF32X3>(xp, cp, cnorm, NULL, 0.0f, 0.0f, n, NULL, NULL, ld, k, labels,
+			launch_mode<MODE_TF32X3>(xp, cp, cnorm, NULL, 0.0f, 0.0f, n, NULL, ld, k, labels,
 									 changed, NULL, NULL, stream, err) :
-			launch_mode<MODE_TF32>(xp, cp, cnorm, NULL, 0.0f, 0.0f, n, NULL, NULL, ld, k, labels,
+			launch_mode<MODE_TF32>(xp, cp, cnorm, NULL, 0.0f, 0.0f, n, NULL, ld, k, labels,
 								   changed, NULL, NULL, stream, err);
 
 	GC_CUDA_TRY(cudaMemsetAsync(refine->doubtful_count, 0, sizeof(unsigned int), stream), err);
 	if (mode == GC_TENSOR_TF32X3)
 	{
 		/* 3xTF32 over every point, the doubtful ones checked exactly */
-		if (launch_mode<MODE_TF32X3>(xp, cp, cnorm, refine, refine->eps_3xtf32, 0.0f, n, NULL,
+		if (launch_mode<MODE_TF32X3>(xp, cp, cnorm, refine, refine->eps_3xtf32, 0.0f, n,
 									 NULL, ld, k, labels, changed, refine->doubtful,
 									 refine->doubtful_count, stream, err) != GC_OK)
 			return err->status;
@@ -609,7 +600,7 @@ launch_assign_points_tensor(const float *xp, const float *cp, const float *cnorm
 	 */
 	GC_CUDA_TRY(cudaMemsetAsync(refine->exact_count, 0, sizeof(unsigned int), stream), err);
 	if (launch_mode<MODE_TF32>(xp, cp, refine->cnorm_tf32, refine, refine->eps_tf32_sq,
-							   refine->eps_tf32_lin, n, NULL, NULL, ld, k, labels, changed,
+							   refine->eps_tf32_lin, n, NULL, ld, k, labels, changed,
 							   refine->doubtful, refine->doubtful_count, stream, err) != GC_OK)
 		return err->status;
 	/* the list's length sizes the second pass's grid */
@@ -617,7 +608,7 @@ launch_assign_points_tensor(const float *xp, const float *cp, const float *cnorm
 								cudaMemcpyDeviceToHost, stream), err);
 	GC_CUDA_TRY(cudaStreamSynchronize(stream), err);
 	if (launch_mode<MODE_TF32X3>(xp, cp, cnorm, refine, refine->eps_3xtf32, 0.0f,
-								 (int64_t) *refine->count_host, NULL, refine->doubtful, ld, k,
+								 (int64_t) *refine->count_host, refine->doubtful, ld, k,
 								 labels, changed, refine->exact, refine->exact_count, stream,
 								 err) != GC_OK)
 		return err->status;

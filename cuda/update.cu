@@ -74,6 +74,13 @@ launch_centre_rows(const double *x64, const double *offset, int64_t n, int d,
 	return GC_OK;
 }
 
+/* A row's weight as the integer it is (1 for unweighted rows) */
+__device__ __forceinline__ unsigned long long
+row_weight(const double *weights, int64_t i)
+{
+	return weights != NULL ? (unsigned long long) (long long) weights[i] : 1ULL;
+}
+
 /*
  * The points whose label changed, as a list (one thread per point, one
  * atomic per warp); their order in the list does not matter, since the
@@ -138,7 +145,7 @@ accumulate_clusters_kernel(const double *__restrict__ x64,
 		int64_t		i = moved[m];
 		int			l = labels[i],
 					old = old_labels[i];
-		unsigned long long w = weights != NULL ? (unsigned long long) (long long) weights[i] : 1ULL;
+		unsigned long long w = row_weight(weights, i);
 		unsigned long long q = w * (unsigned long long) gc_quantize(x64[i * d + j], offset[j], scale[j]);
 
 		atomicAdd(&s_sums[(int64_t) l * d + j], q);
@@ -301,8 +308,7 @@ score_points_kernel(const double *__restrict__ x64, const double *__restrict__ w
 		int			l = labels[i];
 		double		d2 = gc_sqdist_exact(x64 + i * d, c64 + (int64_t) l * d, d);
 
-		total += gc_quantize_wide(d2, inertia_exp) *
-			(gc_u128) (weights != NULL ? (unsigned long long) (long long) weights[i] : 1ULL);
+		total += gc_quantize_wide(d2, inertia_exp) * (gc_u128) row_weight(weights, i);
 		atomicAdd(&sizes[l], 1ULL);
 		if (distances != NULL)
 			distances[i] = sqrt(d2);
