@@ -3,8 +3,11 @@
 bench/gpu-run (after bench/pack).  For each workload it writes the data once
 (float64 rows) and measures, in the same run:
 
-  - our GPU per iteration: lloyd, pruned (where it applies), auto, tf32
-    (.devpg/engine_test bench ... reading the same rows from a file);
+  - our GPU per iteration: lloyd, pruned (where it applies), auto, tf32,
+    bf16 (.devpg/engine_test bench ... reading the same rows from a file),
+    and variants that force a float32 labeling kernel through
+    GPUCLUST_BENCH_KERNEL (register, tensor, tensor-streaming), so that
+    each kernel choice is measured against the others in the same run;
   - a PyTorch baseline on the same GPU: matmul-form distances, argmin,
     index_add update, float32 (PyTorch's default: no TF32 in matmul);
   - scikit-learn Lloyd and Elkan on the machine's cores;
@@ -55,16 +58,21 @@ def kdd():
     return np.asarray(rows, dtype=np.float64)
 
 
-def ours(name, X, k, algorithm, precision, iters):
+def ours(name, X, k, algorithm, precision, iters, forced=None):
     n, d = X.shape
     path = os.path.join(DATA, name + ".f64")
     if not os.path.exists(path):
         np.ascontiguousarray(X, dtype=np.float64).tofile(path)
+    env = dict(os.environ)
+    if forced:
+        env["GPUCLUST_BENCH_KERNEL"] = forced
     out = subprocess.run([".devpg/engine_test", "bench", str(n), str(d), str(k), "file:" + path,
-                          algorithm, precision, str(iters)], capture_output=True, text=True)
+                          algorithm, precision, str(iters)], capture_output=True, text=True, env=env)
     sys.stderr.write(out.stderr)
     rec = json.loads(out.stdout.strip().splitlines()[-1])
     rec.update(workload=name, impl="gpuclust", peak_fraction=rec["tflops"] / PEAK_TFLOPS)
+    if forced:
+        rec["forced"] = forced
     emit(rec)
     return rec
 
@@ -115,8 +123,8 @@ def sklearn(name, X, k, algorithm, iters):
 
 
 def workload(name, X, k, variants, torch_iters=20, sk_iters=10, sk_algos=("lloyd", "elkan")):
-    for algorithm, precision in variants:
-        ours(name, X, k, algorithm, precision, 50)
+    for variant in variants:
+        ours(name, X, k, *variant, iters=50)
     torch_baseline(name, X, k, torch_iters)
     if os.environ.get("GPUCLUST_SKIP_SKLEARN"):   # re-runs that keep earlier sklearn rows
         sk_algos = ()
@@ -125,9 +133,12 @@ def workload(name, X, k, variants, torch_iters=20, sk_iters=10, sk_algos=("lloyd
     os.remove(os.path.join(DATA, name + ".f64"))
 
 
-LLOYD_AUTO = [("lloyd", "float32"), ("auto", "float32")]
-ALL = [("lloyd", "float32"), ("pruned", "float32"), ("auto", "float32"), ("lloyd", "tf32")]
-DENSE = [("lloyd", "float32"), ("auto", "float32"), ("lloyd", "tf32"), ("lloyd", "bf16")]
+# (algorithm, precision[, forced float32 kernel])
+KERNELS = [("lloyd", "float32", "register"), ("lloyd", "float32", "tensor")]
+LLOYD_AUTO = [("lloyd", "float32"), ("auto", "float32")] + KERNELS
+ALL = [("lloyd", "float32"), ("pruned", "float32"), ("auto", "float32"), ("lloyd", "tf32")] + KERNELS
+DENSE = [("lloyd", "float32"), ("auto", "float32"), ("lloyd", "tf32"), ("lloyd", "bf16"),
+         ("lloyd", "bf16", "tensor-streaming"), ("lloyd", "float32", "tensor-streaming")]
 
 WORKLOADS = {}
 for n in (2_000_000, 4_000_000):

@@ -61,11 +61,13 @@
 #define PRUNE_PROBE_FRACTION 16
 #define PRUNE_PROBE_MIN_ROWS 16384
 /*
- * Kernel choice for float32, measured on an H100 (bench/results/):
- * d <= 32 stays in registers (d = 32, k = 1024, 245,760 points: register
- * 0.94 ms, 3xTF32 1.03 ms per iteration); above, the tensor cores pay from
- * k = 128 (KDD Cup, d = 38: k = 23 tiled 0.19 ms of labeling, k = 100
- * 3xTF32 on heavy-tailed data 3.5 ms, mostly exact re-checks).
+ * Kernel choice for float32, measured on an H100 (bench/results/): the
+ * tensor cores pay from k = 128 (KDD Cup, d = 38: k = 23 tiled 0.19 ms of
+ * labeling, k = 100 3xTF32 on heavy-tailed data 3.5 ms, mostly exact
+ * re-checks) and from d = TENSOR_MIN_D: with the point tile resident in
+ * shared memory a distance costs the epilogue about six instructions
+ * whatever d, against 2 d + 3 in the register kernel.  Below, the
+ * register kernel (d <= 32) or the tiled one.
  *
  * The tensor path screens with TF32 (2.3 times 3xTF32's speed) and labels
  * what the screen doubts again with 3xTF32 (the screen costs 1 + 2.3 f
@@ -77,6 +79,7 @@
  * the data defeat the product form and labeling moves to the tiled kernel.
  */
 #define TENSOR_MIN_K 128
+#define TENSOR_MIN_D 4
 #define DOUBTFUL_MAX_FRACTION 0.02
 #define SCREEN_MAX_FRACTION 0.5
 #define SCREEN_RETRY 2
@@ -136,9 +139,12 @@ typedef struct CudaSession
 	IterationStatus *status_host;	/* page-locked */
 
 	LabelKernel kernel;
-	int			ld;				/* tensor kernels: padded row width */
-	float	   *xpad;			/* tensor kernels: padded x32 */
-	float	   *cpad;			/* tensor kernels: padded c32 */
+	int			ld;				/* tensor kernels: row width of the operands */
+	float	   *xpad;			/* TF32 kernels: x32 in rows of width ld; NULL when ld = d */
+	float	   *cpad;			/* TF32 kernels: c32 in rows of width ld */
+	__nv_bfloat16 *xb;			/* bf16 kernel: the data in bf16, rows of width ld */
+	__nv_bfloat16 *cb;			/* bf16 kernel: the centroids in bf16 */
+	float	   *cnorm_bf16;		/* bf16 kernel: norms of the bf16 centroids */
 	float	   *xnorm;			/* exact tensor labels: row norms, for the error bound */
 	int32_t    *doubtful;		/* points the first tensor pass doubts */
 	unsigned int *doubtful_count;
@@ -228,19 +234,35 @@ upload(CudaSession *s, GcError *err)
 								cudaMemcpyHostToDevice, s->stream), err);
 	if (launch_centre_rows(s->x64, s->offset, n, d, s->x32, s->stream, err) != GC_OK)
 		return err->status;
-	if (s->kernel == KERNEL_TENSOR_SCREENED || s->kernel == KERNEL_TENSOR_3XTF32 ||
-		s->kernel == KERNEL_TENSOR_TF32 || s->kernel == KERNEL_TENSOR_BF16)
+	if (s->kernel == KERNEL_TENSOR_BF16)
 	{
-		int64_t		npad = (n + GC_TENSOR_ROW_ALIGN - 1) / GC_TENSOR_ROW_ALIGN * GC_TENSOR_ROW_ALIGN;
 		int			kpad = (k + GC_TENSOR_ROW_ALIGN - 1) / GC_TENSOR_ROW_ALIGN * GC_TENSOR_ROW_ALIGN;
 
-		s->ld = (d + GC_TENSOR_LD_ALIGN - 1) / GC_TENSOR_LD_ALIGN * GC_TENSOR_LD_ALIGN;
-		ALLOC_OR_RETURN(s->xpad, (size_t) npad * s->ld);
-		ALLOC_OR_RETURN(s->cpad, (size_t) kpad * s->ld);
-		GC_CUDA_TRY(cudaMemsetAsync(s->xpad, 0, sizeof(float) * npad * s->ld, s->stream), err);
-		GC_CUDA_TRY(cudaMemsetAsync(s->cpad, 0, sizeof(float) * kpad * s->ld, s->stream), err);
-		if (launch_pad_rows(s->x32, n, d, s->ld, s->xpad, s->stream, err) != GC_OK)
+		/* converted once here; the centroids after every update */
+		s->ld = gc_tensor_row_width(d, true);
+		ALLOC_OR_RETURN(s->xb, (size_t) n * s->ld);
+		ALLOC_OR_RETURN(s->cb, (size_t) kpad * s->ld);
+		ALLOC_OR_RETURN(s->cnorm_bf16, (size_t) k);
+		GC_CUDA_TRY(cudaMemsetAsync(s->xb, 0, sizeof(__nv_bfloat16) * n * s->ld, s->stream), err);
+		GC_CUDA_TRY(cudaMemsetAsync(s->cb, 0, sizeof(__nv_bfloat16) * kpad * s->ld, s->stream), err);
+		if (launch_pad_rows(s->x32, n, d, s->ld, s->xb, s->stream, err) != GC_OK)
 			return err->status;
+	}
+	else if (s->kernel == KERNEL_TENSOR_SCREENED || s->kernel == KERNEL_TENSOR_TF32)
+	{
+		int			kpad = (k + GC_TENSOR_ROW_ALIGN - 1) / GC_TENSOR_ROW_ALIGN * GC_TENSOR_ROW_ALIGN;
+
+		s->ld = gc_tensor_row_width(d, false);
+		ALLOC_OR_RETURN(s->cpad, (size_t) kpad * s->ld);
+		GC_CUDA_TRY(cudaMemsetAsync(s->cpad, 0, sizeof(float) * kpad * s->ld, s->stream), err);
+		/* rows already of width ld are read in place */
+		if (s->ld != d)
+		{
+			ALLOC_OR_RETURN(s->xpad, (size_t) n * s->ld);
+			GC_CUDA_TRY(cudaMemsetAsync(s->xpad, 0, sizeof(float) * n * s->ld, s->stream), err);
+			if (launch_pad_rows(s->x32, n, d, s->ld, s->xpad, s->stream, err) != GC_OK)
+				return err->status;
+		}
 	}
 	if (s->kernel == KERNEL_TENSOR_SCREENED || s->kernel == KERNEL_TENSOR_3XTF32)
 	{
@@ -291,20 +313,28 @@ upload(CudaSession *s, GcError *err)
 }
 
 /*
- * The Lloyd labeling kernel for this precision and shape
+ * The Lloyd labeling kernel for this precision and shape.  The benchmarks
+ * can choose the float32 kernel with GPUCLUST_BENCH_KERNEL (register or
+ * tiled: the SIMT kernel for d; tensor or tensor-streaming: the TF32
+ * screen), to measure one against the other in the same run.
  */
 static LabelKernel
 choose_kernel(const GcKmeansParams *params, int d, int k)
 {
+	const char *bench = getenv("GPUCLUST_BENCH_KERNEL");
+	LabelKernel simt = d <= GC_REGISTER_MAX_DIM ? KERNEL_REGISTER : KERNEL_TILED;
+
 	if (params->precision == GC_PRECISION_FLOAT64)
 		return KERNEL_FLOAT64;
 	if (params->precision == GC_PRECISION_TF32)
 		return KERNEL_TENSOR_TF32;
 	if (params->precision == GC_PRECISION_BF16)
 		return KERNEL_TENSOR_BF16;
-	if (d <= GC_REGISTER_MAX_DIM)
-		return KERNEL_REGISTER;
-	return k >= TENSOR_MIN_K ? KERNEL_TENSOR_SCREENED : KERNEL_TILED;
+	if (bench != NULL && (strcmp(bench, "register") == 0 || strcmp(bench, "tiled") == 0))
+		return simt;
+	if (bench != NULL && strncmp(bench, "tensor", 6) == 0)
+		return KERNEL_TENSOR_SCREENED;
+	return k >= TENSOR_MIN_K && d >= TENSOR_MIN_D ? KERNEL_TENSOR_SCREENED : simt;
 }
 
 static GcStatus
@@ -367,6 +397,9 @@ cuda_close(void *session)
 	cudaFree(s->exact);
 	cudaFree(s->exact_count);
 	cudaFree(s->cpad);
+	cudaFree(s->xb);
+	cudaFree(s->cb);
+	cudaFree(s->cnorm_bf16);
 	cudaFree(s->icd);
 	cudaFree(s->icd_ranked);
 	cudaFree(s->rid);
@@ -442,10 +475,14 @@ cuda_seed_kmeanspp(void *session, const GcKmeansParams *params, uint64_t seed,
 	return GC_OK;
 }
 
-/* The tensor kernels read the centroids from their padded copy */
+/* The tensor kernels read the centroids from their padded (or bf16) copy */
 static GcStatus
 refresh_padded_centroids(CudaSession *s, GcError *err)
 {
+	if (s->cb != NULL)
+		return launch_pad_rows(s->c32, s->k, s->d, s->ld, s->cb, s->stream, err) != GC_OK ?
+			err->status :
+			launch_bf16_norms(s->cb, s->k, s->ld, s->cnorm_bf16, s->stream, err);
 	if (s->cpad == NULL)
 		return GC_OK;
 	if (launch_pad_rows(s->c32, s->k, s->d, s->ld, s->cpad, s->stream, err) != GC_OK)
@@ -466,21 +503,21 @@ label_points(CudaSession *s, unsigned long long *changed, GcError *err)
 		case KERNEL_FLOAT64:
 			return launch_assign_points_f64(s->x64, s->c64, s->n, s->d, s->k,
 											s->labels, changed, s->stream, err);
+		case KERNEL_TENSOR_BF16:
+			return launch_assign_points_bf16(s->xb, s->cb, s->cnorm_bf16, s->n, s->ld, s->k,
+											 s->labels, changed, s->stream, err);
 		case KERNEL_TENSOR_SCREENED:
 		case KERNEL_TENSOR_3XTF32:
 		case KERNEL_TENSOR_TF32:
-		case KERNEL_TENSOR_BF16:
 			{
-				bool		exact = s->kernel == KERNEL_TENSOR_SCREENED ||
-					s->kernel == KERNEL_TENSOR_3XTF32;
+				bool		exact = s->kernel != KERNEL_TENSOR_TF32;
 
 				s->refine.x64 = s->x64; /* re-ordering swaps the buffers */
-				return launch_assign_points_tensor(s->xpad, s->cpad, s->cnorm,
-												   exact ? &s->refine : NULL,
+				return launch_assign_points_tensor(s->xpad != NULL ? s->xpad : s->x32, s->cpad,
+												   s->cnorm, exact ? &s->refine : NULL,
 												   s->n, s->ld, s->k,
-												   s->kernel == KERNEL_TENSOR_3XTF32 ? GC_TENSOR_TF32X3 :
-												   s->kernel == KERNEL_TENSOR_BF16 ? GC_TENSOR_BF16 :
-												   GC_TENSOR_TF32,
+												   s->kernel == KERNEL_TENSOR_3XTF32 ?
+												   GC_TENSOR_TF32X3 : GC_TENSOR_TF32,
 												   s->labels, changed, s->stream, err);
 			}
 		default:

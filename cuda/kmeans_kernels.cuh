@@ -14,6 +14,7 @@
 #ifndef GC_KMEANS_KERNELS_CUH
 #define GC_KMEANS_KERNELS_CUH
 
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
 
@@ -37,9 +38,15 @@ GcStatus	launch_assign_points_f64(const double *x64, const double *c64,
 									 unsigned long long *changed,
 									 cudaStream_t stream, GcError *err);
 
-/* labeling_tensor.cu: rows padded to ld (a multiple of 32) and 128 */
-#define GC_TENSOR_LD_ALIGN 32
+/*
+ * labeling_tensor.cu: operands are rows of width gc_tensor_row_width(d)
+ * (a multiple of 8 floats or 16 bf16 values; of 128 bytes above d = 32);
+ * centroid buffers have their rows padded with zero rows to a multiple
+ * of 128
+ */
 #define GC_TENSOR_ROW_ALIGN 128
+int			gc_tensor_row_width(int d, bool bf16);
+
 /*
  * What the tensor kernels need for exact labels: row norms, the error
  * bounds of the TF32 screen (eps_tf32_sq (|x| + C)^2 + eps_tf32_lin
@@ -73,10 +80,10 @@ typedef struct TensorRefinement
 typedef enum GcTensorMode
 {
 	GC_TENSOR_TF32,
-	GC_TENSOR_TF32X3,
-	GC_TENSOR_BF16
+	GC_TENSOR_TF32X3
 } GcTensorMode;
 
+/* float32 operands: TF32 or 3xTF32, exact when refine is not NULL */
 GcStatus	launch_assign_points_tensor(const float *xp, const float *cp,
 										const float *cnorm,
 										const TensorRefinement *refine,
@@ -85,14 +92,24 @@ GcStatus	launch_assign_points_tensor(const float *xp, const float *cp,
 										int32_t *labels,
 										unsigned long long *changed,
 										cudaStream_t stream, GcError *err);
+/* bf16 operands, with cnorm the norms of the bf16 centroids */
+GcStatus	launch_assign_points_bf16(const __nv_bfloat16 *xb, const __nv_bfloat16 *cb,
+									  const float *cnorm, int64_t n, int ld, int k,
+									  int32_t *labels, unsigned long long *changed,
+									  cudaStream_t stream, GcError *err);
 GcStatus	launch_row_norms(const float *x32, int64_t n, int d, float *xnorm,
 							 cudaStream_t stream, GcError *err);
 /* norms of the centroids (rows of width ld) rounded to TF32, and the largest |c| */
 GcStatus	launch_tf32_norms(const float *cp, int k, int ld, float *norms,
 							  unsigned int *largest_bits, cudaStream_t stream,
 							  GcError *err);
+GcStatus	launch_bf16_norms(const __nv_bfloat16 *cb, int k, int ld, float *norms,
+							  cudaStream_t stream, GcError *err);
+/* rows of width d into rows of width ld (the rest left as it is), as floats or bf16 */
 GcStatus	launch_pad_rows(const float *src, int64_t rows, int d, int ld,
 							float *dst, cudaStream_t stream, GcError *err);
+GcStatus	launch_pad_rows(const float *src, int64_t rows, int d, int ld,
+							__nv_bfloat16 *dst, cudaStream_t stream, GcError *err);
 
 /* labeling_pruned.cu: Wu & Hong's triangle-inequality labeling */
 #define GC_PRUNED_MAX_K 4096

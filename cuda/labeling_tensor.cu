@@ -1,22 +1,37 @@
 /*-------------------------------------------------------------------------
  *
  * labeling_tensor.cu
- *	  Nearest-centroid labeling on tensor cores, for large k * d: the
- *	  distance ||c||^2 - 2 x.c as a matrix product X C^T computed in
- *	  128 x 128 tiles with mma.sync (m16n8k8, TF32 inputs, FP32
- *	  accumulation), operands streamed into shared memory with cp.async,
- *	  two stages deep, and the arg-min fused into the epilogue of every
- *	  centroid tile, so the n x k distance matrix is never written
- *	  (the scheme of FAISS, cuVS's fused L2 nearest neighbour and
- *	  Flash-KMeans).
+ *	  Nearest-centroid labeling on tensor cores, for large k: the distance
+ *	  ||c||^2 - 2 x.c as a matrix product X C^T computed in 128 x 128 tiles
+ *	  with mma.sync (TF32 m16n8k8 or bf16 m16n8k16, FP32 accumulation),
+ *	  operands brought into shared memory with cp.async, and the arg-min
+ *	  fused into the epilogue of every centroid tile, so the n x k distance
+ *	  matrix is never written (the scheme of FAISS, cuVS's fused L2 nearest
+ *	  neighbour and Flash-KMeans).
+ *
+ *	  Two layouts of the point tile:
+ *	  - resident: a block loads its 128 points once, whole rows, and keeps
+ *		them in shared memory while every centroid tile streams past, so
+ *		the data cross device memory once per labeling; the centroids,
+ *		small, come from L2.  Used whenever the rows fit (fp32 rows up to
+ *		about 380 floats, bf16 up to about 760), and for every d <= 32;
+ *	  - streaming: points and centroids both stream through in 128-byte
+ *		column steps, the point tile read again for every centroid tile
+ *		(wider rows, or a single centroid tile).
+ *	  Column steps are 128 bytes where the row width allows, 64 or 32
+ *	  (8 floats) otherwise, so that small d wastes no products.
  *
  *	  Three modes:
  *	  - TF32: one product per step; about 1e-3 relative error in x.c.
  *	  - 3xTF32: each operand split into a TF32 "big" part and a TF32
  *		remainder, and big*big + big*small + small*big accumulated, which
  *		recovers float32 accuracy on the tensor cores (as CUTLASS does).
- *	  - BF16: operands rounded to bfloat16 (m16n8k16 bf16 products, float32
- *		accumulation): twice TF32's rate, about 4e-3 relative error.
+ *	  - BF16: operands converted to bfloat16 once (the data at upload, the
+ *		centroids after each update), with the norms of the rounded
+ *		centroids: twice TF32's rate, about 4e-3 relative error.
+ *	  TF32 and BF16 start each accumulator at -||c||^2 / 2 and keep the
+ *	  largest x.c - ||c||^2 / 2, which saves the epilogue a multiply-add per
+ *	  distance; 3xTF32 keeps ||c||^2 - 2 x.c with one rounding at the end.
  *
  *	  ||c||^2 - 2 x.c cancels badly when clusters are small against their
  *	  distance from the centre of the data, so the kernel keeps the two
@@ -25,8 +40,8 @@
  *	  is listed, and refine_labels recomputes its nearest centroid exactly
  *	  (double, no FMA, as the CPU reference does).
  *
- *	  Exact labels at TF32 speed (the float32 default for large k * d): a
- *	  TF32 pass screens every point; the doubtful ones, a few percent on
+ *	  Exact labels at TF32 speed (the float32 default for large k): a TF32
+ *	  pass screens every point; the doubtful ones, a few percent on
  *	  clustered data, are labelled again by the 3xTF32 kernel, which reads
  *	  their rows through the screen's list, and its own doubtful points go
  *	  to refine_labels.  The screen's bound is in distances rather than
@@ -35,14 +50,16 @@
  *	  the screen's distances are exact distances between moved points, and
  *	  the best centroid a is certain when the second is more than
  *	  r(a) + r(C) further, C the largest centroid; float32 accumulation
- *	  adds a term in (|x| + |C|)^2.  The precision
- *	  options tf32 and bf16 skip all refinement: they trade exactness for
- *	  speed by request.
+ *	  (with the norm as its first term) adds a term in (|x| + |C|)^2.  The
+ *	  precision options tf32 and bf16 skip all refinement: they trade
+ *	  exactness for speed by request.
  *
- *	  Operands are the centred float32 data and centroids, copied into
- *	  buffers whose rows are padded to a multiple of 32 columns and whose
- *	  row counts are padded to a multiple of 128, so that no tile needs a
- *	  bounds check; padded centroid columns are masked in the epilogue.
+ *	  Operands are rows of width ld (gc_tensor_row_width): the centred
+ *	  float32 data (the data themselves when d is already a multiple of 8)
+ *	  or their bf16 copy, and centroid rows padded to a multiple of 128 with
+ *	  zeros; point rows past the end are clamped to the last row, whose
+ *	  results are discarded, and centroid columns past k start at -FLT_MAX
+ *	  (or are skipped a warp's 8-column slice at a time).
  *
  * IDENTIFICATION
  *	  cuda/labeling_tensor.cu
@@ -51,6 +68,8 @@
  */
 #include <cuda_bf16.h>
 #include <float.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "gc_math.h"
 #include "kmeans_kernels.cuh"
@@ -58,12 +77,61 @@
 
 #define TM 128					/* points per block tile */
 #define TN 128					/* centroids per block tile */
-#define TK 32					/* dimensions per step */
-#define TPAD 4					/* row padding against bank conflicts */
-#define TSTRIDE (TK + TPAD)
 #define TTHREADS 256			/* 8 warps: 2 along points, 4 along centroids */
 #define TSTAGES 2
-#define TSMEM_BYTES (TSTAGES * (TM + TN) * TSTRIDE * sizeof(float))
+#define TPAD_BYTES 16			/* row padding against bank conflicts */
+
+enum TensorMode
+{
+	MODE_TF32,
+	MODE_TF32X3,
+	MODE_BF16
+};
+
+template <int MODE>
+struct ModeElem
+{
+	typedef float T;
+};
+template <>
+struct ModeElem<MODE_BF16>
+{
+	typedef __nv_bfloat16 T;
+};
+
+/* One instantiation's shape: KSB bytes of every row per pipeline step */
+template <int MODE, int KSB>
+struct TileShape
+{
+	typedef typename ModeElem<MODE>::T Elem;
+	static constexpr int ES = sizeof(Elem);
+	static constexpr int KS = KSB / ES;		/* elements per step */
+	static constexpr int PAD = TPAD_BYTES / ES;
+	static constexpr int SC = KS + PAD;		/* row stride of a staged tile */
+	static constexpr int CHUNK = 16 / ES;	/* elements per cp.async */
+	static constexpr int KMMA = MODE == MODE_BF16 ? 16 : 8;
+	static constexpr bool NORM_IN_ACC = MODE != MODE_TF32X3;
+};
+
+/* What one pass reads and writes */
+typedef struct TensorArgs
+{
+	const void *x;				/* rows of width ld, float or bf16 */
+	const void *c;				/* centroid rows of width ld, padded to TN rows */
+	const float *cnorm;			/* ||c||^2 as the products see the centroids */
+	const float *xnorm;			/* exact passes: |x|; NULL otherwise */
+	const unsigned int *radius_bits;
+	float		eps_sq;
+	float		eps_lin;
+	int64_t		rows;			/* points, or entries of row_map */
+	const int32_t *row_map;		/* (row, previous label) pairs, or NULL */
+	int			ld;
+	int			k;
+	int32_t    *labels;
+	unsigned long long *changed;
+	int32_t    *doubtful;		/* exact passes: the points left in doubt */
+	unsigned int *doubtful_count;
+} TensorArgs;
 
 __device__ __forceinline__ uint32_t
 to_tf32(float x)
@@ -92,15 +160,6 @@ mma_bf16(float *acc, const uint32_t *a, const uint32_t *b)
 				 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-/* Two floats as a bfloat16 pair, the first in the low half */
-__device__ __forceinline__ uint32_t
-pack_bf16(float lo, float hi)
-{
-	__nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-
-	return *reinterpret_cast<uint32_t *>(&v);
-}
-
 __device__ __forceinline__ void
 cp_async16(void *smem, const void *gmem)
 {
@@ -123,65 +182,163 @@ cp_async_wait(void)
 }
 
 /*
- * Start loading the (point tile, centroid tile, k step) operands into
- * stage; the tile's points are the rows tile_rows lists
+ * Start copying columns [col0, col0 + chunks * CHUNK) of nrows rows into
+ * dst (row stride dst_stride): row r is rows[r], or first + r
  */
+template <typename Elem>
 __device__ __forceinline__ void
-load_stage(float *xs, float *cs, const float *xp, const float *cp, int ld,
-		   const int32_t *tile_rows, int col0, int k0)
+copy_rows_async(Elem *dst, int dst_stride, const Elem *src, int ld,
+				const int32_t *rows, int64_t first, int nrows, int col0, int chunks)
 {
-	for (int v = threadIdx.x; v < TM * TK / 4; v += TTHREADS)
-	{
-		int			r = v / (TK / 4),
-					c4 = v % (TK / 4);
+	constexpr int CHUNK = 16 / sizeof(Elem);
 
-		cp_async16(xs + r * TSTRIDE + c4 * 4, xp + (int64_t) tile_rows[r] * ld + k0 + c4 * 4);
-		cp_async16(cs + r * TSTRIDE + c4 * 4, cp + (int64_t) (col0 + r) * ld + k0 + c4 * 4);
+	for (int v = threadIdx.x; v < nrows * chunks; v += TTHREADS)
+	{
+		int			r = v / chunks,
+					q = v - r * chunks;
+		int64_t		row = rows != NULL ? rows[r] : first + r;
+
+		cp_async16(dst + r * dst_stride + q * CHUNK, src + row * ld + col0 + q * CHUNK);
 	}
 }
 
-/* Merge (best, second, index) candidates; the lower index wins ties */
+/* Merge (best, second, index) candidates, larger is nearer; the lower index wins ties */
 __device__ __forceinline__ void
 merge_top2(float &best, float &second, int &best_c, float ob, float os, int oc)
 {
-	if (ob < best || (ob == best && oc < best_c))
+	if (ob > best || (ob == best && oc < best_c))
 	{
-		second = fminf(best, os);
+		second = fmaxf(best, os);
 		best = ob;
 		best_c = oc;
 	}
 	else
-		second = fminf(second, ob);
+		second = fmaxf(second, ob);
 }
 
-enum TensorMode
+/*
+ * One mma step (KMMA columns) of a warp's 64 x 32 sub-tile: A from the
+ * point tile (row stride sx), B from the centroid tile (row stride SC);
+ * slices of 8 centroids at or past nvalid are skipped
+ */
+template <int MODE, int KSB>
+__device__ __forceinline__ void
+mma_step(float (&acc)[4][4][4], const typename TileShape<MODE, KSB>::Elem *xs, int sx,
+		 const typename TileShape<MODE, KSB>::Elem *cs, int kk, int warp_m, int warp_n,
+		 int g, int t, int nvalid)
 {
-	MODE_TF32,
-	MODE_TF32X3,
-	MODE_BF16
-};
+	typedef TileShape<MODE, KSB> S;
 
-template <int MODE>
+	if (MODE == MODE_BF16)
+	{
+		/* m16n8k16: a thread holds columns 2t, 2t+1 and 2t+8, 2t+9 */
+		uint32_t	a[4][4],
+					b[4][2];
+
+#pragma unroll
+		for (int mt = 0; mt < 4; mt++)
+		{
+			const typename S::Elem *p = xs + (warp_m * 64 + mt * 16 + g) * sx + kk + 2 * t;
+
+			a[mt][0] = *reinterpret_cast<const uint32_t *>(p);
+			a[mt][1] = *reinterpret_cast<const uint32_t *>(p + 8 * sx);
+			a[mt][2] = *reinterpret_cast<const uint32_t *>(p + 8);
+			a[mt][3] = *reinterpret_cast<const uint32_t *>(p + 8 * sx + 8);
+		}
+#pragma unroll
+		for (int nt = 0; nt < 4; nt++)
+		{
+			const typename S::Elem *p = cs + (warp_n * 32 + nt * 8 + g) * S::SC + kk + 2 * t;
+
+			b[nt][0] = *reinterpret_cast<const uint32_t *>(p);
+			b[nt][1] = *reinterpret_cast<const uint32_t *>(p + 8);
+		}
+#pragma unroll
+		for (int nt = 0; nt < 4; nt++)
+			if (nt < nvalid)
+#pragma unroll
+				for (int mt = 0; mt < 4; mt++)
+					mma_bf16(acc[mt][nt], a[mt], b[nt]);
+	}
+	else
+	{
+		uint32_t	a[4][4],
+					b[4][2];
+		uint32_t	a_lo[4][4],
+					b_lo[4][2];
+
+#pragma unroll
+		for (int mt = 0; mt < 4; mt++)
+		{
+			const float *p = reinterpret_cast<const float *>(xs) +
+				(warp_m * 64 + mt * 16 + g) * sx + kk + t;
+			float		v[4] = {p[0], p[8 * sx], p[4], p[8 * sx + 4]};
+
+#pragma unroll
+			for (int e = 0; e < 4; e++)
+			{
+				a[mt][e] = to_tf32(v[e]);
+				if (MODE == MODE_TF32X3)
+					a_lo[mt][e] = to_tf32(v[e] - __uint_as_float(a[mt][e]));
+			}
+		}
+#pragma unroll
+		for (int nt = 0; nt < 4; nt++)
+		{
+			const float *p = reinterpret_cast<const float *>(cs) +
+				(warp_n * 32 + nt * 8 + g) * S::SC + kk + t;
+			float		v[2] = {p[0], p[4]};
+
+#pragma unroll
+			for (int e = 0; e < 2; e++)
+			{
+				b[nt][e] = to_tf32(v[e]);
+				if (MODE == MODE_TF32X3)
+					b_lo[nt][e] = to_tf32(v[e] - __uint_as_float(b[nt][e]));
+			}
+		}
+#pragma unroll
+		for (int nt = 0; nt < 4; nt++)
+			if (nt < nvalid)
+#pragma unroll
+				for (int mt = 0; mt < 4; mt++)
+				{
+					if (MODE == MODE_TF32X3)
+					{
+						mma_tf32(acc[mt][nt], a_lo[mt], b[nt]);
+						mma_tf32(acc[mt][nt], a[mt], b_lo[nt]);
+					}
+					mma_tf32(acc[mt][nt], a[mt], b[nt]);
+				}
+	}
+}
+
+/*
+ * One pass of nearest-centroid labeling over TM points per block: the
+ * point tile resident or streamed (RESIDENT), KSB bytes of each row per
+ * pipeline step.  Exact passes (xnorm not NULL) list the points whose two
+ * best distances are within the error bound instead of trusting them.
+ */
+template <int MODE, bool RESIDENT, int KSB>
 __global__ void
 __launch_bounds__(TTHREADS, MODE == MODE_TF32X3 ? 1 : 2)
-assign_points_tensor_kernel(const float *__restrict__ xp,
-							const float *__restrict__ cp,
-							const float *__restrict__ cnorm,
-							const float *__restrict__ xnorm,
-							const unsigned int *radius_bits,
-							float eps_sq, float eps_lin, int64_t rows,
-							const int32_t *__restrict__ row_map,
-							int ld, int k, int kpad,
-							int32_t *__restrict__ labels,
-							unsigned long long *changed,
-							int32_t *__restrict__ doubtful,
-							unsigned int *doubtful_count)
+assign_points_tensor_kernel(const TensorArgs args)
 {
-	extern __shared__ __align__(16) float smem[];
-	__shared__ float red_best[TM][4];
-	__shared__ float red_second[TM][4];
-	__shared__ int red_idx[TM][4];
-	__shared__ int32_t tile_rows[TM];
+	typedef TileShape<MODE, KSB> S;
+	typedef typename S::Elem Elem;
+	extern __shared__ __align__(16) unsigned char smem[];
+	int32_t    *tile_rows = reinterpret_cast<int32_t *>(smem);
+	Elem	   *tiles = reinterpret_cast<Elem *>(smem + TM * sizeof(int32_t));
+	const Elem *X = static_cast<const Elem *>(args.x);
+	const Elem *C = static_cast<const Elem *>(args.c);
+	const int	ld = args.ld,
+				k = args.k;
+	const int	sx = RESIDENT ? ld + S::PAD : S::SC;	/* row stride of the point tile */
+	Elem	   *stages = RESIDENT ? tiles + TM * sx : tiles;
+	const int	stage_elems = (RESIDENT ? TN : TM + TN) * S::SC;
+	const int	ksteps = ld / S::KS;
+	const int	total = (k + TN - 1) / TN * ksteps;
+	constexpr float TO_DIST = S::NORM_IN_ACC ? -2.0f : -1.0f;	/* kept value -> ||c||^2 - 2 x.c */
 	int			lane = threadIdx.x & 31,
 				warp = threadIdx.x >> 5;
 	int			warp_m = warp >> 2,
@@ -189,246 +346,202 @@ assign_points_tensor_kernel(const float *__restrict__ xp,
 	int			g = lane >> 2,
 				t = lane & 3;
 	int64_t		row0 = (int64_t) blockIdx.x * TM;
-	int			ksteps = ld / TK;
-	int			total = (kpad / TN) * ksteps;
 	float		acc[4][4][4];
+	float		norm[4][2];		/* 3xTF32: ||c||^2 of this thread's columns */
 	float		best[4][2];
 	float		second[4][2];
 	int			best_c[4][2];
 
-	if (row0 >= rows)
+	static_assert(TSTAGES * (RESIDENT ? TN : TM + TN) * S::SC * S::ES >= TM * 4 * 12,
+				  "the final reduction reuses the pipeline stages");
+	if (row0 >= args.rows)
 		return;					/* a pass over a list stops at its length */
 	for (int r = threadIdx.x; r < TM; r += TTHREADS)
 	{
-		int64_t		slot = row0 + r < rows ? row0 + r : rows - 1;
+		int64_t		slot = row0 + r < args.rows ? row0 + r : args.rows - 1;
 
-		tile_rows[r] = row_map != NULL ? row_map[2 * slot] : (int32_t) (row0 + r);
+		tile_rows[r] = args.row_map != NULL ? args.row_map[2 * slot] : (int32_t) slot;
 	}
 	__syncthreads();
 #pragma unroll
 	for (int mt = 0; mt < 4; mt++)
+#pragma unroll
 		for (int h = 0; h < 2; h++)
 		{
-			best[mt][h] = second[mt][h] = FLT_MAX;
+			best[mt][h] = second[mt][h] = -FLT_MAX;
 			best_c[mt][h] = 0;
 		}
-#pragma unroll
-	for (int mt = 0; mt < 4; mt++)
-#pragma unroll
-		for (int nt = 0; nt < 4; nt++)
-#pragma unroll
-			for (int e = 0; e < 4; e++)
-				acc[mt][nt][e] = 0.0f;
 
-	load_stage(smem, smem + TM * TSTRIDE, xp, cp, ld, tile_rows, 0, 0);
+	if (RESIDENT)
+		copy_rows_async<Elem>(tiles, sx, X, ld, tile_rows, 0, TM, 0, ld / S::CHUNK);
+	else
+		copy_rows_async<Elem>(stages, S::SC, X, ld, tile_rows, 0, TM, 0, KSB / 16);
+	copy_rows_async<Elem>(stages + (RESIDENT ? 0 : TM * S::SC), S::SC, C, ld, NULL, 0, TN, 0,
+						  KSB / 16);
 	cp_async_commit();
 
 	for (int it = 0; it < total; it++)
 	{
-		int			stage = it & 1;
-		float	   *xs = smem + stage * (TM + TN) * TSTRIDE;
-		float	   *cs = xs + TM * TSTRIDE;
+		Elem	   *stage = stages + (it & 1) * stage_elems;
 		int			kstep = it % ksteps;
 		int			col0 = (it / ksteps) * TN;
+		const Elem *xs = RESIDENT ? tiles + kstep * S::KS : stage;
+		const Elem *cs = RESIDENT ? stage : stage + TM * S::SC;
+		int			left = k - col0 - warp_n * 32;
+		int			nvalid = left <= 0 ? 0 : min(4, (left + 7) / 8);
 
 		if (it + 1 < total)
 		{
-			float	   *nxs = smem + (stage ^ 1) * (TM + TN) * TSTRIDE;
+			Elem	   *next = stages + ((it + 1) & 1) * stage_elems;
+			int			ncol0 = ((it + 1) / ksteps) * TN,
+						nk0 = ((it + 1) % ksteps) * S::KS;
 
-			load_stage(nxs, nxs + TM * TSTRIDE, xp, cp, ld, tile_rows,
-					   ((it + 1) / ksteps) * TN, ((it + 1) % ksteps) * TK);
+			if (!RESIDENT)
+				copy_rows_async<Elem>(next, S::SC, X, ld, tile_rows, 0, TM, nk0, KSB / 16);
+			copy_rows_async<Elem>(next + (RESIDENT ? 0 : TM * S::SC), S::SC, C, ld, NULL,
+								  ncol0, TN, nk0, KSB / 16);
 		}
 		cp_async_commit();
 		cp_async_wait<1>();
 		__syncthreads();
 
-#pragma unroll
-		for (int kk = 0; kk < TK; kk += MODE == MODE_BF16 ? 16 : 8)
+		if (kstep == 0)
 		{
-			if (MODE == MODE_BF16)
-			{
-				/* m16n8k16: a thread holds columns 2t, 2t+1 and 2t+8, 2t+9 */
-				uint32_t	a[4][4],
-							b[4][2];
-
-#pragma unroll
-				for (int mt = 0; mt < 4; mt++)
-				{
-					const float *base = xs + (warp_m * 64 + mt * 16 + g) * TSTRIDE + kk + 2 * t;
-
-					a[mt][0] = pack_bf16(base[0], base[1]);
-					a[mt][1] = pack_bf16(base[8 * TSTRIDE], base[8 * TSTRIDE + 1]);
-					a[mt][2] = pack_bf16(base[8], base[9]);
-					a[mt][3] = pack_bf16(base[8 * TSTRIDE + 8], base[8 * TSTRIDE + 9]);
-				}
-#pragma unroll
-				for (int nt = 0; nt < 4; nt++)
-				{
-					const float *base = cs + (warp_n * 32 + nt * 8 + g) * TSTRIDE + kk + 2 * t;
-
-					b[nt][0] = pack_bf16(base[0], base[1]);
-					b[nt][1] = pack_bf16(base[8], base[9]);
-				}
-#pragma unroll
-				for (int mt = 0; mt < 4; mt++)
-#pragma unroll
-					for (int nt = 0; nt < 4; nt++)
-						mma_bf16(acc[mt][nt], a[mt], b[nt]);
-			}
-			else
-			{
-
-				uint32_t	a[4][4],
-							b[4][2];
-				uint32_t	a_lo[4][4],
-							b_lo[4][2];
-
-#pragma unroll
-				for (int mt = 0; mt < 4; mt++)
-				{
-					const float *base = xs + (warp_m * 64 + mt * 16 + g) * TSTRIDE + kk + t;
-					float		v[4] = {base[0], base[8 * TSTRIDE], base[4], base[8 * TSTRIDE + 4]};
-
-#pragma unroll
-					for (int e = 0; e < 4; e++)
-					{
-						a[mt][e] = to_tf32(v[e]);
-						if (MODE == MODE_TF32X3)
-							a_lo[mt][e] = to_tf32(v[e] - __uint_as_float(a[mt][e]));
-					}
-				}
-#pragma unroll
-				for (int nt = 0; nt < 4; nt++)
-				{
-					const float *base = cs + (warp_n * 32 + nt * 8 + g) * TSTRIDE + kk + t;
-					float		v[2] = {base[0], base[4]};
-
-#pragma unroll
-					for (int e = 0; e < 2; e++)
-					{
-						b[nt][e] = to_tf32(v[e]);
-						if (MODE == MODE_TF32X3)
-							b_lo[nt][e] = to_tf32(v[e] - __uint_as_float(b[nt][e]));
-					}
-				}
-#pragma unroll
-				for (int mt = 0; mt < 4; mt++)
-#pragma unroll
-					for (int nt = 0; nt < 4; nt++)
-					{
-						if (MODE == MODE_TF32X3)
-						{
-							mma_tf32(acc[mt][nt], a_lo[mt], b[nt]);
-							mma_tf32(acc[mt][nt], a[mt], b_lo[nt]);
-						}
-						mma_tf32(acc[mt][nt], a[mt], b[nt]);
-					}
-			}
-		}
-		__syncthreads();
-
-		if (kstep == ksteps - 1)
-		{
-			/* epilogue of a centroid tile: fold into the running arg-min */
+			/* a new centroid tile: accumulators start at -||c||^2 / 2 (or 0) */
 #pragma unroll
 			for (int nt = 0; nt < 4; nt++)
 #pragma unroll
 				for (int e = 0; e < 2; e++)
 				{
 					int			c = col0 + warp_n * 32 + nt * 8 + 2 * t + e;
-					float		norm = c < k ? cnorm[c] : 0.0f;
+					float		start = 0.0f;
 
+					if (S::NORM_IN_ACC)
+						start = c < k ? -0.5f * args.cnorm[c] : -FLT_MAX;
+					else
+						norm[nt][e] = c < k ? args.cnorm[c] : FLT_MAX;
 #pragma unroll
 					for (int mt = 0; mt < 4; mt++)
 #pragma unroll
 						for (int h = 0; h < 2; h++)
-						{
-							float		s = fmaf(-2.0f, acc[mt][nt][h * 2 + e], norm);
+							acc[mt][nt][h * 2 + e] = start;
+				}
+		}
+#pragma unroll
+		for (int kk = 0; kk < S::KS; kk += S::KMMA)
+			mma_step<MODE, KSB>(acc, xs, sx, cs, kk, warp_m, warp_n, g, t, nvalid);
+		__syncthreads();
 
-							if (c < k)
+		if (kstep == ksteps - 1)
+		{
+			/* epilogue of a centroid tile: fold into the running top two */
+#pragma unroll
+			for (int nt = 0; nt < 4; nt++)
+				if (nt < nvalid)
+#pragma unroll
+					for (int e = 0; e < 2; e++)
+					{
+						int			c = col0 + warp_n * 32 + nt * 8 + 2 * t + e;
+
+#pragma unroll
+						for (int mt = 0; mt < 4; mt++)
+#pragma unroll
+							for (int h = 0; h < 2; h++)
 							{
-								if (s < best[mt][h])
+								float		s = acc[mt][nt][h * 2 + e];
+
+								if (!S::NORM_IN_ACC)
+									s = fmaf(2.0f, s, -norm[nt][e]);
+								second[mt][h] = fmaxf(second[mt][h], fminf(best[mt][h], s));
+								if (s > best[mt][h])
 								{
-									second[mt][h] = best[mt][h];
 									best[mt][h] = s;
 									best_c[mt][h] = c;
 								}
-								else if (s < second[mt][h])
-									second[mt][h] = s;
 							}
-							acc[mt][nt][h * 2 + e] = 0.0f;
-						}
-				}
+					}
 		}
 	}
 
-	/* arg-min over the 4 threads of a quad, then over the 4 warps along n */
-#pragma unroll
-	for (int mt = 0; mt < 4; mt++)
-#pragma unroll
-		for (int h = 0; h < 2; h++)
-		{
-#pragma unroll
-			for (int off = 1; off < 4; off <<= 1)
-			{
-				float		ob = __shfl_xor_sync(0xffffffffu, best[mt][h], off);
-				float		os = __shfl_xor_sync(0xffffffffu, second[mt][h], off);
-				int			oc = __shfl_xor_sync(0xffffffffu, best_c[mt][h], off);
-
-				merge_top2(best[mt][h], second[mt][h], best_c[mt][h], ob, os, oc);
-			}
-			if (t == 0)
-			{
-				int			r = warp_m * 64 + mt * 16 + h * 8 + g;
-
-				red_best[r][warp_n] = best[mt][h];
-				red_second[r][warp_n] = second[mt][h];
-				red_idx[r][warp_n] = best_c[mt][h];
-			}
-		}
-	__syncthreads();
-	if (threadIdx.x < TM)
+	/* arg-max over the 4 threads of a quad, then over the 4 warps along n */
 	{
-		int			r = threadIdx.x;
-		float		b = red_best[r][0],
-					sec = red_second[r][0];
-		int			c = red_idx[r][0];
-		int64_t		slot_row = row0 + r;
+		float	   *red_best = reinterpret_cast<float *>(stages);
+		float	   *red_second = red_best + TM * 4;
+		int		   *red_idx = reinterpret_cast<int *>(red_second + TM * 4);
 
-		for (int w = 1; w < 4; w++)
-			merge_top2(b, sec, c, red_best[r][w], red_second[r][w], red_idx[r][w]);
-		if (slot_row < rows)
+#pragma unroll
+		for (int mt = 0; mt < 4; mt++)
+#pragma unroll
+			for (int h = 0; h < 2; h++)
+			{
+#pragma unroll
+				for (int off = 1; off < 4; off <<= 1)
+				{
+					float		ob = __shfl_xor_sync(0xffffffffu, best[mt][h], off);
+					float		os = __shfl_xor_sync(0xffffffffu, second[mt][h], off);
+					int			oc = __shfl_xor_sync(0xffffffffu, best_c[mt][h], off);
+
+					merge_top2(best[mt][h], second[mt][h], best_c[mt][h], ob, os, oc);
+				}
+				if (t == 0)
+				{
+					int			r = warp_m * 64 + mt * 16 + h * 8 + g;
+
+					red_best[r * 4 + warp_n] = best[mt][h];
+					red_second[r * 4 + warp_n] = second[mt][h];
+					red_idx[r * 4 + warp_n] = best_c[mt][h];
+				}
+			}
+		__syncthreads();
+		if (threadIdx.x < TM)
 		{
-			/* a pass over a list labels the points row_map lists */
-			int64_t		row = row_map != NULL ? row_map[2 * slot_row] : slot_row;
-			int			previous = row_map != NULL ? row_map[2 * slot_row + 1] : labels[row];
-			float		reach = xnorm == NULL ? 0.0f : xnorm[row] + __uint_as_float(*radius_bits);
-			float		bound = eps_sq * reach * reach;
+			int			r = threadIdx.x;
+			float		kept = red_best[r * 4],
+						kept2 = red_second[r * 4];
+			int			c = red_idx[r * 4];
+			int64_t		slot_row = row0 + r;
 
-			if (xnorm != NULL && eps_lin > 0.0f)
+			for (int w = 1; w < 4; w++)
+				merge_top2(kept, kept2, c, red_best[r * 4 + w], red_second[r * 4 + w],
+						   red_idx[r * 4 + w]);
+			if (slot_row < args.rows)
 			{
-				/*
-				 * |x - c| of the best and second from ||c||^2 - 2 x.c, rounded
-				 * up; the best centroid's distance moves with its own norm,
-				 * any other's with at most C's
-				 */
-				float		xx = xnorm[row] * (1.0f + 0x1p-10f),
-							slack = bound + xx * xx,
-							moved = reach + xx + sqrtf(cnorm[c]) * (1.0f + 0x1p-10f);
+				/* a pass over a list labels the points row_map lists */
+				const float *xnorm = args.xnorm;
+				int64_t		row = args.row_map != NULL ? args.row_map[2 * slot_row] : slot_row;
+				int			previous = args.row_map != NULL ? args.row_map[2 * slot_row + 1] :
+					args.labels[row];
+				float		b = TO_DIST * kept,
+							sec = fminf(TO_DIST * kept2, FLT_MAX);	/* no second when k = 1 */
+				float		reach = xnorm == NULL ? 0.0f :
+					xnorm[row] + __uint_as_float(*args.radius_bits);
+				float		bound = args.eps_sq * reach * reach;
 
-				bound += 0.5f * eps_lin * moved *
-					(sqrtf(fmaxf(b + slack, 0.0f)) + sqrtf(fmaxf(sec + slack, 0.0f)));
-			}
-			if (xnorm != NULL && sec - b <= bound)
-			{
-				unsigned	slot = atomicAdd(doubtful_count, 1u);
+				if (xnorm != NULL && args.eps_lin > 0.0f)
+				{
+					/*
+					 * |x - c| of the best and second from ||c||^2 - 2 x.c,
+					 * rounded up; the best centroid's distance moves with
+					 * its own norm, any other's with at most C's
+					 */
+					float		xx = xnorm[row] * (1.0f + 0x1p-10f),
+								slack = bound + xx * xx,
+								moved = reach + xx + sqrtf(args.cnorm[c]) * (1.0f + 0x1p-10f);
 
-				doubtful[2 * slot] = (int32_t) row;
-				doubtful[2 * slot + 1] = previous;
+					bound += 0.5f * args.eps_lin * moved *
+						(sqrtf(fmaxf(b + slack, 0.0f)) + sqrtf(fmaxf(sec + slack, 0.0f)));
+				}
+				if (xnorm != NULL && sec - b <= bound)
+				{
+					unsigned	slot = atomicAdd(args.doubtful_count, 1u);
+
+					args.doubtful[2 * slot] = (int32_t) row;
+					args.doubtful[2 * slot + 1] = previous;
+				}
+				else if (args.changed != NULL && previous != c)
+					atomicAdd(args.changed, 1ULL);
+				args.labels[row] = c;
 			}
-			else if (changed != NULL && previous != c)
-				atomicAdd(changed, 1ULL);
-			labels[row] = c;
 		}
 	}
 }
@@ -520,37 +633,164 @@ launch_row_norms(const float *x32, int64_t n, int d, float *xnorm, cudaStream_t 
 	return GC_OK;
 }
 
+int
+gc_tensor_row_width(int d, bool bf16)
+{
+	/* 32-byte steps up to d = 32, 128-byte steps above */
+	int			align = d <= 32 ? (bf16 ? 16 : 8) : (bf16 ? 64 : 32);
+
+	return (d + align - 1) / align * align;
+}
+
+/* Shared memory a block may have on this device */
+static int
+shared_memory_limit(void)
+{
+	static int	bytes = 0;
+
+	if (bytes == 0)
+	{
+		int			device = 0;
+
+		cudaGetDevice(&device);
+		if (cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin,
+								   device) != cudaSuccess || bytes <= 0)
+			bytes = 48 * 1024;
+	}
+	return bytes;
+}
+
+/* Shared memory of a layout: the row list, the stages, the resident tile */
+static size_t
+tile_bytes(int elem_bytes, bool resident, int ksb, int ld)
+{
+	size_t		staged_row = (size_t) ksb + TPAD_BYTES;
+	size_t		bytes = TM * sizeof(int32_t) + (size_t) TSTAGES * (resident ? TN : TM + TN) * staged_row;
+
+	if (resident)
+		bytes += (size_t) TM * (ld * elem_bytes + TPAD_BYTES);
+	return bytes;
+}
+
+typedef struct TensorLayout
+{
+	bool		resident;
+	int			ksb;
+	size_t		bytes;
+} TensorLayout;
+
 /*
- * One tensor pass: over the n rows of xp, or over the n points of a list
- * whose entry i is point row_map[2 i]; points within the error bound
- * (eps_sq, eps_lin) of a tie go to list when it is not NULL
+ * The layout of a pass: the point tile resident when there is more than
+ * one centroid tile to stream past it and it fits (the widest column step
+ * that divides the row and fits), streaming otherwise.  The benchmarks
+ * can ask for streaming with GPUCLUST_BENCH_KERNEL=tensor-streaming.
  */
-template <int MODE>
+static bool
+choose_layout(int elem_bytes, int ld, int k, TensorLayout *layout)
+{
+	static int	forced = -1;
+	int			row_bytes = ld * elem_bytes;
+	bool		can_stream = row_bytes % 128 == 0;
+
+	if (forced < 0)
+	{
+		const char *bench = getenv("GPUCLUST_BENCH_KERNEL");
+
+		forced = bench != NULL && strcmp(bench, "tensor-streaming") == 0;
+	}
+	if (!can_stream || (k > TN && !forced))
+		for (int ksb = 128; ksb >= 32; ksb /= 2)
+			if (row_bytes % ksb == 0 &&
+				tile_bytes(elem_bytes, true, ksb, ld) <= (size_t) shared_memory_limit())
+			{
+				layout->resident = true;
+				layout->ksb = ksb;
+				layout->bytes = tile_bytes(elem_bytes, true, ksb, ld);
+				return true;
+			}
+	layout->resident = false;
+	layout->ksb = 128;
+	layout->bytes = tile_bytes(elem_bytes, false, 128, ld);
+	return can_stream && layout->bytes <= (size_t) shared_memory_limit();
+}
+
+template <int MODE, bool RESIDENT, int KSB>
 static GcStatus
-launch_mode(const float *xp, const float *cp, const float *cnorm,
-			const TensorRefinement *refine, float eps_sq, float eps_lin, int64_t n,
-			const int32_t *row_map, int ld, int k,
-			int32_t *labels, unsigned long long *changed, int32_t *list,
-			unsigned int *list_count, cudaStream_t stream, GcError *err)
+launch_variant(const TensorArgs &args, size_t bytes, cudaStream_t stream, GcError *err)
 {
 	static bool configured = false;
-	int			kpad = (k + TN - 1) / TN * TN;
-	unsigned	blocks = (unsigned) ((n + TM - 1) / TM);
 
-	if (n == 0)
-		return GC_OK;
 	if (!configured)
 	{
-		GC_CUDA_TRY(cudaFuncSetAttribute(assign_points_tensor_kernel<MODE>,
+		GC_CUDA_TRY(cudaFuncSetAttribute(assign_points_tensor_kernel<MODE, RESIDENT, KSB>,
 										 cudaFuncAttributeMaxDynamicSharedMemorySize,
-										 (int) TSMEM_BYTES), err);
+										 shared_memory_limit()), err);
 		configured = true;
 	}
-	assign_points_tensor_kernel<MODE><<<blocks, TTHREADS, TSMEM_BYTES, stream>>>(
-		xp, cp, cnorm, list ? refine->xnorm : NULL, list ? refine->cradius_bits : NULL,
-		eps_sq, eps_lin, n, row_map, ld, k, kpad, labels, changed, list, list_count);
+	assign_points_tensor_kernel<MODE, RESIDENT, KSB>
+		<<<(unsigned) ((args.rows + TM - 1) / TM), TTHREADS, bytes, stream>>>(args);
 	GC_CUDA_LAUNCHED("assign_points_tensor", err);
 	return GC_OK;
+}
+
+/* One tensor pass in the layout that suits its rows */
+template <int MODE>
+static GcStatus
+launch_pass(const TensorArgs &args, cudaStream_t stream, GcError *err)
+{
+	TensorLayout layout;
+
+	if (args.rows == 0)
+		return GC_OK;
+	if (!choose_layout(sizeof(typename ModeElem<MODE>::T), args.ld, args.k, &layout))
+		return gc_fail(err, GC_ERR_DEVICE,
+					   "no tensor-core tile layout for rows of %d values", args.ld);
+	if (!layout.resident)
+		return launch_variant<MODE, false, 128>(args, layout.bytes, stream, err);
+	if (layout.ksb == 128)
+		return launch_variant<MODE, true, 128>(args, layout.bytes, stream, err);
+	if (layout.ksb == 64)
+		return launch_variant<MODE, true, 64>(args, layout.bytes, stream, err);
+	return launch_variant<MODE, true, 32>(args, layout.bytes, stream, err);
+}
+
+/* A pass over n rows (row_map NULL) or the n entries of a list, trusting every label */
+static TensorArgs
+plain_pass(const void *x, const void *c, const float *cnorm, int64_t n,
+		   const int32_t *row_map, int ld, int k, int32_t *labels,
+		   unsigned long long *changed)
+{
+	TensorArgs	args;
+
+	memset(&args, 0, sizeof(args));
+	args.x = x;
+	args.c = c;
+	args.cnorm = cnorm;
+	args.rows = n;
+	args.row_map = row_map;
+	args.ld = ld;
+	args.k = k;
+	args.labels = labels;
+	args.changed = changed;
+	return args;
+}
+
+/* The same, listing into list the points within (eps_sq, eps_lin) of a tie */
+static TensorArgs
+exact_pass(const void *x, const void *c, const float *cnorm, const TensorRefinement *refine,
+		   float eps_sq, float eps_lin, int64_t n, const int32_t *row_map, int ld, int k,
+		   int32_t *labels, unsigned long long *changed, int32_t *list,
+		   unsigned int *list_count)
+{
+	TensorArgs	args = plain_pass(x, c, cnorm, n, row_map, ld, k, labels, changed);
+
+	args.xnorm = refine->xnorm;
+	args.radius_bits = refine->cradius_bits;
+	args.eps_sq = eps_sq;
+	args.eps_lin = eps_lin;
+	args.doubtful = list;
+	args.doubtful_count = list_count;
+	return args;
 }
 
 /* The exact nearest centroid of every point listed */
@@ -573,22 +813,20 @@ launch_assign_points_tensor(const float *xp, const float *cp, const float *cnorm
 							GcError *err)
 {
 	if (refine == NULL)
-		return mode == GC_TENSOR_BF16 ?
-			launch_mode<MODE_BF16>(xp, cp, cnorm, NULL, 0.0f, 0.0f, n, NULL, ld, k, labels,
-								   changed, NULL, NULL, stream, err) :
-			mode == GC_TENSOR_TF32X3 ?
-			launch_mode<MODE_TF32X3>(xp, cp, cnorm, NULL, 0.0f, 0.0f, n, NULL, ld, k, labels,
-									 changed, NULL, NULL, stream, err) :
-			launch_mode<MODE_TF32>(xp, cp, cnorm, NULL, 0.0f, 0.0f, n, NULL, ld, k, labels,
-								   changed, NULL, NULL, stream, err);
+		return mode == GC_TENSOR_TF32X3 ?
+			launch_pass<MODE_TF32X3>(plain_pass(xp, cp, cnorm, n, NULL, ld, k, labels, changed),
+									 stream, err) :
+			launch_pass<MODE_TF32>(plain_pass(xp, cp, cnorm, n, NULL, ld, k, labels, changed),
+								   stream, err);
 
 	GC_CUDA_TRY(cudaMemsetAsync(refine->doubtful_count, 0, sizeof(unsigned int), stream), err);
 	if (mode == GC_TENSOR_TF32X3)
 	{
 		/* 3xTF32 over every point, the doubtful ones checked exactly */
-		if (launch_mode<MODE_TF32X3>(xp, cp, cnorm, refine, refine->eps_3xtf32, 0.0f, n,
-									 NULL, ld, k, labels, changed, refine->doubtful,
-									 refine->doubtful_count, stream, err) != GC_OK)
+		if (launch_pass<MODE_TF32X3>(exact_pass(xp, cp, cnorm, refine, refine->eps_3xtf32, 0.0f,
+												n, NULL, ld, k, labels, changed,
+												refine->doubtful, refine->doubtful_count),
+									 stream, err) != GC_OK)
 			return err->status;
 		return launch_refine(refine, k, refine->doubtful, refine->doubtful_count, labels,
 							 changed, stream, err);
@@ -599,30 +837,56 @@ launch_assign_points_tensor(const float *xp, const float *cp, const float *cnorm
 	 * over the points it doubts, then the exact check
 	 */
 	GC_CUDA_TRY(cudaMemsetAsync(refine->exact_count, 0, sizeof(unsigned int), stream), err);
-	if (launch_mode<MODE_TF32>(xp, cp, refine->cnorm_tf32, refine, refine->eps_tf32_sq,
-							   refine->eps_tf32_lin, n, NULL, ld, k, labels, changed,
-							   refine->doubtful, refine->doubtful_count, stream, err) != GC_OK)
+	if (launch_pass<MODE_TF32>(exact_pass(xp, cp, refine->cnorm_tf32, refine, refine->eps_tf32_sq,
+										  refine->eps_tf32_lin, n, NULL, ld, k, labels, changed,
+										  refine->doubtful, refine->doubtful_count),
+							   stream, err) != GC_OK)
 		return err->status;
 	/* the list's length sizes the second pass's grid */
 	GC_CUDA_TRY(cudaMemcpyAsync(refine->count_host, refine->doubtful_count, sizeof(unsigned int),
 								cudaMemcpyDeviceToHost, stream), err);
 	GC_CUDA_TRY(cudaStreamSynchronize(stream), err);
-	if (launch_mode<MODE_TF32X3>(xp, cp, cnorm, refine, refine->eps_3xtf32, 0.0f,
-								 (int64_t) *refine->count_host, refine->doubtful, ld, k,
-								 labels, changed, refine->exact, refine->exact_count, stream,
-								 err) != GC_OK)
+	if (launch_pass<MODE_TF32X3>(exact_pass(xp, cp, cnorm, refine, refine->eps_3xtf32, 0.0f,
+											(int64_t) *refine->count_host, refine->doubtful, ld,
+											k, labels, changed, refine->exact,
+											refine->exact_count),
+								 stream, err) != GC_OK)
 		return err->status;
 	return launch_refine(refine, k, refine->exact, refine->exact_count, labels, changed,
 						 stream, err);
 }
 
+GcStatus
+launch_assign_points_bf16(const __nv_bfloat16 *xb, const __nv_bfloat16 *cb, const float *cnorm,
+						  int64_t n, int ld, int k, int32_t *labels,
+						  unsigned long long *changed, cudaStream_t stream, GcError *err)
+{
+	return launch_pass<MODE_BF16>(plain_pass(xb, cb, cnorm, n, NULL, ld, k, labels, changed),
+								  stream, err);
+}
+
+/* A float as the tensor cores read it: rounded to TF32, or a bf16 value */
+__device__ __forceinline__ double
+operand_value(float v)
+{
+	return __uint_as_float(to_tf32(v));
+}
+
+__device__ __forceinline__ double
+operand_value(__nv_bfloat16 v)
+{
+	return __bfloat162float(v);
+}
+
 /*
- * ||c||^2 of every centroid rounded to TF32, one warp per centroid, and
- * the largest |c| into *largest_bits (zeroed first)
+ * ||c||^2 of every centroid as the products see it (TF32-rounded floats,
+ * or bf16 values), one warp per centroid, and the largest |c| into
+ * *largest_bits (zeroed first) when it is not NULL
  */
+template <typename T>
 __global__ void
-tf32_norms_kernel(const float *__restrict__ cp, int k, int ld, float *__restrict__ norms,
-				  unsigned int *largest_bits)
+operand_norms_kernel(const T *__restrict__ cp, int k, int ld, float *__restrict__ norms,
+					 unsigned int *largest_bits)
 {
 	int			lane = threadIdx.x & 31;
 
@@ -633,7 +897,7 @@ tf32_norms_kernel(const float *__restrict__ cp, int k, int ld, float *__restrict
 
 		for (int j = lane; j < ld; j += 32)
 		{
-			double		v = __uint_as_float(to_tf32(cp[(int64_t) c * ld + j]));
+			double		v = operand_value(cp[(int64_t) c * ld + j]);
 
 			s += v * v;
 		}
@@ -643,7 +907,8 @@ tf32_norms_kernel(const float *__restrict__ cp, int k, int ld, float *__restrict
 		{
 			norms[c] = (float) s;
 			/* the largest |c|, rounded up; float bits of values >= 0 order as integers */
-			atomicMax(largest_bits, __float_as_uint((float) (sqrt(s) * (1.0 + 0x1p-10))));
+			if (largest_bits != NULL)
+				atomicMax(largest_bits, __float_as_uint((float) (sqrt(s) * (1.0 + 0x1p-10))));
 		}
 	}
 }
@@ -653,15 +918,37 @@ launch_tf32_norms(const float *cp, int k, int ld, float *norms, unsigned int *la
 				  cudaStream_t stream, GcError *err)
 {
 	GC_CUDA_TRY(cudaMemsetAsync(largest_bits, 0, sizeof(unsigned int), stream), err);
-	tf32_norms_kernel<<<(k + 7) / 8, 256, 0, stream>>>(cp, k, ld, norms, largest_bits);
+	operand_norms_kernel<float><<<(k + 7) / 8, 256, 0, stream>>>(cp, k, ld, norms, largest_bits);
 	GC_CUDA_LAUNCHED("tf32_norms", err);
 	return GC_OK;
 }
 
-/* Copy rows of width d into a zeroed buffer of rows of width ld */
+GcStatus
+launch_bf16_norms(const __nv_bfloat16 *cb, int k, int ld, float *norms, cudaStream_t stream,
+				  GcError *err)
+{
+	operand_norms_kernel<__nv_bfloat16><<<(k + 7) / 8, 256, 0, stream>>>(cb, k, ld, norms, NULL);
+	GC_CUDA_LAUNCHED("bf16_norms", err);
+	return GC_OK;
+}
+
+__device__ __forceinline__ void
+store_operand(float *dst, float v)
+{
+	*dst = v;
+}
+
+__device__ __forceinline__ void
+store_operand(__nv_bfloat16 *dst, float v)
+{
+	*dst = __float2bfloat16_rn(v);
+}
+
+/* Copy rows of width d into a zeroed buffer of rows of width ld, as floats or bf16 */
+template <typename T>
 __global__ void
 pad_rows_kernel(const float *__restrict__ src, int64_t rows, int d, int ld,
-				float *__restrict__ dst)
+				T *__restrict__ dst)
 {
 	int64_t		total = rows * d;
 
@@ -670,18 +957,33 @@ pad_rows_kernel(const float *__restrict__ src, int64_t rows, int d, int ld,
 	{
 		int64_t		r = e / d;
 
-		dst[r * ld + (e - r * d)] = src[e];
+		store_operand(dst + r * ld + (e - r * d), src[e]);
 	}
+}
+
+template <typename T>
+static GcStatus
+launch_pad(const float *src, int64_t rows, int d, int ld, T *dst, cudaStream_t stream,
+		   GcError *err)
+{
+	int64_t		blocks = (rows * d + 255) / 256;
+
+	pad_rows_kernel<T><<<(unsigned) (blocks < 65535 ? (blocks > 0 ? blocks : 1) : 65535), 256, 0, stream>>>(
+		src, rows, d, ld, dst);
+	GC_CUDA_LAUNCHED("pad_rows", err);
+	return GC_OK;
 }
 
 GcStatus
 launch_pad_rows(const float *src, int64_t rows, int d, int ld, float *dst,
 				cudaStream_t stream, GcError *err)
 {
-	int64_t		blocks = (rows * d + 255) / 256;
+	return launch_pad<float>(src, rows, d, ld, dst, stream, err);
+}
 
-	pad_rows_kernel<<<(unsigned) (blocks < 65535 ? (blocks > 0 ? blocks : 1) : 65535), 256, 0, stream>>>(
-		src, rows, d, ld, dst);
-	GC_CUDA_LAUNCHED("pad_rows", err);
-	return GC_OK;
+GcStatus
+launch_pad_rows(const float *src, int64_t rows, int d, int ld, __nv_bfloat16 *dst,
+				cudaStream_t stream, GcError *err)
+{
+	return launch_pad<__nv_bfloat16>(src, rows, d, ld, dst, stream, err);
 }

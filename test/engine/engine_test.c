@@ -317,9 +317,10 @@ run_case(int64_t n, int d, int k)
 #ifdef GC_WITH_CUDA
 /*
  * Exact labels from the tensor cores: float32 Lloyd on a shape that takes
- * the TF32 screen (d > 32, k >= 128) must equal the CPU's fit to the bit,
+ * the TF32 screen (d >= 4, k >= 128) must equal the CPU's fit to the bit,
  * on blobs (few doubtful points) and on uniform data (many, labelled
- * again by 3xTF32 and some exactly)
+ * again by 3xTF32 and some exactly).  On blobs, bf16 products must find
+ * the same clusters: their error is far below the gaps between blobs.
  */
 static void
 run_tensor_case(int64_t n, int d, int k, double sigma)
@@ -351,6 +352,22 @@ run_tensor_case(int64_t n, int d, int k, double sigma)
 		  strncmp(gpu.result.kernel, "tensor_", 7) == 0, "gpu used a tensor kernel", config);
 	printf("%s: kernel %s\n", config, gpu.result.kernel ? gpu.result.kernel : "?");
 	check_same_fit(&cpu, &gpu, n, k, d, "gpu tensor float32", config);
+	if (sigma > 0)
+	{
+		Fit			bf16 = fit_with(&gc_kmeans_cuda_backend, &pinned, k, 3, GC_ALGORITHM_LLOYD,
+									GC_PRECISION_BF16, 30, 0.0);
+		int64_t		mismatched = 0;
+		char		what[96];
+
+		for (int64_t i = 0; i < n; i++)
+			mismatched += bf16.labels[i] != cpu.labels[i];
+		snprintf(what, sizeof(what), "gpu bf16: at most 0.1%% of labels differ (%lld do)",
+				 (long long) mismatched);
+		check(bf16.status == GC_OK && mismatched <= n / 1000, what, config);
+		check(fabs(bf16.result.inertia - cpu.result.inertia) <= 1e-4 * cpu.result.inertia,
+			  "gpu bf16: inertia within 1e-4", config);
+		free_fit(&bf16);
+	}
 	free_fit(&cpu);
 	free_fit(&gpu);
 	gc_rows_release(&rows);
@@ -859,6 +876,15 @@ main(int argc, char **argv)
 	run_tensor_case(30000, 48, 256, 4.0);
 	run_tensor_case(20000, 40, 128, -1.0);	/* uniform in [0, 1)^d */
 	run_tensor_case(20000, 64, 512, 0.5);	/* sums past shared memory: global atomics */
+	/* small d, the point tile resident: 32-, 64- and 128-byte column steps */
+	run_tensor_case(20000, 8, 200, 0.5);
+	run_tensor_case(20000, 8, 256, -1.0);
+	run_tensor_case(20000, 16, 300, 0.5);
+	run_tensor_case(20000, 24, 200, -1.0);
+	run_tensor_case(20000, 32, 1000, 0.5);
+	/* rows too wide to stay resident: points streamed past several centroid tiles */
+	run_tensor_case(4000, 400, 200, 0.5);
+	run_tensor_case(3000, 1024, 160, 0.5);	/* bf16 streamed too */
 #endif
 	run_weighted_case(3000, 3, 5);
 	run_weighted_case(2000, 17, 20);
