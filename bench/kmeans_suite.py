@@ -124,7 +124,7 @@ def sklearn(name, X, k, algorithm, iters):
 
 def workload(name, X, k, variants, torch_iters=20, sk_iters=10, sk_algos=("lloyd", "elkan")):
     for variant in variants:
-        ours(name, X, k, *variant, iters=50)
+        ours(name, X, k, variant[0], variant[1], 50, *variant[2:])
     torch_baseline(name, X, k, torch_iters)
     if os.environ.get("GPUCLUST_SKIP_SKLEARN"):   # re-runs that keep earlier sklearn rows
         sk_algos = ()

