@@ -142,21 +142,23 @@ to_tf32(float x)
 	return r;
 }
 
+/* d += a b (m16n8k8, TF32) */
 __device__ __forceinline__ void
-mma_tf32(float *acc, const uint32_t *a, const uint32_t *b)
+mma_tf32(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2])
 {
 	asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
 				 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
-				 : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
+				 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
 				 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
+/* d += a b (m16n8k16, bf16) */
 __device__ __forceinline__ void
-mma_bf16(float *acc, const uint32_t *a, const uint32_t *b)
+mma_bf16(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2])
 {
 	asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
 				 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
-				 : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
+				 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
 				 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
@@ -202,22 +204,30 @@ copy_rows_async(Elem *dst, int dst_stride, const Elem *src, int ld,
 	}
 }
 
+/* Where a block keeps its operands */
+enum TileLayout
+{
+	LAYOUT_STREAM,				/* points and centroids staged, a column step at a time */
+	LAYOUT_RESIDENT,			/* the point tile whole; centroids staged */
+	LAYOUT_ALL					/* the point tile and every centroid, whole */
+};
+
 /*
  * Start copying step (col0, k0) into a stage: the streamed points' columns
  * (unless resident), the centroid tile's columns and its TN norms, which
  * a tile's first step and its epilogue read (the norm arrays are padded
  * to a multiple of TN)
  */
-template <typename Elem, bool RESIDENT, int KSB>
+template <typename Elem, int LAYOUT, int KSB>
 __device__ __forceinline__ void
 load_stage(unsigned char *stage, const Elem *X, const Elem *C, const float *cnorm, int ld,
 		   const int32_t *tile_rows, int col0, int k0)
 {
 	constexpr int SC = (KSB + TPAD_BYTES) / sizeof(Elem);
-	constexpr int POINT_BYTES = RESIDENT ? 0 : TM * SC * (int) sizeof(Elem);
+	constexpr int POINT_BYTES = LAYOUT == LAYOUT_STREAM ? TM * SC * (int) sizeof(Elem) : 0;
 	Elem	   *cs = reinterpret_cast<Elem *>(stage + POINT_BYTES);
 
-	if (!RESIDENT)
+	if (LAYOUT == LAYOUT_STREAM)
 		copy_rows_async<Elem>(reinterpret_cast<Elem *>(stage), SC, X, ld, tile_rows, 0, TM, k0,
 							  KSB / 16);
 	copy_rows_async<Elem>(cs, SC, C, ld, NULL, col0, TN, k0, KSB / 16);
@@ -241,18 +251,41 @@ merge_top2(float &best, float &second, int &best_c, float ob, float os, int oc)
 }
 
 /*
+ * Start the accumulators of a centroid tile: -||c||^2 / 2, and -FLT_MAX
+ * past k, where the norm is in the accumulator; 0 for 3xTF32.  norms are
+ * the tile's.
+ */
+template <int MODE>
+__device__ __forceinline__ void
+tile_start(float (&acc)[4][4][4], const float *norms, int col0, int k, int warp_n, int t)
+{
+#pragma unroll
+	for (int nt = 0; nt < 4; nt++)
+#pragma unroll
+		for (int e = 0; e < 2; e++)
+		{
+			int			c = warp_n * 32 + nt * 8 + 2 * t + e;
+			float		v = MODE == MODE_TF32X3 ? 0.0f :
+				col0 + c < k ? -0.5f * norms[c] : -FLT_MAX;
+
+#pragma unroll
+			for (int mt = 0; mt < 4; mt++)
+#pragma unroll
+				for (int h = 0; h < 2; h++)
+					acc[mt][nt][h * 2 + e] = v;
+		}
+}
+
+/*
  * One mma step (KMMA columns) of a warp's 64 x 32 sub-tile: A from the
- * point tile (row stride sx), B from the centroid tile (row stride SC);
+ * point tile (row stride sx), B from the centroid tile (row stride sc);
  * slices of 8 centroids at or past nvalid are skipped
  */
-template <int MODE, int KSB>
+template <int MODE, typename Elem>
 __device__ __forceinline__ void
-mma_step(float (&acc)[4][4][4], const typename TileShape<MODE, KSB>::Elem *xs, int sx,
-		 const typename TileShape<MODE, KSB>::Elem *cs, int kk, int warp_m, int warp_n,
+mma_step(float (&acc)[4][4][4], const Elem *xs, int sx, const Elem *cs, int sc, int warp_m, int warp_n,
 		 int g, int t, int nvalid)
 {
-	typedef TileShape<MODE, KSB> S;
-
 	if (MODE == MODE_BF16)
 	{
 		/* m16n8k16: a thread holds columns 2t, 2t+1 and 2t+8, 2t+9 */
@@ -262,7 +295,7 @@ mma_step(float (&acc)[4][4][4], const typename TileShape<MODE, KSB>::Elem *xs, i
 #pragma unroll
 		for (int mt = 0; mt < 4; mt++)
 		{
-			const typename S::Elem *p = xs + (warp_m * 64 + mt * 16 + g) * sx + kk + 2 * t;
+			const Elem *p = xs + (warp_m * 64 + mt * 16 + g) * sx + 2 * t;
 
 			a[mt][0] = *reinterpret_cast<const uint32_t *>(p);
 			a[mt][1] = *reinterpret_cast<const uint32_t *>(p + 8 * sx);
@@ -272,7 +305,7 @@ mma_step(float (&acc)[4][4][4], const typename TileShape<MODE, KSB>::Elem *xs, i
 #pragma unroll
 		for (int nt = 0; nt < 4; nt++)
 		{
-			const typename S::Elem *p = cs + (warp_n * 32 + nt * 8 + g) * S::SC + kk + 2 * t;
+			const Elem *p = cs + (warp_n * 32 + nt * 8 + g) * sc + 2 * t;
 
 			b[nt][0] = *reinterpret_cast<const uint32_t *>(p);
 			b[nt][1] = *reinterpret_cast<const uint32_t *>(p + 8);
@@ -295,7 +328,7 @@ mma_step(float (&acc)[4][4][4], const typename TileShape<MODE, KSB>::Elem *xs, i
 		for (int mt = 0; mt < 4; mt++)
 		{
 			const float *p = reinterpret_cast<const float *>(xs) +
-				(warp_m * 64 + mt * 16 + g) * sx + kk + t;
+				(warp_m * 64 + mt * 16 + g) * sx + t;
 			float		v[4] = {p[0], p[8 * sx], p[4], p[8 * sx + 4]};
 
 #pragma unroll
@@ -310,7 +343,7 @@ mma_step(float (&acc)[4][4][4], const typename TileShape<MODE, KSB>::Elem *xs, i
 		for (int nt = 0; nt < 4; nt++)
 		{
 			const float *p = reinterpret_cast<const float *>(cs) +
-				(warp_n * 32 + nt * 8 + g) * S::SC + kk + t;
+				(warp_n * 32 + nt * 8 + g) * sc + t;
 			float		v[2] = {p[0], p[4]};
 
 #pragma unroll
@@ -338,12 +371,52 @@ mma_step(float (&acc)[4][4][4], const typename TileShape<MODE, KSB>::Elem *xs, i
 }
 
 /*
- * One pass of nearest-centroid labeling over TM points per block: the
- * point tile resident or streamed (RESIDENT), KSB bytes of each row per
- * pipeline step.  Exact passes (xnorm not NULL) list the points whose two
- * best distances are within the error bound instead of trusting them.
+ * Epilogue of a centroid tile: fold its values into each row's running
+ * top two (larger is nearer); norms are the tile's
  */
-template <int MODE, bool RESIDENT, int KSB>
+template <int MODE>
+__device__ __forceinline__ void
+fold_tile(const float (&acc)[4][4][4], float (&best)[4][2], float (&second)[4][2],
+		  int (&best_c)[4][2], const float *norms, int col0, int k, int warp_n, int t,
+		  int nvalid)
+{
+#pragma unroll
+	for (int nt = 0; nt < 4; nt++)
+		if (nt < nvalid)
+#pragma unroll
+			for (int e = 0; e < 2; e++)
+			{
+				int			c = col0 + warp_n * 32 + nt * 8 + 2 * t + e;
+				float		norm = MODE != MODE_TF32X3 ? 0.0f :
+					c < k ? norms[c - col0] : FLT_MAX;
+
+#pragma unroll
+				for (int mt = 0; mt < 4; mt++)
+#pragma unroll
+					for (int h = 0; h < 2; h++)
+					{
+						float		s = acc[mt][nt][h * 2 + e];
+
+						/* 3xTF32: 2 x.c - ||c||^2, rounded once, as ||c||^2 - 2 x.c was */
+						if (MODE == MODE_TF32X3)
+							s = fmaf(2.0f, s, -norm);
+						second[mt][h] = fmaxf(second[mt][h], fminf(best[mt][h], s));
+						if (s > best[mt][h])
+						{
+							best[mt][h] = s;
+							best_c[mt][h] = c;
+						}
+					}
+			}
+}
+
+/*
+ * One pass of nearest-centroid labeling over TM points per block, the
+ * operands kept as LAYOUT says, KSB bytes of each row per pipeline step
+ * (staged layouts).  Exact passes (xnorm not NULL) list the points whose
+ * two best distances are within the error bound instead of trusting them.
+ */
+template <int MODE, int LAYOUT, int KSB>
 __global__ void
 __launch_bounds__(TTHREADS, MODE == MODE_TF32X3 ? 1 : 2)
 assign_points_tensor_kernel(const TensorArgs args)
@@ -357,14 +430,12 @@ assign_points_tensor_kernel(const TensorArgs args)
 	const Elem *C = static_cast<const Elem *>(args.c);
 	const int	ld = args.ld,
 				k = args.k;
-	const int	sx = RESIDENT ? ld + S::PAD : S::SC;	/* row stride of the point tile */
-	/* a stage: [streamed points] centroids, then the centroids' norms (TN floats) */
-	unsigned char *stages = reinterpret_cast<unsigned char *>(RESIDENT ? tiles + TM * sx : tiles);
-	constexpr int POINT_BYTES = RESIDENT ? 0 : TM * S::SC * S::ES;
-	constexpr int STAGE_BYTES = POINT_BYTES + TN * S::SC * S::ES + TN * (int) sizeof(float);
-	const int	ksteps = ld / S::KS;
-	const int	total = (k + TN - 1) / TN * ksteps;
-	constexpr float TO_DIST = S::NORM_IN_ACC ? -2.0f : -1.0f;	/* kept value -> ||c||^2 - 2 x.c */
+	/* row stride of the point tile (and of the resident centroids) */
+	const int	sx = LAYOUT == LAYOUT_STREAM ? S::SC : ld + S::PAD;
+	/* past the resident point tile: the stages, or every centroid and norm */
+	unsigned char *rest = reinterpret_cast<unsigned char *>(LAYOUT == LAYOUT_STREAM ?
+															 tiles : tiles + TM * sx);
+	constexpr float TO_DIST = MODE != MODE_TF32X3 ? -2.0f : -1.0f;	/* kept -> ||c||^2 - 2 x.c */
 	int			lane = threadIdx.x & 31,
 				warp = threadIdx.x >> 5;
 	int			warp_m = warp >> 2,
@@ -377,8 +448,6 @@ assign_points_tensor_kernel(const TensorArgs args)
 	float		second[4][2];
 	int			best_c[4][2];
 
-	static_assert(TSTAGES * STAGE_BYTES >= TM * 4 * 12,
-				  "the final reduction reuses the pipeline stages");
 	if (row0 >= args.rows)
 		return;					/* a pass over a list stops at its length */
 	for (int r = threadIdx.x; r < TM; r += TTHREADS)
@@ -397,96 +466,97 @@ assign_points_tensor_kernel(const TensorArgs args)
 			best_c[mt][h] = 0;
 		}
 
-	if (RESIDENT)
-		copy_rows_async<Elem>(tiles, sx, X, ld, tile_rows, 0, TM, 0, ld / S::CHUNK);
-	load_stage<Elem, RESIDENT, KSB>(stages, X, C, args.cnorm, ld, tile_rows, 0, 0);
-	cp_async_commit();
-
-	/*
-	 * One barrier per step: wait for this step's copies, then start the
-	 * next step's into the other stage, which every thread finished
-	 * reading before the barrier
-	 */
-	for (int it = 0; it < total; it++)
+	if (LAYOUT == LAYOUT_ALL)
 	{
-		unsigned char *stage = stages + (it & 1) * STAGE_BYTES;
-		int			kstep = it % ksteps;
-		int			col0 = (it / ksteps) * TN;
-		const Elem *xs = RESIDENT ? tiles + kstep * S::KS : reinterpret_cast<const Elem *>(stage);
-		const Elem *cs = reinterpret_cast<const Elem *>(stage + POINT_BYTES);
-		const float *cnorm = reinterpret_cast<const float *>(stage + POINT_BYTES +
-															  TN * S::SC * S::ES);
-		int			left = k - col0 - warp_n * 32;
-		int			nvalid = left <= 0 ? 0 : min(4, (left + 7) / 8);
+		/* every operand copied once; then products and epilogues only */
+		int			kpad = (k + TN - 1) / TN * TN;
+		Elem	   *centroids = reinterpret_cast<Elem *>(rest);
+		float	   *norms = reinterpret_cast<float *>(centroids + kpad * sx);
 
+		copy_rows_async<Elem>(tiles, sx, X, ld, tile_rows, 0, TM, 0, ld / S::CHUNK);
+		copy_rows_async<Elem>(centroids, sx, C, ld, NULL, 0, kpad, 0, ld / S::CHUNK);
+		for (int q = threadIdx.x; q < kpad / 4; q += TTHREADS)
+			cp_async16(norms + 4 * q, args.cnorm + 4 * q);
+		cp_async_commit();
 		cp_async_wait<0>();
 		__syncthreads();
-		if (it + 1 < total)
-			load_stage<Elem, RESIDENT, KSB>(stages + ((it + 1) & 1) * STAGE_BYTES, X, C,
-											args.cnorm, ld, tile_rows, ((it + 1) / ksteps) * TN,
-											((it + 1) % ksteps) * S::KS);
+		for (int col0 = 0; col0 < k; col0 += TN)
+		{
+			int			left = k - col0 - warp_n * 32;
+			int			nvalid = left <= 0 ? 0 : min(4, (left + 7) / 8);
+
+			tile_start<MODE>(acc, norms + col0, col0, k, warp_n, t);
+			for (int k0 = 0; k0 < ld; k0 += S::KMMA)
+				mma_step<MODE, Elem>(acc, tiles + k0, sx, centroids + col0 * sx + k0, sx,
+									 warp_m, warp_n, g, t, nvalid);
+			fold_tile<MODE>(acc, best, second, best_c, norms + col0, col0, k, warp_n, t, nvalid);
+		}
+	}
+	else
+	{
+		/* a stage: [streamed points] centroids, then the centroids' norms (TN floats) */
+		constexpr int POINT_BYTES = LAYOUT == LAYOUT_STREAM ? TM * S::SC * S::ES : 0;
+		constexpr int STAGE_BYTES = POINT_BYTES + TN * S::SC * S::ES + TN * (int) sizeof(float);
+		const int	ksteps = ld / S::KS;
+		const int	total = (k + TN - 1) / TN * ksteps;
+
+		static_assert(TSTAGES * STAGE_BYTES >= TM * 4 * 12,
+					  "the final reduction reuses the pipeline stages");
+		if (LAYOUT == LAYOUT_RESIDENT)
+			copy_rows_async<Elem>(tiles, sx, X, ld, tile_rows, 0, TM, 0, ld / S::CHUNK);
+		load_stage<Elem, LAYOUT, KSB>(rest, X, C, args.cnorm, ld, tile_rows, 0, 0);
 		cp_async_commit();
 
-		if (kstep == 0)
+		/*
+		 * One barrier per step: wait for this step's copies, then start the
+		 * next step's into the other stage, which every thread finished
+		 * reading before the barrier
+		 */
+		for (int it = 0, kstep = 0, col0 = 0; it < total; it++)
 		{
-			/* a new centroid tile: accumulators start at -||c||^2 / 2 (or 0) */
-#pragma unroll
-			for (int nt = 0; nt < 4; nt++)
-#pragma unroll
-				for (int e = 0; e < 2; e++)
-				{
-					int			c = warp_n * 32 + nt * 8 + 2 * t + e;
-					float		start = !S::NORM_IN_ACC ? 0.0f :
-						col0 + c < k ? -0.5f * cnorm[c] : -FLT_MAX;
+			unsigned char *stage = rest + (it & 1) * STAGE_BYTES;
+			const Elem *xs = LAYOUT == LAYOUT_RESIDENT ? tiles + kstep * S::KS :
+				reinterpret_cast<const Elem *>(stage);
+			const Elem *cs = reinterpret_cast<const Elem *>(stage + POINT_BYTES);
+			const float *norms = reinterpret_cast<const float *>(stage + POINT_BYTES +
+																  TN * S::SC * S::ES);
+			int			left = k - col0 - warp_n * 32;
+			int			nvalid = left <= 0 ? 0 : min(4, (left + 7) / 8);
+			bool		last = kstep == ksteps - 1;
 
-#pragma unroll
-					for (int mt = 0; mt < 4; mt++)
-#pragma unroll
-						for (int h = 0; h < 2; h++)
-							acc[mt][nt][h * 2 + e] = start;
-				}
-		}
-#pragma unroll
-		for (int kk = 0; kk < S::KS; kk += S::KMMA)
-			mma_step<MODE, KSB>(acc, xs, sx, cs, kk, warp_m, warp_n, g, t, nvalid);
+			cp_async_wait<0>();
+			__syncthreads();
+			if (it + 1 < total)
+				load_stage<Elem, LAYOUT, KSB>(rest + ((it + 1) & 1) * STAGE_BYTES, X, C,
+											  args.cnorm, ld, tile_rows,
+											  last ? col0 + TN : col0,
+											  last ? 0 : (kstep + 1) * S::KS);
+			cp_async_commit();
 
-		if (kstep == ksteps - 1)
-		{
-			/* epilogue of a centroid tile: fold into the running top two */
+			if (kstep == 0)
+				tile_start<MODE>(acc, norms, col0, k, warp_n, t);
 #pragma unroll
-			for (int nt = 0; nt < 4; nt++)
-				if (nt < nvalid)
-#pragma unroll
-					for (int e = 0; e < 2; e++)
-					{
-						int			c = col0 + warp_n * 32 + nt * 8 + 2 * t + e;
-						float		norm = S::NORM_IN_ACC ? 0.0f :
-							c < k ? cnorm[c - col0] : FLT_MAX;
-
-#pragma unroll
-						for (int mt = 0; mt < 4; mt++)
-#pragma unroll
-							for (int h = 0; h < 2; h++)
-							{
-								float		s = acc[mt][nt][h * 2 + e];
-
-								if (!S::NORM_IN_ACC)
-									s = fmaf(2.0f, s, -norm);
-								second[mt][h] = fmaxf(second[mt][h], fminf(best[mt][h], s));
-								if (s > best[mt][h])
-								{
-									best[mt][h] = s;
-									best_c[mt][h] = c;
-								}
-							}
-					}
+			for (int kk = 0; kk < S::KS; kk += S::KMMA)
+				mma_step<MODE, Elem>(acc, xs + kk, sx, cs + kk, S::SC, warp_m, warp_n, g, t,
+									 nvalid);
+			if (last)
+			{
+				fold_tile<MODE>(acc, best, second, best_c, norms, col0, k, warp_n, t, nvalid);
+				kstep = 0;
+				col0 += TN;
+			}
+			else
+				kstep++;
 		}
 	}
 
-	/* arg-max over the 4 threads of a quad, then over the 4 warps along n */
-	__syncthreads();			/* the last step's reads are done: the stages are free */
+	/*
+	 * arg-max over the 4 threads of a quad, then over the 4 warps along n,
+	 * in the space past the point tile (at least 128 rows of 48 bytes)
+	 */
+	__syncthreads();			/* every operand read: the space is free */
 	{
-		float	   *red_best = reinterpret_cast<float *>(stages);
+		float	   *red_best = reinterpret_cast<float *>(rest);
 		float	   *red_second = red_best + TM * 4;
 		int		   *red_idx = reinterpret_cast<int *>(red_second + TM * 4);
 
@@ -663,56 +733,80 @@ gc_tensor_row_width(int d, bool bf16)
 	return (d + align - 1) / align * align;
 }
 
-/* Shared memory a block may have on this device */
+/* Shared memory of one block (opt-in limit), and of a multiprocessor */
 static int
-shared_memory_limit(void)
+shared_memory(bool per_block)
 {
-	static int	bytes = 0;
+	static int	block_bytes = 0,
+				sm_bytes = 0;
 
-	if (bytes == 0)
+	if (block_bytes == 0)
 	{
 		int			device = 0;
 
 		cudaGetDevice(&device);
-		if (cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin,
-								   device) != cudaSuccess || bytes <= 0)
-			bytes = 48 * 1024;
+		if (cudaDeviceGetAttribute(&block_bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin,
+								   device) != cudaSuccess || block_bytes <= 0)
+			block_bytes = 48 * 1024;
+		if (cudaDeviceGetAttribute(&sm_bytes, cudaDevAttrMaxSharedMemoryPerMultiprocessor,
+								   device) != cudaSuccess || sm_bytes <= 0)
+			sm_bytes = block_bytes;
 	}
-	return bytes;
+	return per_block ? block_bytes : sm_bytes;
 }
 
-/* Shared memory of a layout: the row list, the stages, the resident tile */
+/* Shared memory of a layout: the row list, the resident tiles, the stages */
 static size_t
-tile_bytes(int elem_bytes, bool resident, int ksb, int ld)
+tile_bytes(int elem_bytes, int layout, int ksb, int ld, int k)
 {
+	size_t		row = (size_t) ld * elem_bytes + TPAD_BYTES;
 	size_t		staged_row = (size_t) ksb + TPAD_BYTES;
-	size_t		bytes = TM * sizeof(int32_t) +
-		(size_t) TSTAGES * ((resident ? TN : TM + TN) * staged_row + TN * sizeof(float));
+	size_t		kpad = (size_t) (k + TN - 1) / TN * TN;
 
-	if (resident)
-		bytes += (size_t) TM * (ld * elem_bytes + TPAD_BYTES);
-	return bytes;
+	if (layout == LAYOUT_ALL)
+		return TM * sizeof(int32_t) + TM * row + kpad * (row + sizeof(float));
+	return TM * sizeof(int32_t) + (layout == LAYOUT_RESIDENT ? TM * row : 0) +
+		(size_t) TSTAGES * ((layout == LAYOUT_RESIDENT ? TN : TM + TN) * staged_row +
+							TN * sizeof(float));
 }
 
 typedef struct TensorLayout
 {
-	bool		resident;
+	int			layout;
 	int			ksb;
 	size_t		bytes;
 } TensorLayout;
 
+static bool
+try_layout(int elem_bytes, int layout, int ksb, int ld, int k, size_t limit, TensorLayout *out)
+{
+	size_t		bytes = tile_bytes(elem_bytes, layout, ksb, ld, k);
+
+	if ((layout != LAYOUT_ALL && ((size_t) ld * elem_bytes) % ksb != 0) || bytes > limit)
+		return false;
+	out->layout = layout;
+	out->ksb = ksb;
+	out->bytes = bytes;
+	return true;
+}
+
 /*
- * The layout of a pass: the point tile resident when there is more than
- * one centroid tile to stream past it and it fits (the widest column step
- * that divides the row and fits), streaming otherwise.  The benchmarks
+ * The layout of a pass, by what two blocks per multiprocessor can hold
+ * (one block, 8 warps, hides too little latency: at n = 1M, d = 768 a
+ * resident bf16 tile ran 12.1 ms per iteration against 8.7 streamed):
+ * every operand resident, else the point tile resident with the widest
+ * column step that divides the row (when more than one centroid tile
+ * streams past it), else both streamed; rows too narrow to stream take
+ * the resident layouts at one block per multiprocessor.  The benchmarks
  * can ask for streaming with GPUCLUST_BENCH_KERNEL=tensor-streaming.
  */
 static bool
-choose_layout(int elem_bytes, int ld, int k, TensorLayout *layout)
+choose_layout(int elem_bytes, int ld, int k, TensorLayout *out)
 {
 	static int	forced = -1;
-	int			row_bytes = ld * elem_bytes;
-	bool		can_stream = row_bytes % 128 == 0;
+	size_t		two = (size_t) shared_memory(false) / 2 - 1024;	/* the runtime's share per block */
+	size_t		one = (size_t) shared_memory(true);
+	bool		can_stream = ((size_t) ld * elem_bytes) % 128 == 0;
 
 	if (forced < 0)
 	{
@@ -720,23 +814,23 @@ choose_layout(int elem_bytes, int ld, int k, TensorLayout *layout)
 
 		forced = bench != NULL && strcmp(bench, "tensor-streaming") == 0;
 	}
-	if (!can_stream || (k > TN && !forced))
+	if (forced && can_stream)
+		return try_layout(elem_bytes, LAYOUT_STREAM, 128, ld, k, one, out);
+	if (try_layout(elem_bytes, LAYOUT_ALL, 32, ld, k, two, out))
+		return true;
+	if (k > TN || !can_stream)
 		for (int ksb = 128; ksb >= 32; ksb /= 2)
-			if (row_bytes % ksb == 0 &&
-				tile_bytes(elem_bytes, true, ksb, ld) <= (size_t) shared_memory_limit())
-			{
-				layout->resident = true;
-				layout->ksb = ksb;
-				layout->bytes = tile_bytes(elem_bytes, true, ksb, ld);
+			if (try_layout(elem_bytes, LAYOUT_RESIDENT, ksb, ld, k, two, out))
 				return true;
-			}
-	layout->resident = false;
-	layout->ksb = 128;
-	layout->bytes = tile_bytes(elem_bytes, false, 128, ld);
-	return can_stream && layout->bytes <= (size_t) shared_memory_limit();
+	if (can_stream)
+		return try_layout(elem_bytes, LAYOUT_STREAM, 128, ld, k, one, out);
+	for (int ksb = 128; ksb >= 32; ksb /= 2)
+		if (try_layout(elem_bytes, LAYOUT_RESIDENT, ksb, ld, k, one, out))
+			return true;
+	return false;
 }
 
-template <int MODE, bool RESIDENT, int KSB>
+template <int MODE, int LAYOUT, int KSB>
 static GcStatus
 launch_variant(const TensorArgs &args, size_t bytes, cudaStream_t stream, GcError *err)
 {
@@ -744,12 +838,12 @@ launch_variant(const TensorArgs &args, size_t bytes, cudaStream_t stream, GcErro
 
 	if (!configured)
 	{
-		GC_CUDA_TRY(cudaFuncSetAttribute(assign_points_tensor_kernel<MODE, RESIDENT, KSB>,
+		GC_CUDA_TRY(cudaFuncSetAttribute(assign_points_tensor_kernel<MODE, LAYOUT, KSB>,
 										 cudaFuncAttributeMaxDynamicSharedMemorySize,
-										 shared_memory_limit()), err);
+										 shared_memory(true)), err);
 		configured = true;
 	}
-	assign_points_tensor_kernel<MODE, RESIDENT, KSB>
+	assign_points_tensor_kernel<MODE, LAYOUT, KSB>
 		<<<(unsigned) ((args.rows + TM - 1) / TM), TTHREADS, bytes, stream>>>(args);
 	GC_CUDA_LAUNCHED("assign_points_tensor", err);
 	return GC_OK;
@@ -766,14 +860,21 @@ launch_pass(const TensorArgs &args, cudaStream_t stream, GcError *err)
 		return GC_OK;
 	if (!choose_layout(sizeof(typename ModeElem<MODE>::T), args.ld, args.k, &layout))
 		return gc_fail(err, GC_ERR_DEVICE,
-					   "no tensor-core tile layout for rows of %d values", args.ld);
-	if (!layout.resident)
-		return launch_variant<MODE, false, 128>(args, layout.bytes, stream, err);
-	if (layout.ksb == 128)
-		return launch_variant<MODE, true, 128>(args, layout.bytes, stream, err);
-	if (layout.ksb == 64)
-		return launch_variant<MODE, true, 64>(args, layout.bytes, stream, err);
-	return launch_variant<MODE, true, 32>(args, layout.bytes, stream, err);
+					   "no tensor-core tile layout for rows of %d values and k = %d",
+					   args.ld, args.k);
+	switch (layout.layout * 1000 + layout.ksb)
+	{
+		case LAYOUT_ALL * 1000 + 32:
+			return launch_variant<MODE, LAYOUT_ALL, 32>(args, layout.bytes, stream, err);
+		case LAYOUT_RESIDENT * 1000 + 128:
+			return launch_variant<MODE, LAYOUT_RESIDENT, 128>(args, layout.bytes, stream, err);
+		case LAYOUT_RESIDENT * 1000 + 64:
+			return launch_variant<MODE, LAYOUT_RESIDENT, 64>(args, layout.bytes, stream, err);
+		case LAYOUT_RESIDENT * 1000 + 32:
+			return launch_variant<MODE, LAYOUT_RESIDENT, 32>(args, layout.bytes, stream, err);
+		default:
+			return launch_variant<MODE, LAYOUT_STREAM, 128>(args, layout.bytes, stream, err);
+	}
 }
 
 /* A pass over n rows (row_map NULL) or the n entries of a list, trusting every label */
