@@ -146,6 +146,10 @@ for n in (2_000_000, 4_000_000):
         for d in (2, 8):
             WORKLOADS[f"table1-n{n // 1_000_000}M-k{k}-d{d}"] = (
                 lambda n=n, k=k, d=d: (uniform(n, d, 1), k, LLOYD_AUTO, dict(sk_iters=3, sk_algos=("lloyd",))))
+# where the tensor-core screen overtakes the register kernel as d grows (TENSOR_MIN_D)
+for d in (12, 16):
+    WORKLOADS[f"crossover-n4M-k400-d{d}"] = (
+        lambda d=d: (uniform(4_000_000, d, 1), 400, LLOYD_AUTO, dict(sk_algos=())))
 for k in (23, 100):
     WORKLOADS[f"kdd-k{k}"] = lambda k=k: (kdd(), k, ALL, {})
 for k in (32, 1024):

@@ -64,10 +64,14 @@
  * Kernel choice for float32, measured on an H100 (bench/results/): the
  * tensor cores pay from k = 128 (KDD Cup, d = 38: k = 23 tiled 0.19 ms of
  * labeling, k = 100 3xTF32 on heavy-tailed data 3.5 ms, mostly exact
- * re-checks) and from d = TENSOR_MIN_D: with the point tile resident in
- * shared memory a distance costs the epilogue about six instructions
- * whatever d, against 2 d + 3 in the register kernel.  Below, the
- * register kernel (d <= 32) or the tiled one.
+ * re-checks) and from d = TENSOR_MIN_D.  The TF32 screen costs about 15
+ * instructions per distance whatever d (the top-two epilogue, operand
+ * loads, accumulator starts) at 55% of the issue rate (128 registers:
+ * 16 warps per multiprocessor); the register kernel 2 d + 3 at 82%.  At
+ * d = 8 the register kernel wins (n = 4M, k = 400: 1.25 against 1.39 ms
+ * of labeling), at d = 32 the screen (245,760 points, k = 1024: 0.35
+ * against 0.83 ms); they cross near d = 12.  Below, the register kernel
+ * (d <= 32) or the tiled one.
  *
  * The tensor path screens with TF32 (2.3 times 3xTF32's speed) and labels
  * what the screen doubts again with 3xTF32 (the screen costs 1 + 2.3 f
@@ -79,7 +83,7 @@
  * the data defeat the product form and labeling moves to the tiled kernel.
  */
 #define TENSOR_MIN_K 128
-#define TENSOR_MIN_D 4
+#define TENSOR_MIN_D 16
 #define DOUBTFUL_MAX_FRACTION 0.02
 #define SCREEN_MAX_FRACTION 0.5
 #define SCREEN_RETRY 2
