@@ -149,6 +149,7 @@ typedef struct CudaSession
 	__nv_bfloat16 *xb;			/* bf16 kernel: the data in bf16, rows of width ld */
 	__nv_bfloat16 *cb;			/* bf16 kernel: the centroids in bf16 */
 	float	   *cnorm_bf16;		/* bf16 kernel: norms of the bf16 centroids */
+	TensorPartial *group_tops;	/* streamed tensor passes: top twos per centroid group */
 	float	   *xnorm;			/* exact tensor labels: row norms, for the error bound */
 	int32_t    *doubtful;		/* points the first tensor pass doubts */
 	unsigned int *doubtful_count;
@@ -272,6 +273,10 @@ upload(CudaSession *s, GcError *err)
 				return err->status;
 		}
 	}
+	if ((s->kernel == KERNEL_TENSOR_SCREENED || s->kernel == KERNEL_TENSOR_TF32 ||
+		 s->kernel == KERNEL_TENSOR_BF16) &&
+		gc_tensor_splits(d, k, s->kernel == KERNEL_TENSOR_BF16))
+		ALLOC_OR_RETURN(s->group_tops, (size_t) n * GC_TENSOR_MAX_GROUPS);
 	if (s->kernel == KERNEL_TENSOR_SCREENED || s->kernel == KERNEL_TENSOR_3XTF32)
 	{
 		ALLOC_OR_RETURN(s->xnorm, (size_t) n);
@@ -409,6 +414,7 @@ cuda_close(void *session)
 	cudaFree(s->xb);
 	cudaFree(s->cb);
 	cudaFree(s->cnorm_bf16);
+	cudaFree(s->group_tops);
 	cudaFree(s->icd);
 	cudaFree(s->icd_ranked);
 	cudaFree(s->rid);
@@ -514,7 +520,7 @@ label_points(CudaSession *s, unsigned long long *changed, GcError *err)
 											s->labels, changed, s->stream, err);
 		case KERNEL_TENSOR_BF16:
 			return launch_assign_points_bf16(s->xb, s->cb, s->cnorm_bf16, s->n, s->ld, s->k,
-											 s->labels, changed, s->stream, err);
+											 s->labels, changed, s->group_tops, s->stream, err);
 		case KERNEL_TENSOR_SCREENED:
 		case KERNEL_TENSOR_3XTF32:
 		case KERNEL_TENSOR_TF32:
@@ -527,7 +533,8 @@ label_points(CudaSession *s, unsigned long long *changed, GcError *err)
 												   s->n, s->ld, s->k,
 												   s->kernel == KERNEL_TENSOR_3XTF32 ?
 												   GC_TENSOR_TF32X3 : GC_TENSOR_TF32,
-												   s->labels, changed, s->stream, err);
+												   s->labels, changed, s->group_tops, s->stream,
+												   err);
 			}
 		default:
 			return launch_assign_points(s->x32, s->c32, s->n, s->d, s->k,

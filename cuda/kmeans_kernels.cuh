@@ -48,6 +48,22 @@ GcStatus	launch_assign_points_f64(const double *x64, const double *c64,
 int			gc_tensor_row_width(int d, bool bf16);
 
 /*
+ * Streamed passes split a row tile's centroid tiles into groups of
+ * consecutive blocks, each leaving its rows' top two here (n x
+ * GC_TENSOR_MAX_GROUPS entries) for a merge; gc_tensor_splits says
+ * whether a fit of this shape does
+ */
+#define GC_TENSOR_MAX_GROUPS 8
+typedef struct TensorPartial
+{
+	float		best;
+	float		second;
+	int32_t		index;
+	int32_t		unused;
+} TensorPartial;
+bool		gc_tensor_splits(int d, int k, bool bf16);
+
+/*
  * What the tensor kernels need for exact labels: row norms, the error
  * bounds of the TF32 screen (eps_tf32_sq (|x| + C)^2 + eps_tf32_lin
  * (|x| + C) (|x - a| + |x - b|) for a gap between the best a and second
@@ -91,11 +107,13 @@ GcStatus	launch_assign_points_tensor(const float *xp, const float *cp,
 										GcTensorMode mode,
 										int32_t *labels,
 										unsigned long long *changed,
+										TensorPartial *partials,
 										cudaStream_t stream, GcError *err);
 /* bf16 operands, with cnorm the norms of the bf16 centroids */
 GcStatus	launch_assign_points_bf16(const __nv_bfloat16 *xb, const __nv_bfloat16 *cb,
 									  const float *cnorm, int64_t n, int ld, int k,
 									  int32_t *labels, unsigned long long *changed,
+									  TensorPartial *partials,
 									  cudaStream_t stream, GcError *err);
 GcStatus	launch_row_norms(const float *x32, int64_t n, int d, float *xnorm,
 							 cudaStream_t stream, GcError *err);

@@ -131,6 +131,9 @@ typedef struct TensorArgs
 	unsigned long long *changed;
 	int32_t    *doubtful;		/* exact passes: the points left in doubt */
 	unsigned int *doubtful_count;
+	int			groups;			/* centroid groups a row tile is split into */
+	int			tiles_per_group;	/* centroid tiles in each */
+	TensorPartial *partials;	/* rows x groups top twos, when groups > 1 */
 } TensorArgs;
 
 __device__ __forceinline__ uint32_t
@@ -411,6 +414,53 @@ fold_tile(const float (&acc)[4][4][4], float (&best)[4][2], float (&second)[4][2
 }
 
 /*
+ * Label one row from its top two (largest values: x.c - ||c||^2 / 2, or
+ * 2 x.c - ||c||^2 for 3xTF32), or, in an exact pass whose gap is within
+ * the error bound, list it for the next pass instead.  A pass over a list
+ * labels the points row_map lists.
+ */
+template <int MODE>
+__device__ __forceinline__ void
+decide_row(const TensorArgs &args, int64_t slot_row, float kept, float kept2, int c)
+{
+	constexpr float TO_DIST = MODE != MODE_TF32X3 ? -2.0f : -1.0f;	/* kept -> ||c||^2 - 2 x.c */
+	const float *xnorm = args.xnorm;
+	int64_t		row = args.row_map != NULL ? args.row_map[2 * slot_row] : slot_row;
+	int			previous = args.row_map != NULL ? args.row_map[2 * slot_row + 1] :
+		args.labels[row];
+	float		b = TO_DIST * kept,
+				sec = fminf(TO_DIST * kept2, FLT_MAX);	/* no second when k = 1 */
+	float		reach = xnorm == NULL ? 0.0f :
+		xnorm[row] + __uint_as_float(*args.radius_bits);
+	float		bound = args.eps_sq * reach * reach;
+
+	if (xnorm != NULL && args.eps_lin > 0.0f)
+	{
+		/*
+		 * |x - c| of the best and second from ||c||^2 - 2 x.c, rounded
+		 * up; the best centroid's distance moves with its own norm, any
+		 * other's with at most C's
+		 */
+		float		xx = xnorm[row] * (1.0f + 0x1p-10f),
+					slack = bound + xx * xx,
+					moved = reach + xx + sqrtf(args.cnorm[c]) * (1.0f + 0x1p-10f);
+
+		bound += 0.5f * args.eps_lin * moved *
+			(sqrtf(fmaxf(b + slack, 0.0f)) + sqrtf(fmaxf(sec + slack, 0.0f)));
+	}
+	if (xnorm != NULL && sec - b <= bound)
+	{
+		unsigned	slot = atomicAdd(args.doubtful_count, 1u);
+
+		args.doubtful[2 * slot] = (int32_t) row;
+		args.doubtful[2 * slot + 1] = previous;
+	}
+	else if (args.changed != NULL && previous != c)
+		atomicAdd(args.changed, 1ULL);
+	args.labels[row] = c;
+}
+
+/*
  * One pass of nearest-centroid labeling over TM points per block, the
  * operands kept as LAYOUT says, KSB bytes of each row per pipeline step
  * (staged layouts).  Exact passes (xnorm not NULL) list the points whose
@@ -435,14 +485,15 @@ assign_points_tensor_kernel(const TensorArgs args)
 	/* past the resident point tile: the stages, or every centroid and norm */
 	unsigned char *rest = reinterpret_cast<unsigned char *>(LAYOUT == LAYOUT_STREAM ?
 															 tiles : tiles + TM * sx);
-	constexpr float TO_DIST = MODE != MODE_TF32X3 ? -2.0f : -1.0f;	/* kept -> ||c||^2 - 2 x.c */
 	int			lane = threadIdx.x & 31,
 				warp = threadIdx.x >> 5;
 	int			warp_m = warp >> 2,
 				warp_n = warp & 3;
 	int			g = lane >> 2,
 				t = lane & 3;
-	int64_t		row0 = (int64_t) blockIdx.x * TM;
+	int64_t		row_tile = blockIdx.x / args.groups;
+	int			group = (int) (blockIdx.x - row_tile * args.groups);
+	int64_t		row0 = row_tile * TM;
 	float		acc[4][4][4];
 	float		best[4][2];
 	float		second[4][2];
@@ -498,13 +549,14 @@ assign_points_tensor_kernel(const TensorArgs args)
 		constexpr int POINT_BYTES = LAYOUT == LAYOUT_STREAM ? TM * S::SC * S::ES : 0;
 		constexpr int STAGE_BYTES = POINT_BYTES + TN * S::SC * S::ES + TN * (int) sizeof(float);
 		const int	ksteps = ld / S::KS;
-		const int	total = (k + TN - 1) / TN * ksteps;
+		const int	first_tile = group * args.tiles_per_group;
+		const int	total = min(args.tiles_per_group, (k + TN - 1) / TN - first_tile) * ksteps;
 
 		static_assert(TSTAGES * STAGE_BYTES >= TM * 4 * 12,
 					  "the final reduction reuses the pipeline stages");
 		if (LAYOUT == LAYOUT_RESIDENT)
 			copy_rows_async<Elem>(tiles, sx, X, ld, tile_rows, 0, TM, 0, ld / S::CHUNK);
-		load_stage<Elem, LAYOUT, KSB>(rest, X, C, args.cnorm, ld, tile_rows, 0, 0);
+		load_stage<Elem, LAYOUT, KSB>(rest, X, C, args.cnorm, ld, tile_rows, first_tile * TN, 0);
 		cp_async_commit();
 
 		/*
@@ -512,7 +564,7 @@ assign_points_tensor_kernel(const TensorArgs args)
 		 * next step's into the other stage, which every thread finished
 		 * reading before the barrier
 		 */
-		for (int it = 0, kstep = 0, col0 = 0; it < total; it++)
+		for (int it = 0, kstep = 0, col0 = first_tile * TN; it < total; it++)
 		{
 			unsigned char *stage = rest + (it & 1) * STAGE_BYTES;
 			const Elem *xs = LAYOUT == LAYOUT_RESIDENT ? tiles + kstep * S::KS :
@@ -595,45 +647,34 @@ assign_points_tensor_kernel(const TensorArgs args)
 			for (int w = 1; w < 4; w++)
 				merge_top2(kept, kept2, c, red_best[r * 4 + w], red_second[r * 4 + w],
 						   red_idx[r * 4 + w]);
-			if (slot_row < args.rows)
-			{
-				/* a pass over a list labels the points row_map lists */
-				const float *xnorm = args.xnorm;
-				int64_t		row = args.row_map != NULL ? args.row_map[2 * slot_row] : slot_row;
-				int			previous = args.row_map != NULL ? args.row_map[2 * slot_row + 1] :
-					args.labels[row];
-				float		b = TO_DIST * kept,
-							sec = fminf(TO_DIST * kept2, FLT_MAX);	/* no second when k = 1 */
-				float		reach = xnorm == NULL ? 0.0f :
-					xnorm[row] + __uint_as_float(*args.radius_bits);
-				float		bound = args.eps_sq * reach * reach;
-
-				if (xnorm != NULL && args.eps_lin > 0.0f)
-				{
-					/*
-					 * |x - c| of the best and second from ||c||^2 - 2 x.c,
-					 * rounded up; the best centroid's distance moves with
-					 * its own norm, any other's with at most C's
-					 */
-					float		xx = xnorm[row] * (1.0f + 0x1p-10f),
-								slack = bound + xx * xx,
-								moved = reach + xx + sqrtf(args.cnorm[c]) * (1.0f + 0x1p-10f);
-
-					bound += 0.5f * args.eps_lin * moved *
-						(sqrtf(fmaxf(b + slack, 0.0f)) + sqrtf(fmaxf(sec + slack, 0.0f)));
-				}
-				if (xnorm != NULL && sec - b <= bound)
-				{
-					unsigned	slot = atomicAdd(args.doubtful_count, 1u);
-
-					args.doubtful[2 * slot] = (int32_t) row;
-					args.doubtful[2 * slot + 1] = previous;
-				}
-				else if (args.changed != NULL && previous != c)
-					atomicAdd(args.changed, 1ULL);
-				args.labels[row] = c;
-			}
+			if (slot_row < args.rows && args.groups > 1)
+				reinterpret_cast<float4 *>(args.partials)[slot_row * args.groups + group] =
+					make_float4(kept, kept2, __int_as_float(c), 0.0f);
+			else if (slot_row < args.rows)
+				decide_row<MODE>(args, slot_row, kept, kept2, c);
 		}
+	}
+}
+
+/*
+ * A split pass's second half: each row's top two over its groups, merged
+ * in centroid order (so the lower index still wins ties), then decided
+ */
+template <int MODE>
+__global__ void
+merge_groups_kernel(const TensorArgs args)
+{
+	for (int64_t slot = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; slot < args.rows;
+		 slot += (int64_t) gridDim.x * blockDim.x)
+	{
+		const TensorPartial *p = args.partials + slot * args.groups;
+		float		kept = p[0].best,
+					kept2 = p[0].second;
+		int			c = p[0].index;
+
+		for (int q = 1; q < args.groups; q++)
+			merge_top2(kept, kept2, c, p[q].best, p[q].second, p[q].index);
+		decide_row<MODE>(args, slot, kept, kept2, c);
 	}
 }
 
@@ -835,6 +876,7 @@ static GcStatus
 launch_variant(const TensorArgs &args, size_t bytes, cudaStream_t stream, GcError *err)
 {
 	static bool configured = false;
+	int64_t		blocks = (args.rows + TM - 1) / TM * args.groups;
 
 	if (!configured)
 	{
@@ -843,18 +885,33 @@ launch_variant(const TensorArgs &args, size_t bytes, cudaStream_t stream, GcErro
 										 shared_memory(true)), err);
 		configured = true;
 	}
+	if (blocks > INT32_MAX)
+		return gc_fail(err, GC_ERR_RANGE, "too many rows for one labeling grid");
 	assign_points_tensor_kernel<MODE, LAYOUT, KSB>
-		<<<(unsigned) ((args.rows + TM - 1) / TM), TTHREADS, bytes, stream>>>(args);
+		<<<(unsigned) blocks, TTHREADS, bytes, stream>>>(args);
 	GC_CUDA_LAUNCHED("assign_points_tensor", err);
+	if (args.groups > 1)
+	{
+		merge_groups_kernel<MODE><<<1024, 256, 0, stream>>>(args);
+		GC_CUDA_LAUNCHED("merge_groups", err);
+	}
 	return GC_OK;
 }
 
-/* One tensor pass in the layout that suits its rows */
+/*
+ * One tensor pass in the layout that suits its rows.  A streamed pass over
+ * every row, given space for partials, splits each row tile's centroid
+ * tiles into up to GC_TENSOR_MAX_GROUPS groups of consecutive blocks:
+ * the groups read the same points at about the same time, so the point
+ * tile crosses device memory once rather than once per centroid tile
+ * (the rest of its reads hit L2), and a merge kernel combines the groups.
+ */
 template <int MODE>
 static GcStatus
-launch_pass(const TensorArgs &args, cudaStream_t stream, GcError *err)
+launch_pass(TensorArgs args, cudaStream_t stream, GcError *err)
 {
 	TensorLayout layout;
+	int			ctiles = (args.k + TN - 1) / TN;
 
 	if (args.rows == 0)
 		return GC_OK;
@@ -862,6 +919,14 @@ launch_pass(const TensorArgs &args, cudaStream_t stream, GcError *err)
 		return gc_fail(err, GC_ERR_DEVICE,
 					   "no tensor-core tile layout for rows of %d values and k = %d",
 					   args.ld, args.k);
+	args.groups = 1;
+	args.tiles_per_group = ctiles;
+	if (layout.layout == LAYOUT_STREAM && args.row_map == NULL && args.partials != NULL &&
+		ctiles > 1)
+	{
+		args.tiles_per_group = (ctiles + GC_TENSOR_MAX_GROUPS - 1) / GC_TENSOR_MAX_GROUPS;
+		args.groups = (ctiles + args.tiles_per_group - 1) / args.tiles_per_group;
+	}
 	switch (layout.layout * 1000 + layout.ksb)
 	{
 		case LAYOUT_ALL * 1000 + 32:
@@ -877,15 +942,19 @@ launch_pass(const TensorArgs &args, cudaStream_t stream, GcError *err)
 	}
 }
 
-/* A pass over n rows (row_map NULL) or the n entries of a list, trusting every label */
+/*
+ * A pass over n rows (row_map NULL) or the n entries of a list, trusting
+ * every label; partials, when not NULL, hold n x GC_TENSOR_MAX_GROUPS
+ */
 static TensorArgs
 plain_pass(const void *x, const void *c, const float *cnorm, int64_t n,
 		   const int32_t *row_map, int ld, int k, int32_t *labels,
-		   unsigned long long *changed)
+		   unsigned long long *changed, TensorPartial *partials)
 {
 	TensorArgs	args;
 
 	memset(&args, 0, sizeof(args));
+	args.partials = partials;
 	args.x = x;
 	args.c = c;
 	args.cnorm = cnorm;
@@ -903,9 +972,9 @@ static TensorArgs
 exact_pass(const void *x, const void *c, const float *cnorm, const TensorRefinement *refine,
 		   float eps_sq, float eps_lin, int64_t n, const int32_t *row_map, int ld, int k,
 		   int32_t *labels, unsigned long long *changed, int32_t *list,
-		   unsigned int *list_count)
+		   unsigned int *list_count, TensorPartial *partials)
 {
-	TensorArgs	args = plain_pass(x, c, cnorm, n, row_map, ld, k, labels, changed);
+	TensorArgs	args = plain_pass(x, c, cnorm, n, row_map, ld, k, labels, changed, partials);
 
 	args.xnorm = refine->xnorm;
 	args.radius_bits = refine->cradius_bits;
@@ -932,15 +1001,15 @@ GcStatus
 launch_assign_points_tensor(const float *xp, const float *cp, const float *cnorm,
 							const TensorRefinement *refine, int64_t n, int ld,
 							int k, GcTensorMode mode, int32_t *labels,
-							unsigned long long *changed, cudaStream_t stream,
-							GcError *err)
+							unsigned long long *changed, TensorPartial *partials,
+							cudaStream_t stream, GcError *err)
 {
 	if (refine == NULL)
 		return mode == GC_TENSOR_TF32X3 ?
-			launch_pass<MODE_TF32X3>(plain_pass(xp, cp, cnorm, n, NULL, ld, k, labels, changed),
-									 stream, err) :
-			launch_pass<MODE_TF32>(plain_pass(xp, cp, cnorm, n, NULL, ld, k, labels, changed),
-								   stream, err);
+			launch_pass<MODE_TF32X3>(plain_pass(xp, cp, cnorm, n, NULL, ld, k, labels, changed,
+												partials), stream, err) :
+			launch_pass<MODE_TF32>(plain_pass(xp, cp, cnorm, n, NULL, ld, k, labels, changed,
+											  partials), stream, err);
 
 	GC_CUDA_TRY(cudaMemsetAsync(refine->doubtful_count, 0, sizeof(unsigned int), stream), err);
 	if (mode == GC_TENSOR_TF32X3)
@@ -948,7 +1017,8 @@ launch_assign_points_tensor(const float *xp, const float *cp, const float *cnorm
 		/* 3xTF32 over every point, the doubtful ones checked exactly */
 		if (launch_pass<MODE_TF32X3>(exact_pass(xp, cp, cnorm, refine, refine->eps_3xtf32, 0.0f,
 												n, NULL, ld, k, labels, changed,
-												refine->doubtful, refine->doubtful_count),
+												refine->doubtful, refine->doubtful_count,
+												partials),
 									 stream, err) != GC_OK)
 			return err->status;
 		return launch_refine(refine, k, refine->doubtful, refine->doubtful_count, labels,
@@ -962,7 +1032,7 @@ launch_assign_points_tensor(const float *xp, const float *cp, const float *cnorm
 	GC_CUDA_TRY(cudaMemsetAsync(refine->exact_count, 0, sizeof(unsigned int), stream), err);
 	if (launch_pass<MODE_TF32>(exact_pass(xp, cp, refine->cnorm_tf32, refine, refine->eps_tf32_sq,
 										  refine->eps_tf32_lin, n, NULL, ld, k, labels, changed,
-										  refine->doubtful, refine->doubtful_count),
+										  refine->doubtful, refine->doubtful_count, partials),
 							   stream, err) != GC_OK)
 		return err->status;
 	/* the list's length sizes the second pass's grid */
@@ -972,7 +1042,7 @@ launch_assign_points_tensor(const float *xp, const float *cp, const float *cnorm
 	if (launch_pass<MODE_TF32X3>(exact_pass(xp, cp, cnorm, refine, refine->eps_3xtf32, 0.0f,
 											(int64_t) *refine->count_host, refine->doubtful, ld,
 											k, labels, changed, refine->exact,
-											refine->exact_count),
+											refine->exact_count, NULL),
 								 stream, err) != GC_OK)
 		return err->status;
 	return launch_refine(refine, k, refine->exact, refine->exact_count, labels, changed,
@@ -982,10 +1052,20 @@ launch_assign_points_tensor(const float *xp, const float *cp, const float *cnorm
 GcStatus
 launch_assign_points_bf16(const __nv_bfloat16 *xb, const __nv_bfloat16 *cb, const float *cnorm,
 						  int64_t n, int ld, int k, int32_t *labels,
-						  unsigned long long *changed, cudaStream_t stream, GcError *err)
+						  unsigned long long *changed, TensorPartial *partials,
+						  cudaStream_t stream, GcError *err)
 {
-	return launch_pass<MODE_BF16>(plain_pass(xb, cb, cnorm, n, NULL, ld, k, labels, changed),
-								  stream, err);
+	return launch_pass<MODE_BF16>(plain_pass(xb, cb, cnorm, n, NULL, ld, k, labels, changed,
+											 partials), stream, err);
+}
+
+bool
+gc_tensor_splits(int d, int k, bool bf16)
+{
+	TensorLayout layout;
+
+	return k > TN && choose_layout(bf16 ? 2 : 4, gc_tensor_row_width(d, bf16), k, &layout) &&
+		layout.layout == LAYOUT_STREAM;
 }
 
 /* A float as the tensor cores read it: rounded to TF32, or a bf16 value */
