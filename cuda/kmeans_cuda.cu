@@ -69,9 +69,10 @@
  * loads, accumulator starts) at 55% of the issue rate (128 registers:
  * 16 warps per multiprocessor); the register kernel 2 d + 3 at 82%.  At
  * d = 8 the register kernel wins (n = 4M, k = 400: 1.25 against 1.39 ms
- * of labeling), at d = 32 the screen (245,760 points, k = 1024: 0.35
- * against 0.83 ms); they cross near d = 12.  Below, the register kernel
- * (d <= 32) or the tiled one.
+ * of labeling); at d = 12 the screen (1.70 against 2.40 ms; d = 12 to 16
+ * share rows of 16 floats), and at d = 32 (245,760 points, k = 1024: 0.35
+ * against 0.83 ms).  Below, the register kernel (d <= 32) or the tiled
+ * one.
  *
  * The tensor path screens with TF32 (2.3 times 3xTF32's speed) and labels
  * what the screen doubts again with 3xTF32 (the screen costs 1 + 2.3 f
@@ -83,7 +84,7 @@
  * the data defeat the product form and labeling moves to the tiled kernel.
  */
 #define TENSOR_MIN_K 128
-#define TENSOR_MIN_D 16
+#define TENSOR_MIN_D 12
 #define DOUBTFUL_MAX_FRACTION 0.02
 #define SCREEN_MAX_FRACTION 0.5
 #define SCREEN_RETRY 2
