@@ -27,30 +27,12 @@ SELECT m::jsonb - 'centroids' - 'sizes' AS model FROM (SELECT kmeans_gpu(v, 100)
 \echo == three rounds of (bare scan, kmeans_gpu) back to back, timed in the server
 \timing off
 CREATE TEMP TABLE e2e_rounds (round int, scan_ms numeric, fit_ms numeric);
-SELECT clock_timestamp() AS t0 \gset
-SELECT sum(cardinality(v)) AS scanned FROM bench_t \gset
-SELECT clock_timestamp() AS t1 \gset
-SELECT kmeans_gpu(v, 100) IS NOT NULL AS fitted FROM bench_t \gset
-SELECT clock_timestamp() AS t2 \gset
-INSERT INTO e2e_rounds VALUES (1,
-	round(1000 * extract(epoch FROM :'t1'::timestamptz - :'t0'::timestamptz)::numeric, 1),
-	round(1000 * extract(epoch FROM :'t2'::timestamptz - :'t1'::timestamptz)::numeric, 1));
-SELECT clock_timestamp() AS t0 \gset
-SELECT sum(cardinality(v)) AS scanned FROM bench_t \gset
-SELECT clock_timestamp() AS t1 \gset
-SELECT kmeans_gpu(v, 100) IS NOT NULL AS fitted FROM bench_t \gset
-SELECT clock_timestamp() AS t2 \gset
-INSERT INTO e2e_rounds VALUES (2,
-	round(1000 * extract(epoch FROM :'t1'::timestamptz - :'t0'::timestamptz)::numeric, 1),
-	round(1000 * extract(epoch FROM :'t2'::timestamptz - :'t1'::timestamptz)::numeric, 1));
-SELECT clock_timestamp() AS t0 \gset
-SELECT sum(cardinality(v)) AS scanned FROM bench_t \gset
-SELECT clock_timestamp() AS t1 \gset
-SELECT kmeans_gpu(v, 100) IS NOT NULL AS fitted FROM bench_t \gset
-SELECT clock_timestamp() AS t2 \gset
-INSERT INTO e2e_rounds VALUES (3,
-	round(1000 * extract(epoch FROM :'t1'::timestamptz - :'t0'::timestamptz)::numeric, 1),
-	round(1000 * extract(epoch FROM :'t2'::timestamptz - :'t1'::timestamptz)::numeric, 1));
+\set round 1
+\ir kmeans_e2e_round.sql
+\set round 2
+\ir kmeans_e2e_round.sql
+\set round 3
+\ir kmeans_e2e_round.sql
 SELECT round, scan_ms, fit_ms, round(fit_ms / scan_ms, 2) AS ratio FROM e2e_rounds ORDER BY round;
 SELECT round(percentile_cont(0.5) WITHIN GROUP (ORDER BY fit_ms / scan_ms)::numeric, 2) AS median_ratio
 FROM e2e_rounds;
