@@ -9,15 +9,18 @@
  *	  matrix is never written (the scheme of FAISS, cuVS's fused L2 nearest
  *	  neighbour and Flash-KMeans).
  *
- *	  Two layouts of the point tile:
- *	  - resident: a block loads its 128 points once, whole rows, and keeps
- *		them in shared memory while every centroid tile streams past, so
- *		the data cross device memory once per labeling; the centroids,
- *		small, come from L2.  Used whenever the rows fit (fp32 rows up to
- *		about 380 floats, bf16 up to about 760), and for every d <= 32;
+ *	  Three layouts, the first that two blocks per multiprocessor can hold
+ *	  (choose_layout):
+ *	  - all: a block loads its 128 points and every centroid (with their
+ *		norms) once, whole rows; its loop is products and epilogues only
+ *		(small d and k);
+ *	  - resident: the 128 points stay in shared memory while the centroid
+ *		tiles stream past in column steps, so the data cross device memory
+ *		once per labeling; the centroids, small, come from L2;
  *	  - streaming: points and centroids both stream through in 128-byte
- *		column steps, the point tile read again for every centroid tile
- *		(wider rows, or a single centroid tile).
+ *		column steps (wide rows, or a single centroid tile); a pass over
+ *		every row splits the centroid tiles into groups of blocks that read
+ *		the same points side by side and merges their top twos after.
  *	  Column steps are 128 bytes where the row width allows, 64 or 32
  *	  (8 floats) otherwise, so that small d wastes no products.
  *
