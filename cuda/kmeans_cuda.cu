@@ -193,7 +193,8 @@ upload(CudaSession *s, GcError *err)
 	int64_t		n = s->n;
 	int			d = s->d,
 				k = s->k;
-	int			kpad_norms = (k + GC_TENSOR_ROW_ALIGN - 1) / GC_TENSOR_ROW_ALIGN * GC_TENSOR_ROW_ALIGN;
+	/* centroid rows (and norms) of the tensor kernels: a multiple of their tile */
+	int			kpad = (k + GC_TENSOR_ROW_ALIGN - 1) / GC_TENSOR_ROW_ALIGN * GC_TENSOR_ROW_ALIGN;
 
 	GC_CUDA_TRY(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking), err);
 	ALLOC_OR_RETURN(s->x64, (size_t) n * d);
@@ -205,9 +206,8 @@ upload(CudaSession *s, GcError *err)
 	ALLOC_OR_RETURN(s->scale, (size_t) d);
 	ALLOC_OR_RETURN(s->c64, (size_t) k * d);
 	ALLOC_OR_RETURN(s->c32, (size_t) k * d);
-	/* norms padded to a multiple of the tensor kernels' centroid tile, zeroed */
-	ALLOC_OR_RETURN(s->cnorm, (size_t) kpad_norms);
-	GC_CUDA_TRY(cudaMemsetAsync(s->cnorm, 0, sizeof(float) * kpad_norms, s->stream), err);
+	ALLOC_OR_RETURN(s->cnorm, (size_t) kpad);
+	GC_CUDA_TRY(cudaMemsetAsync(s->cnorm, 0, sizeof(float) * kpad, s->stream), err);
 	ALLOC_OR_RETURN(s->labels, (size_t) n);
 	ALLOC_OR_RETURN(s->old_labels, (size_t) n);
 	ALLOC_OR_RETURN(s->moved, (size_t) n);
@@ -245,23 +245,21 @@ upload(CudaSession *s, GcError *err)
 		return err->status;
 	if (s->kernel == KERNEL_TENSOR_BF16)
 	{
-		int			kpad = (k + GC_TENSOR_ROW_ALIGN - 1) / GC_TENSOR_ROW_ALIGN * GC_TENSOR_ROW_ALIGN;
-
 		/* converted once here; the centroids after every update */
 		s->ld = gc_tensor_row_width(d, true);
 		ALLOC_OR_RETURN(s->xb, (size_t) n * s->ld);
 		ALLOC_OR_RETURN(s->cb, (size_t) kpad * s->ld);
-		ALLOC_OR_RETURN(s->cnorm_bf16, (size_t) kpad_norms);
-		GC_CUDA_TRY(cudaMemsetAsync(s->cnorm_bf16, 0, sizeof(float) * kpad_norms, s->stream), err);
-		GC_CUDA_TRY(cudaMemsetAsync(s->xb, 0, sizeof(__nv_bfloat16) * n * s->ld, s->stream), err);
+		ALLOC_OR_RETURN(s->cnorm_bf16, (size_t) kpad);
+		GC_CUDA_TRY(cudaMemsetAsync(s->cnorm_bf16, 0, sizeof(float) * kpad, s->stream), err);
+		/* the conversion writes every column of a row of width d */
+		if (s->ld != d)
+			GC_CUDA_TRY(cudaMemsetAsync(s->xb, 0, sizeof(__nv_bfloat16) * n * s->ld, s->stream), err);
 		GC_CUDA_TRY(cudaMemsetAsync(s->cb, 0, sizeof(__nv_bfloat16) * kpad * s->ld, s->stream), err);
 		if (launch_pad_rows(s->x32, n, d, s->ld, s->xb, s->stream, err) != GC_OK)
 			return err->status;
 	}
 	else if (s->kernel == KERNEL_TENSOR_SCREENED || s->kernel == KERNEL_TENSOR_TF32)
 	{
-		int			kpad = (k + GC_TENSOR_ROW_ALIGN - 1) / GC_TENSOR_ROW_ALIGN * GC_TENSOR_ROW_ALIGN;
-
 		s->ld = gc_tensor_row_width(d, false);
 		ALLOC_OR_RETURN(s->cpad, (size_t) kpad * s->ld);
 		GC_CUDA_TRY(cudaMemsetAsync(s->cpad, 0, sizeof(float) * kpad * s->ld, s->stream), err);
@@ -310,8 +308,8 @@ upload(CudaSession *s, GcError *err)
 	}
 	if (s->kernel == KERNEL_TENSOR_SCREENED)
 	{
-		ALLOC_OR_RETURN(s->cnorm_tf32, (size_t) kpad_norms);
-		GC_CUDA_TRY(cudaMemsetAsync(s->cnorm_tf32, 0, sizeof(float) * kpad_norms, s->stream), err);
+		ALLOC_OR_RETURN(s->cnorm_tf32, (size_t) kpad);
+		GC_CUDA_TRY(cudaMemsetAsync(s->cnorm_tf32, 0, sizeof(float) * kpad, s->stream), err);
 		ALLOC_OR_RETURN(s->cradius_bits, 1);
 		GC_CUDA_TRY(cudaHostAlloc((void **) &s->count_host, sizeof(unsigned int),
 								  cudaHostAllocDefault), err);

@@ -242,6 +242,15 @@ load_stage(unsigned char *stage, const Elem *X, const Elem *C, const float *cnor
 				   cnorm + col0 + 4 * threadIdx.x);
 }
 
+/* Slices of 8 centroids of the tile at col0 that warp column warp_n has before k (0 to 4) */
+__device__ __forceinline__ int
+valid_slices(int k, int col0, int warp_n)
+{
+	int			left = k - col0 - warp_n * 32;
+
+	return left <= 0 ? 0 : min(4, (left + 7) / 8);
+}
+
 /* Merge (best, second, index) candidates, larger is nearer; the lower index wins ties */
 __device__ __forceinline__ void
 merge_top2(float &best, float &second, int &best_c, float ob, float os, int oc)
@@ -536,8 +545,7 @@ assign_points_tensor_kernel(const TensorArgs args)
 		__syncthreads();
 		for (int col0 = 0; col0 < k; col0 += TN)
 		{
-			int			left = k - col0 - warp_n * 32;
-			int			nvalid = left <= 0 ? 0 : min(4, (left + 7) / 8);
+			int			nvalid = valid_slices(k, col0, warp_n);
 
 			tile_start<MODE>(acc, norms + col0, col0, k, warp_n, t);
 			for (int k0 = 0; k0 < ld; k0 += S::KMMA)
@@ -575,8 +583,7 @@ assign_points_tensor_kernel(const TensorArgs args)
 			const Elem *cs = reinterpret_cast<const Elem *>(stage + POINT_BYTES);
 			const float *norms = reinterpret_cast<const float *>(stage + POINT_BYTES +
 																  TN * S::SC * S::ES);
-			int			left = k - col0 - warp_n * 32;
-			int			nvalid = left <= 0 ? 0 : min(4, (left + 7) / 8);
+			int			nvalid = valid_slices(k, col0, warp_n);
 			bool		last = kstep == ksteps - 1;
 
 			cp_async_wait<0>();
@@ -847,18 +854,12 @@ try_layout(int elem_bytes, int layout, int ksb, int ld, int k, size_t limit, Ten
 static bool
 choose_layout(int elem_bytes, int ld, int k, TensorLayout *out)
 {
-	static int	forced = -1;
+	const char *bench = getenv("GPUCLUST_BENCH_KERNEL");
 	size_t		two = (size_t) shared_memory(false) / 2 - 1024;	/* the runtime's share per block */
 	size_t		one = (size_t) shared_memory(true);
 	bool		can_stream = ((size_t) ld * elem_bytes) % 128 == 0;
 
-	if (forced < 0)
-	{
-		const char *bench = getenv("GPUCLUST_BENCH_KERNEL");
-
-		forced = bench != NULL && strcmp(bench, "tensor-streaming") == 0;
-	}
-	if (forced && can_stream)
+	if (bench != NULL && strcmp(bench, "tensor-streaming") == 0 && can_stream)
 		return try_layout(elem_bytes, LAYOUT_STREAM, 128, ld, k, one, out);
 	if (try_layout(elem_bytes, LAYOUT_ALL, 32, ld, k, two, out))
 		return true;
@@ -872,6 +873,13 @@ choose_layout(int elem_bytes, int ld, int k, TensorLayout *out)
 		if (try_layout(elem_bytes, LAYOUT_RESIDENT, ksb, ld, k, one, out))
 			return true;
 	return false;
+}
+
+/* Whether a pass over every row in this layout splits its centroid tiles into groups */
+static bool
+splits_into_groups(const TensorLayout *layout, int k)
+{
+	return layout->layout == LAYOUT_STREAM && k > TN;
 }
 
 template <int MODE, int LAYOUT, int KSB>
@@ -927,8 +935,7 @@ launch_pass(TensorArgs args, cudaStream_t stream, GcError *err)
 					   args.ld, args.k);
 	args.groups = 1;
 	args.tiles_per_group = ctiles;
-	if (layout.layout == LAYOUT_STREAM && args.row_map == NULL && args.partials != NULL &&
-		ctiles > 1)
+	if (splits_into_groups(&layout, args.k) && args.row_map == NULL && args.partials != NULL)
 	{
 		args.tiles_per_group = (ctiles + GC_TENSOR_MAX_GROUPS - 1) / GC_TENSOR_MAX_GROUPS;
 		args.groups = (ctiles + args.tiles_per_group - 1) / args.tiles_per_group;
@@ -1070,8 +1077,8 @@ gc_tensor_splits(int d, int k, bool bf16)
 {
 	TensorLayout layout;
 
-	return k > TN && choose_layout(bf16 ? 2 : 4, gc_tensor_row_width(d, bf16), k, &layout) &&
-		layout.layout == LAYOUT_STREAM;
+	return choose_layout(bf16 ? 2 : 4, gc_tensor_row_width(d, bf16), k, &layout) &&
+		splits_into_groups(&layout, k);
 }
 
 /* A float as the tensor cores read it: rounded to TF32, or a bf16 value */
