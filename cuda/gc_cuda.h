@@ -14,7 +14,7 @@
 #ifndef GC_CUDA_H
 #define GC_CUDA_H
 
-#include "../src/gc_engine.h"
+#include "gc_engine.h"
 
 #ifdef __cplusplus
 extern "C"

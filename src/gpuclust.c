@@ -22,7 +22,7 @@
 #include "utils/jsonb.h"
 
 #ifdef GC_WITH_CUDA
-#include "../cuda/gc_cuda.h"
+#include "gc_cuda.h"
 #endif
 
 PG_MODULE_MAGIC;

@@ -15,6 +15,8 @@
 
 #include "postgres.h"
 
+#include "pg_compat.h"
+
 #include "fmgr.h"
 #include "access/htup.h"
 #include "lib/stringinfo.h"
@@ -96,7 +98,7 @@ typedef struct GcKmeansOptions
 extern void gc_parse_kmeans_options(Jsonb *options, int k,
 									GcKmeansOptions *opts);
 extern void gc_check_init_shape(GcKmeansOptions *opts, int d);
-extern void gc_option_error(const char *key, const char *expected) pg_attribute_noreturn();
+extern void gc_option_error(const char *key, const char *expected) GC_NORETURN;
 typedef bool (*GcOptionFn) (const char *name, JsonbValue *value, void *arg);
 extern void gc_for_each_option(Jsonb *options, const char *valid_hint,
 							   GcOptionFn fn, void *arg);
@@ -167,7 +169,7 @@ extern void gc_stream_state_free(GcStreamState *state);
 
 /* model_text.c: the JSON text form of the model types */
 extern void gc_model_append_float8(StringInfo buf, double x);
-extern void gc_model_text_error(const char *type, const char *detail) pg_attribute_noreturn();
+extern void gc_model_text_error(const char *type, const char *detail) GC_NORETURN;
 extern JsonbValue *gc_model_field(JsonbContainer *obj, const char *type,
 								  const char *name, enum jbvType jtype,
 								  bool required);

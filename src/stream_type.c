@@ -267,7 +267,7 @@ gpuclust_stream_in(PG_FUNCTION_ARGS)
 		if (*p != ' ' && *p != '\n' && *p != '\r' && *p != '\t')
 			text[len++] = *p;
 	bytes = palloc(pg_b64_dec_len(len) + 1);
-	n = pg_b64_decode(text, len, bytes, pg_b64_dec_len(len) + 1);
+	n = gc_b64_decode(text, len, bytes, pg_b64_dec_len(len) + 1);
 	if (n < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
@@ -283,7 +283,7 @@ gpuclust_stream_out(PG_FUNCTION_ARGS)
 	int			len = VARSIZE(flat) - VARHDRSZ;
 	int			cap = pg_b64_enc_len(len) + 1;
 	char	   *out = palloc(cap);
-	int			n = pg_b64_encode(VARDATA(flat), len, out, cap);
+	int			n = gc_b64_encode(VARDATA(flat), len, out, cap);
 
 	if (n < 0)
 		elog(ERROR, "could not encode a kmeans_stream value in base64");

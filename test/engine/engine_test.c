@@ -23,11 +23,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../src/gc_engine.h"
-#include "../../src/gc_math.h"
-#include "../../src/gc_stream.h"
+#include "gc_engine.h"
+#include "gc_math.h"
+#include "gc_stream.h"
 #ifdef GC_WITH_CUDA
-#include "../../cuda/gc_cuda.h"
+#include "gc_cuda.h"
 #endif
 
 static int	passed,

@@ -27,10 +27,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../src/pmedian_engine.h"
-#include "../../src/pmedian_math.h"
+#include "pmedian_engine.h"
+#include "pmedian_math.h"
 #ifdef GC_WITH_CUDA
-#include "../../cuda/gc_cuda.h"
+#include "gc_cuda.h"
 #endif
 
 static int	passed,

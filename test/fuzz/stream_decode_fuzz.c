@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../src/stream_format.h"
+#include "stream_format.h"
 
 int			LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

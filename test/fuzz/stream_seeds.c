@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../src/stream_format.h"
+#include "stream_format.h"
 
 /* A summary of nlevels levels, level l holding counts[l] points */
 static void

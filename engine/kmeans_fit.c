@@ -10,7 +10,7 @@
  * the same seed picks the same centres whatever the order of the rows.
  *
  * IDENTIFICATION
- *	  src/kmeans_fit.c
+ *	  engine/kmeans_fit.c
  *
  *-------------------------------------------------------------------------
  */
@@ -19,17 +19,7 @@
 
 #include <float.h>
 #include <stdlib.h>
-#include <time.h>
 
-
-double
-gc_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000.0 + ts.tv_nsec / 1.0e6;
-}
 
 /*
  * Compute each dimension's centre and fixed-point scale from the bounding
@@ -129,93 +119,6 @@ gc_nearest_centroid(const double *x, const double *centroids, int k, int d,
 	if (distance2)
 		*distance2 = bestd;
 	return best;
-}
-
-typedef struct RankedRow
-{
-	double		draw;
-	int64_t		index;
-} RankedRow;
-
-static int
-ranked_row_before(const RankedRow *a, const RankedRow *b)
-{
-	return a->draw < b->draw || (a->draw == b->draw && a->index < b->index);
-}
-
-static void
-sift_down(RankedRow *heap, int size, int i)
-{
-	for (;;)
-	{
-		int			largest = i,
-					l = 2 * i + 1,
-					r = 2 * i + 2;
-		RankedRow	tmp;
-
-		if (l < size && ranked_row_before(&heap[largest], &heap[l]))
-			largest = l;
-		if (r < size && ranked_row_before(&heap[largest], &heap[r]))
-			largest = r;
-		if (largest == i)
-			return;
-		tmp = heap[i];
-		heap[i] = heap[largest];
-		heap[largest] = tmp;
-		i = largest;
-	}
-}
-
-/*
- * Random initialisation: the k rows with the smallest seeded draws, in
- * increasing order of draw (a max-heap of the k best so far).
- */
-GcStatus
-gc_select_random_rows(const GcRows *rows, int k, uint64_t seed, int64_t *chosen,
-					  GcError *err)
-{
-	RankedRow  *heap = malloc(sizeof(RankedRow) * k);
-	int			size = 0;
-
-	if (heap == NULL)
-		return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for seeding");
-	for (int c = 0; c < rows->nchunks; c++)
-	{
-		const GcChunk *chunk = &rows->chunks[c];
-
-		for (int64_t i = 0; i < chunk->count; i++)
-		{
-			RankedRow	r = {gc_unit_draw(chunk->hashes[i], seed, 0), chunk->first_row + i};
-
-			if (size < k)
-			{
-				heap[size++] = r;
-				for (int p = size / 2 - 1; size == k && p >= 0; p--)
-					sift_down(heap, size, p);
-			}
-			else if (ranked_row_before(&r, &heap[0]))
-			{
-				heap[0] = r;
-				sift_down(heap, size, 0);
-			}
-		}
-	}
-	/* heap sort: pop the largest to the end */
-	if (size < k)
-		for (int p = size / 2 - 1; p >= 0; p--)
-			sift_down(heap, size, p);
-	for (int end = size - 1; end > 0; end--)
-	{
-		RankedRow	tmp = heap[0];
-
-		heap[0] = heap[end];
-		heap[end] = tmp;
-		sift_down(heap, end, 0);
-	}
-	for (int i = 0; i < size; i++)
-		chosen[i] = heap[i].index;
-	free(heap);
-	return GC_OK;
 }
 
 /*

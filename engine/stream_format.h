@@ -29,7 +29,7 @@
  * Plain C, no PostgreSQL header: the libFuzzer target links it alone.
  *
  * IDENTIFICATION
- *	  src/stream_format.h
+ *	  engine/stream_format.h
  *
  *-------------------------------------------------------------------------
  */

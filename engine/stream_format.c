@@ -13,7 +13,7 @@
  * sum to the rows field exactly.
  *
  * IDENTIFICATION
- *	  src/stream_format.c
+ *	  engine/stream_format.c
  *
  *-------------------------------------------------------------------------
  */

@@ -10,7 +10,7 @@
  *	  the same arithmetic (pmedian_math.h) as the kernels.
  *
  * IDENTIFICATION
- *	  src/pmedian_cpu.c
+ *	  engine/pmedian_cpu.c
  *
  *-------------------------------------------------------------------------
  */

@@ -11,7 +11,7 @@
  * SQL glue in src/ turns a GcError into an ereport.
  *
  * IDENTIFICATION
- *	  src/gc_engine.h
+ *	  engine/gc_engine.h
  *
  *-------------------------------------------------------------------------
  */

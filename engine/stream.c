@@ -11,7 +11,7 @@
  * with the same exact arithmetic.
  *
  * IDENTIFICATION
- *	  src/stream.c
+ *	  engine/stream.c
  *
  *-------------------------------------------------------------------------
  */

@@ -8,7 +8,7 @@
  *	  allocation cost, and the fixed-point quantisation of swap gains.
  *
  * IDENTIFICATION
- *	  src/pmedian_math.h
+ *	  engine/pmedian_math.h
  *
  *-------------------------------------------------------------------------
  */

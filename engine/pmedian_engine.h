@@ -17,7 +17,7 @@
  * Like gc_engine.h, nothing here includes a PostgreSQL header.
  *
  * IDENTIFICATION
- *	  src/pmedian_engine.h
+ *	  engine/pmedian_engine.h
  *
  *-------------------------------------------------------------------------
  */

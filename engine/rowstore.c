@@ -10,34 +10,17 @@
  * of allocations; rows are written once, in place, and never copied.
  *
  * IDENTIFICATION
- *	  src/rowstore.c
+ *	  engine/rowstore.c
  *
  *-------------------------------------------------------------------------
  */
 #include "gc_engine.h"
 #include "gc_math.h"
 
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 
 #define GC_FIRST_CHUNK_BYTES	((size_t) 64 * 1024)
 #define GC_MAX_CHUNK_BYTES		((size_t) 64 * 1024 * 1024)
-
-GcStatus
-gc_fail(GcError *err, GcStatus status, const char *fmt,...)
-{
-	if (err && err->status == GC_OK)
-	{
-		va_list		ap;
-
-		err->status = status;
-		va_start(ap, fmt);
-		vsnprintf(err->message, sizeof(err->message), fmt, ap);
-		va_end(ap);
-	}
-	return status;
-}
 
 /*
  * Initialize an empty store of d-dimensional rows

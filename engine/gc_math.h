@@ -10,7 +10,7 @@
  * so one definition serves both backends.
  *
  * IDENTIFICATION
- *	  src/gc_math.h
+ *	  engine/gc_math.h
  *
  *-------------------------------------------------------------------------
  */

@@ -15,7 +15,7 @@
  * k-means over every point the summary holds.
  *
  * IDENTIFICATION
- *	  src/gc_stream.h
+ *	  engine/gc_stream.h
  *
  *-------------------------------------------------------------------------
  */

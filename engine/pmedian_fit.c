@@ -27,7 +27,7 @@
  *	  distances as weights) over seeded per-row draws.
  *
  * IDENTIFICATION
- *	  src/pmedian_fit.c
+ *	  engine/pmedian_fit.c
  *
  *-------------------------------------------------------------------------
  */

@@ -15,7 +15,7 @@
  * D^2): the same exact integers as w copies of the row would give.
  *
  * IDENTIFICATION
- *	  src/kmeans_cpu.c
+ *	  engine/kmeans_cpu.c
  *
  *-------------------------------------------------------------------------
  */

@@ -1,0 +1,134 @@
+/*-------------------------------------------------------------------------
+ *
+ * common.c
+ *	  Helpers every part of the engine shares: recording a failure in a
+ *	  GcError, the monotonic clock behind the phase timings, and the
+ *	  order-independent random choice of rows (k-means' random start and
+ *	  p-median's samples).
+ *
+ * IDENTIFICATION
+ *	  engine/common.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "gc_engine.h"
+#include "gc_math.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+/*
+ * Records a failure in err (the first one wins) and returns status
+ */
+GcStatus
+gc_fail(GcError *err, GcStatus status, const char *fmt,...)
+{
+	if (err && err->status == GC_OK)
+	{
+		va_list		ap;
+
+		err->status = status;
+		va_start(ap, fmt);
+		vsnprintf(err->message, sizeof(err->message), fmt, ap);
+		va_end(ap);
+	}
+	return status;
+}
+
+double
+gc_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000.0 + ts.tv_nsec / 1.0e6;
+}
+
+typedef struct RankedRow
+{
+	double		draw;
+	int64_t		index;
+} RankedRow;
+
+static int
+ranked_row_before(const RankedRow *a, const RankedRow *b)
+{
+	return a->draw < b->draw || (a->draw == b->draw && a->index < b->index);
+}
+
+static void
+sift_down(RankedRow *heap, int size, int i)
+{
+	for (;;)
+	{
+		int			largest = i,
+					l = 2 * i + 1,
+					r = 2 * i + 2;
+		RankedRow	tmp;
+
+		if (l < size && ranked_row_before(&heap[largest], &heap[l]))
+			largest = l;
+		if (r < size && ranked_row_before(&heap[largest], &heap[r]))
+			largest = r;
+		if (largest == i)
+			return;
+		tmp = heap[i];
+		heap[i] = heap[largest];
+		heap[largest] = tmp;
+		i = largest;
+	}
+}
+
+/*
+ * Random initialisation: the k rows with the smallest seeded draws, in
+ * increasing order of draw (a max-heap of the k best so far).
+ */
+GcStatus
+gc_select_random_rows(const GcRows *rows, int k, uint64_t seed, int64_t *chosen,
+					  GcError *err)
+{
+	RankedRow  *heap = malloc(sizeof(RankedRow) * k);
+	int			size = 0;
+
+	if (heap == NULL)
+		return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for seeding");
+	for (int c = 0; c < rows->nchunks; c++)
+	{
+		const GcChunk *chunk = &rows->chunks[c];
+
+		for (int64_t i = 0; i < chunk->count; i++)
+		{
+			RankedRow	r = {gc_unit_draw(chunk->hashes[i], seed, 0), chunk->first_row + i};
+
+			if (size < k)
+			{
+				heap[size++] = r;
+				for (int p = size / 2 - 1; size == k && p >= 0; p--)
+					sift_down(heap, size, p);
+			}
+			else if (ranked_row_before(&r, &heap[0]))
+			{
+				heap[0] = r;
+				sift_down(heap, size, 0);
+			}
+		}
+	}
+	/* heap sort: pop the largest to the end */
+	if (size < k)
+		for (int p = size / 2 - 1; p >= 0; p--)
+			sift_down(heap, size, p);
+	for (int end = size - 1; end > 0; end--)
+	{
+		RankedRow	tmp = heap[0];
+
+		heap[0] = heap[end];
+		heap[end] = tmp;
+		sift_down(heap, end, 0);
+	}
+	for (int i = 0; i < size; i++)
+		chosen[i] = heap[i].index;
+	free(heap);
+	return GC_OK;
+}

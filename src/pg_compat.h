@@ -1,0 +1,34 @@
+/*-------------------------------------------------------------------------
+ *
+ * pg_compat.h
+ *	  The differences between the PostgreSQL versions gpuclust builds
+ *	  against (15 to 18), in one place, as pgvector and PostGIS keep
+ *	  theirs: every other file is written once, for all of them.
+ *
+ * - 18 removed the suffix pg_attribute_noreturn() (C11 _Noreturn became
+ *   a prefix, pg_noreturn); GC_NORETURN is the compiler attribute both
+ *   accept as a suffix.
+ * - 18 changed pg_b64_encode/decode to take uint8 buffers (char before):
+ *   gc_b64_encode/decode pass the bytes through void *, which C converts
+ *   to either.
+ *
+ * IDENTIFICATION
+ *	  src/pg_compat.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef GC_PG_COMPAT_H
+#define GC_PG_COMPAT_H
+
+#if PG_VERSION_NUM < 150000 || PG_VERSION_NUM >= 190000
+#error "gpuclust builds against PostgreSQL 15 to 18"
+#endif
+
+#define GC_NORETURN __attribute__((noreturn))
+
+#define gc_b64_encode(src, len, dst, dstlen) \
+	pg_b64_encode((void *) (src), (len), (void *) (dst), (dstlen))
+#define gc_b64_decode(src, len, dst, dstlen) \
+	pg_b64_decode((void *) (src), (len), (void *) (dst), (dstlen))
+
+#endif							/* GC_PG_COMPAT_H */
