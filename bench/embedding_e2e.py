@@ -1,0 +1,250 @@
+#!/usr/bin/env python3
+"""Embeddings end to end: gpuclust inside PostgreSQL against the route users
+take today (export the vectors, cluster in PyTorch, import the labels), on
+the same table, the same GPU and in the same run.  Run on the GPU machine by
+bench/pg18-run (PostgreSQL 18 with pgvector, bench/pack18), e.g.
+
+    bash bench/pg18-run python3 bench/embedding_e2e.py --n 1000000 --d 768 --k 1000
+
+Measured, each once per run (the table is far larger than any cache that
+would make a second read cheaper than the first is kept warm by reading it
+before the timings start):
+  - the bare scan of the column (serial: the aggregate collects serially);
+  - kmeans_gpu(embedding, k) on `vector` and on `halfvec` columns, float32
+    (exact labels) and bf16, with the model's phase timings: collection
+    against the bare scan is the per-row cost of reading a vector;
+  - labels into a table: CREATE TABLE AS SELECT * FROM kmeans_gpu_assign(..),
+    and an UPDATE ... FROM of a label column;
+  - the export route: COPY the vectors out (binary and text, through
+    psycopg), parse into NumPy, Lloyd in PyTorch on the GPU (float32, the
+    same iterations), COPY the labels back into a table, and UPDATE ... FROM;
+  - the same fits with {"metric": "cosine"}.
+Each measurement prints one JSON line (also appended to $OUT/embedding.jsonl);
+the last lines are the ratios the targets are stated in.
+"""
+import argparse, json, os, struct, sys, time
+
+import numpy as np
+import psycopg
+
+OUT = os.environ.get("OUT", "/tmp")
+results = open(os.path.join(OUT, "embedding.jsonl"), "a")
+
+
+def emit(**rec):
+    line = json.dumps(rec)
+    print(line, flush=True)
+    results.write(line + "\n")
+    results.flush()
+    return rec
+
+
+def timed(cur, sql, params=None):
+    t0 = time.perf_counter()
+    cur.execute(sql, params)
+    rows = cur.fetchall() if cur.description else None
+    return (time.perf_counter() - t0) * 1000.0, rows
+
+
+def blobs(n, d, k, seed):
+    """Gaussian blobs: k centres on the unit sphere, spread 0.05 per axis"""
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((k, d)).astype(np.float32)
+    centres /= np.linalg.norm(centres, axis=1, keepdims=True)
+    for start in range(0, n, 100_000):
+        m = min(100_000, n - start)
+        labels = rng.integers(0, k, m)
+        yield start, centres[labels] + rng.normal(0.0, 0.05, (m, d)).astype(np.float32)
+
+
+def load(conn, n, d, k):
+    """Binary COPY of (id bigint, embedding vector(d)) rows"""
+    with conn.cursor() as cur:
+        cur.execute("DROP TABLE IF EXISTS emb")
+        cur.execute(f"CREATE TABLE emb (id bigint, embedding vector({d}), label int)")
+        t0 = time.perf_counter()
+        with cur.copy("COPY emb (id, embedding) FROM STDIN (FORMAT BINARY)") as copy:
+            copy.write(b"PGCOPY\n\xff\r\n\x00" + struct.pack("!ii", 0, 0))
+            row = np.dtype([("nf", ">i2"), ("l1", ">i4"), ("id", ">i8"), ("l2", ">i4"),
+                            ("dim", ">i2"), ("unused", ">i2"), ("x", ">f4", (d,))])
+            for start, X in blobs(n, d, k, 7):
+                rec = np.zeros(len(X), dtype=row)
+                rec["nf"], rec["l1"], rec["l2"], rec["dim"] = 2, 8, 4 + 4 * d, d
+                rec["id"] = np.arange(start, start + len(X))
+                rec["x"] = X
+                copy.write(rec.tobytes())
+            copy.write(struct.pack("!h", -1))
+        cur.execute("CREATE TABLE embh AS SELECT id, embedding::halfvec AS embedding, label FROM emb")
+        cur.execute("VACUUM ANALYZE emb")
+        cur.execute("VACUUM ANALYZE embh")
+        cur.execute("SELECT pg_total_relation_size('emb'), pg_total_relation_size('embh')")
+        size, hsize = cur.fetchone()
+        emit(phase="load", n=n, d=d, ms=(time.perf_counter() - t0) * 1000.0,
+             table_bytes=size, halfvec_table_bytes=hsize)
+
+
+def bare_scan(cur, table):
+    cur.execute("SET max_parallel_workers_per_gather = 0")
+    timed(cur, f"SELECT count(embedding) FROM {table}")      # warm
+    ms, _ = timed(cur, f"SELECT count(embedding) FROM {table}")
+    cur.execute("RESET max_parallel_workers_per_gather")
+    return emit(phase="bare_scan", table=table, ms=ms)
+
+
+def fit(cur, table, k, options, label):
+    cur.execute("SET max_parallel_workers_per_gather = 0")
+    ms, rows = timed(cur, f"SELECT (kmeans_gpu(embedding, %s, %s::jsonb))::jsonb - 'centroids' - 'sizes' "
+                          f"FROM {table}", (k, json.dumps(options)))
+    cur.execute("RESET max_parallel_workers_per_gather")
+    model = rows[0][0]
+    return emit(phase="kmeans_gpu", table=table, variant=label, options=options, ms=ms,
+                timings=model.get("timings_ms"), inertia=model.get("inertia"),
+                iterations=model.get("iterations"), kernel=model.get("kernel"),
+                device=model.get("device"))
+
+
+def assign_into_table(cur, table, k, options):
+    cur.execute("DROP TABLE IF EXISTS labels_ours")
+    ms, _ = timed(cur, "CREATE TABLE labels_ours AS SELECT * FROM kmeans_gpu_assign("
+                       f"'SELECT id, embedding FROM {table}', %s, %s::jsonb)", (k, json.dumps(options)))
+    rec_ctas = emit(phase="assign_ctas", table=table, options=options, ms=ms)
+    ms, _ = timed(cur, f"UPDATE {table} t SET label = a.cluster FROM kmeans_gpu_assign("
+                       f"'SELECT id, embedding FROM {table}', %s, %s::jsonb) a WHERE a.id = t.id",
+                  (k, json.dumps(options)))
+    rec_update = emit(phase="assign_update", table=table, options=options, ms=ms)
+    return rec_ctas, rec_update
+
+
+def export_binary(conn, d):
+    row = np.dtype([("nf", ">i2"), ("l1", ">i4"), ("id", ">i8"), ("l2", ">i4"),
+                    ("dim", ">i2"), ("unused", ">i2"), ("x", ">f4", (d,))])
+    buf = bytearray()
+    t0 = time.perf_counter()
+    with conn.cursor() as cur:
+        with cur.copy("COPY emb (id, embedding) TO STDOUT (FORMAT BINARY)") as copy:
+            for block in copy:
+                buf += block
+    copy_ms = (time.perf_counter() - t0) * 1000.0
+    t0 = time.perf_counter()
+    header = 19
+    count = (len(buf) - header - 2) // row.itemsize
+    rec = np.frombuffer(buf, dtype=row, count=count, offset=header)
+    ids = rec["id"].astype(np.int64)
+    X = rec["x"].astype(np.float32)
+    parse_ms = (time.perf_counter() - t0) * 1000.0
+    return ids, X, copy_ms, parse_ms
+
+
+def export_text(conn, d, limit_rows):
+    """Text COPY parsed row by row (what a script without a binary reader does)"""
+    ids, X = [], []
+    t0 = time.perf_counter()
+    with conn.cursor() as cur:
+        with cur.copy(f"COPY (SELECT id, embedding FROM emb LIMIT {limit_rows}) TO STDOUT") as copy:
+            for row in copy.rows():
+                ids.append(int(row[0]))
+                X.append(np.fromstring(row[1][1:-1], sep=",", dtype=np.float32))
+    ms = (time.perf_counter() - t0) * 1000.0
+    return ms, len(ids)
+
+
+def torch_lloyd(X, k, iters, cosine):
+    import torch
+    t0 = time.perf_counter()
+    Xg = torch.from_numpy(X).cuda()
+    if cosine:
+        Xg = torch.nn.functional.normalize(Xg, dim=1)
+    n = Xg.shape[0]
+    C = Xg[torch.randperm(n, generator=torch.Generator().manual_seed(0))[:k].cuda()].clone()
+    for _ in range(iters):
+        dist = torch.addmm((C * C).sum(1)[None, :], Xg, C.t(), beta=1.0, alpha=-2.0)
+        labels = dist.argmin(1)
+        sums = torch.zeros_like(C).index_add_(0, labels, Xg)
+        counts = torch.bincount(labels, minlength=k).clamp_(min=1).unsqueeze(1)
+        C = sums / counts
+        if cosine:
+            C = torch.nn.functional.normalize(C, dim=1)
+    labels = labels.cpu().numpy().astype(np.int32)
+    torch.cuda.synchronize()
+    del Xg
+    torch.cuda.empty_cache()
+    return labels, (time.perf_counter() - t0) * 1000.0
+
+
+def import_labels(conn, ids, labels):
+    t0 = time.perf_counter()
+    with conn.cursor() as cur:
+        cur.execute("DROP TABLE IF EXISTS labels_export")
+        cur.execute("CREATE TABLE labels_export (id bigint, cluster int)")
+        row = np.dtype([("nf", ">i2"), ("l1", ">i4"), ("id", ">i8"), ("l2", ">i4"), ("c", ">i4")])
+        rec = np.zeros(len(ids), dtype=row)
+        rec["nf"], rec["l1"], rec["l2"] = 2, 8, 4
+        rec["id"], rec["c"] = ids, labels
+        with cur.copy("COPY labels_export FROM STDIN (FORMAT BINARY)") as copy:
+            copy.write(b"PGCOPY\n\xff\r\n\x00" + struct.pack("!ii", 0, 0))
+            copy.write(rec.tobytes())
+            copy.write(struct.pack("!h", -1))
+    copy_ms = (time.perf_counter() - t0) * 1000.0
+    with conn.cursor() as cur:
+        ms, _ = timed(cur, "UPDATE emb t SET label = l.cluster FROM labels_export l WHERE l.id = t.id")
+    return copy_ms, ms
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=1_000_000)
+    ap.add_argument("--d", type=int, default=768)
+    ap.add_argument("--k", type=int, default=1000)
+    ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--text-rows", type=int, default=100_000,
+                    help="rows of the text COPY route (scaled to n in the report)")
+    ap.add_argument("--skip-load", action="store_true")
+    a = ap.parse_args()
+    conn = psycopg.connect(autocommit=True)
+    with conn.cursor() as cur:
+        for ext in ("vector", "gpuclust", "gpuclust_pgvector"):
+            cur.execute(f"CREATE EXTENSION IF NOT EXISTS {ext}")
+        cur.execute("SET gpuclust.device = gpu")
+        cur.execute("SELECT gpuclust_device_info()")
+        emit(phase="device", info=cur.fetchone()[0])
+    if not a.skip_load:
+        load(conn, a.n, a.d, a.k)
+    fixed = {"max_iter": a.iters, "tol": 0, "seed": 1}
+    with conn.cursor() as cur:
+        cur.execute("SET gpuclust.device = gpu")
+        scan = bare_scan(cur, "emb")
+        hscan = bare_scan(cur, "embh")
+        fit(cur, "emb", a.k, fixed, "warm-up")         # the session's CUDA context and buffers
+        f32 = fit(cur, "emb", a.k, fixed, "float32")
+        bf16 = fit(cur, "emb", a.k, dict(fixed, precision="bf16"), "bf16")
+        half = fit(cur, "embh", a.k, fixed, "halfvec float32")
+        cos = fit(cur, "emb", a.k, dict(fixed, metric="cosine"), "cosine float32")
+        ctas, update = assign_into_table(cur, "emb", a.k, fixed)
+    ids, X, copy_ms, parse_ms = export_binary(conn, a.d)
+    emit(phase="export_binary", rows=len(ids), copy_ms=copy_ms, parse_ms=parse_ms)
+    text_ms, text_rows = export_text(conn, a.d, a.text_rows)
+    emit(phase="export_text", rows=text_rows, ms=text_ms, scaled_ms=text_ms * a.n / max(text_rows, 1))
+    labels, torch_ms = torch_lloyd(X, a.k, a.iters, False)
+    emit(phase="torch_lloyd", ms=torch_ms, iterations=a.iters)
+    _, torch_cos_ms = torch_lloyd(X, a.k, a.iters, True)
+    emit(phase="torch_lloyd_cosine", ms=torch_cos_ms, iterations=a.iters)
+    import_ms, export_update_ms = import_labels(conn, ids, labels)
+    emit(phase="import_labels", copy_ms=import_ms, update_ms=export_update_ms)
+
+    route_model = copy_ms + parse_ms + torch_ms
+    route_labels = route_model + import_ms
+    collect = (f32.get("timings") or {}).get("collect")
+    hcollect = (half.get("timings") or {}).get("collect")
+    emit(phase="ratios",
+         collect_vs_scan=collect / scan["ms"] if collect else None,
+         halfvec_collect_vs_scan=hcollect / hscan["ms"] if hcollect else None,
+         export_route_model_ms=route_model, ours_model_ms=f32["ms"], ours_bf16_model_ms=bf16["ms"],
+         model_speedup=route_model / f32["ms"], model_speedup_bf16=route_model / bf16["ms"],
+         export_route_labels_ms=route_labels, ours_labels_ctas_ms=ctas["ms"],
+         labels_speedup=route_labels / ctas["ms"],
+         update_speedup=(route_model + import_ms + export_update_ms) / update["ms"],
+         cosine_model_speedup=(copy_ms + parse_ms + torch_cos_ms) / cos["ms"])
+
+
+if __name__ == "__main__":
+    main()
