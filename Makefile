@@ -13,7 +13,7 @@ MODULE_big = gpuclust
 
 ENGINE_OBJS = engine/common.o engine/rowstore.o engine/kmeans_fit.o engine/kmeans_cpu.o \
 	engine/pmedian_fit.o engine/pmedian_cpu.o engine/stream_format.o engine/stream.o
-GLUE_OBJS = src/gpuclust.o src/input.o src/options.o src/model.o \
+GLUE_OBJS = src/gpuclust.o src/interrupt.o src/input.o src/options.o src/model.o \
 	src/kmeans_run.o src/kmeans_agg.o src/kmeans_window.o src/kmeans_assign.o \
 	src/pmedian_options.o src/pmedian_model.o src/pmedian_run.o src/pmedian_agg.o \
 	src/pmedian_assign.o src/stream_type.o src/stream_agg.o src/spi_rows.o src/model_text.o
@@ -46,8 +46,9 @@ cuda/%.o: cuda/%.cu $(wildcard cuda/*.h cuda/*.cuh engine/*.h)
 	$(NVCC) $(NVCC_FLAGS) -c $< -o $@
 endif
 
-# rebuild everything when WITH_CUDA changes
-BUILD_CONFIG := with_cuda=$(WITH_CUDA)
+# rebuild everything when WITH_CUDA or the server (PG_CONFIG) changes
+PG_CONFIG ?= pg_config
+BUILD_CONFIG := with_cuda=$(WITH_CUDA) $(shell $(PG_CONFIG) --version)
 $(shell echo '$(BUILD_CONFIG)' | cmp -s - .build-config || echo '$(BUILD_CONFIG)' > .build-config)
 
 EXTRA_CLEAN = .build-config test/engine/engine_test test/engine/pmedian_test $(CUDA_OBJS) \
@@ -57,7 +58,6 @@ EXTRA_CLEAN = .build-config test/engine/engine_test test/engine/pmedian_test $(C
 # .cu objects have no LLVM bitcode
 override with_llvm = no
 
-PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 

@@ -2,8 +2,8 @@
  *
  * gpuclust.c
  *	  Module entry point: the GUCs gpuclust.device and gpuclust.gpu_id, the
- *	  choice of backend for each call, the interrupt hook handed to the
- *	  engine, and the translation of engine failures into ereport.
+ *	  choice of backend for each call, and the translation of engine
+ *	  failures into ereport (the interrupt hook is in interrupt.c).
  *
  * IDENTIFICATION
  *	  src/gpuclust.c
@@ -174,16 +174,6 @@ gpuclust_device_info(PG_FUNCTION_ARGS)
 	appendStringInfoString(&buf, "\"built_with_cuda\": false, \"gpu\": null}");
 #endif
 	PG_RETURN_DATUM(DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data)));
-}
-
-/*
- * The engine's interrupt hook: true once a cancel or termination is
- * pending, so that long loops stop and the glue can raise it
- */
-bool
-gc_interrupted(void)
-{
-	return InterruptPending && (QueryCancelPending || ProcDiePending);
 }
 
 /*
