@@ -56,6 +56,7 @@ extern void gc_choose_device(GcDevice *device);
 extern void gc_use_cpu_device(GcDevice *device);
 extern bool gc_interrupted(void);
 extern void gc_raise(const GcError *err);
+extern size_t gc_fit_memory_limit(void);
 
 /* input.c: rows from SQL arrays */
 typedef struct GcInput

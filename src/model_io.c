@@ -21,6 +21,7 @@
 #include "gpuclust.h"
 
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 
@@ -647,8 +648,11 @@ gc_model_check_doubles(const char *type, const char *name, double *x, size_t n,
 	{
 		if (!isfinite(x[i]) || fabs(x[i]) > limit || (non_negative && x[i] < 0.0))
 			gc_model_value_error(type, errcode_value,
+								 limit < DBL_MAX ?
 								 psprintf("The field \"%s\" must hold finite numbers%s of magnitude at most %g.",
-										  name, non_negative ? " at least 0" : "", limit));
+										  name, non_negative ? " at least 0" : "", limit) :
+								 psprintf("The field \"%s\" must hold finite numbers%s.",
+										  name, non_negative ? " at least 0" : ""));
 		x[i] = x[i] + 0.0;
 	}
 }

@@ -200,6 +200,13 @@ SELECT '{"p": 1, "d": 1, "medoid_ids": [1], "penalties": [-1], "medoids": [[0]]}
 -- a short text cannot make a large allocation: the arrays are checked first
 SELECT '{"k":1000000,"d":133}'::kmeans_model;
 SELECT '{"k": 1000000, "d": 133, "sizes": [], "centroids": []}'::kmeans_model;
+-- a p-median fit whose penalties overflow is an error, not an Infinity
+-- stored in the model
+SELECT pmedian_gpu(id, v, 1.0, 2, '{"capacity": 30, "penalty_step": 1e308}') FROM rt_pts;
+-- a capacity of 1e308 is finite, and reads back
+SELECT m::text::pmedian_model::text = m::text AS capacity_round_trip,
+	   (m::jsonb->>'capacity')::float8 AS capacity
+FROM (SELECT pmedian_gpu(id, v, 1.0, 2, '{"capacity": 1e308}') AS m FROM rt_pts) s;
 -- init centroids are held to the limit rows are
 SELECT kmeans_gpu(v, 2, '{"init": [[1e308, 0], [0, 0]]}') FROM rt_pts;
 \set VERBOSITY default
