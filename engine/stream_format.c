@@ -136,15 +136,9 @@ gc_stream_put_point(uint8_t *buf, const GcStreamHeader *h, int64_t index,
 {
 	uint8_t    *p = buf + point_offset(h, index);
 
-	/*
-	 * A centre is a weighted mean of values within GC_MAX_MAGNITUDE: one
-	 * past it is rounding, written at the limit so that the decoder, which
-	 * holds every value to it, reads the summary back
-	 */
 	put_double(buf + weight_offset(h, index), weight);
 	for (int j = 0; j < h->d; j++)
-		put_double(p + 8 * j, x[j] > GC_MAX_MAGNITUDE ? GC_MAX_MAGNITUDE :
-				   x[j] < -GC_MAX_MAGNITUDE ? -GC_MAX_MAGNITUDE : x[j]);
+		put_double(p + 8 * j, x[j]);
 }
 
 void

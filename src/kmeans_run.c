@@ -17,10 +17,9 @@
 /*
  * Record in model (whose centroids and sizes the fit wrote) what the fit
  * reports and where it ran.  The precision is the one that ran: the CPU
- * backend computes in double whatever was asked.  Centroids are means of
- * values within GC_MAX_MAGNITUDE, so a centroid past it is rounding and
- * is brought back to the limit.  The model is then validated as text
- * input and binary receive validate it, so that it reads back.
+ * backend computes in double whatever was asked.  The model is then
+ * validated as text input and binary receive validate it, so that it
+ * reads back.
  */
 void
 gc_model_record_result(KmeansModel *model, const GcKmeansResult *result,
@@ -28,7 +27,6 @@ gc_model_record_result(KmeansModel *model, const GcKmeansResult *result,
 {
 	const char *kernel = result->kernel ? result->kernel : "";
 	const char *suffix = origin->fitted_on == GC_FITTED_ON_SUMMARY ? "-weighted" : "";
-	double	   *centroids = KmeansModelCentroids(model);
 
 	model->device = origin->device;
 	model->fitted_on = origin->fitted_on;
@@ -54,8 +52,6 @@ gc_model_record_result(KmeansModel *model, const GcKmeansResult *result,
 	if (strlen(kernel) + strlen(suffix) >= sizeof(model->kernel))
 		elog(ERROR, "kernel name \"%s%s\" does not fit in a kmeans_model", kernel, suffix);
 	snprintf(model->kernel, sizeof(model->kernel), "%s%s", kernel, suffix);
-	for (size_t i = 0; i < (size_t) model->k * model->d; i++)
-		centroids[i] = Max(-GC_MAX_MAGNITUDE, Min(centroids[i], GC_MAX_MAGNITUDE));
 	gc_model_check(model, ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE);
 }
 

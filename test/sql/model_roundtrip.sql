@@ -211,18 +211,51 @@ FROM (SELECT pmedian_gpu(id, v, 1.0, 2, '{"capacity": 1e308}') AS m FROM rt_pts)
 SELECT kmeans_gpu(v, 2, '{"init": [[1e308, 0], [0, 0]]}') FROM rt_pts;
 \set VERBOSITY default
 
--- a fit over rows near the 1e150 limit makes a model and a summary that
--- read back
+-- rows near the 1e150 limit: quantisation, coarser the more weight there
+-- is, must not round a centroid or a summary's centre past the limit that
+-- input holds every value to.  A summary merged with itself doubles its
+-- weights; every one reads back, and so do models of it.
 CREATE TABLE rt_huge AS
-SELECT ARRAY[(1 - (i % 3) * 1e-16) * 1e150 * CASE WHEN i % 2 = 0 THEN 1 ELSE -1 END,
-			 (i % 10) * 1e149]::float8[] AS v
-FROM generate_series(1, 40) i;
+SELECT i, ARRAY[CASE WHEN i % 2 = 0 THEN 1e150 ELSE 0.3e150 + i * 1e147 END,
+				(i % 3) * 1e149]::float8[] AS v
+FROM generate_series(1, 64) i;
 SELECT m::text::kmeans_model::text = m::text AS fit_round_trip,
 	   kmeans_model_send(m::text::kmeans_model) = kmeans_model_send(m) AS fit_same_binary
 FROM (SELECT kmeans_gpu(v, 3, '{"seed": 1}') AS m FROM rt_huge) s;
-SELECT s::text::kmeans_stream::text = s::text AS summary_round_trip,
-	   kmeans_stream_model(s, '{"seed": 1}')::text::kmeans_model IS NOT NULL AS summary_model_reads_back
-FROM (SELECT kmeans_stream_state(v, 2, '{"block_rows": 8, "centres": 4}') AS s FROM rt_huge) t;
+CREATE TABLE rt_huge_doubled AS
+WITH RECURSIVE m(n, s) AS (
+	SELECT 0, kmeans_stream_state(v, 2, '{"block_rows": 16, "centres": 4}') FROM rt_huge
+	UNION ALL
+	SELECT n + 1, kmeans_stream_merge(s, s) FROM m WHERE n < 46)
+SELECT n, s FROM m;
+SELECT count(*) AS summaries,
+	   count(*) FILTER (WHERE s::text::kmeans_stream::text = s::text) AS read_back
+FROM rt_huge_doubled;
+SELECT n, (m::jsonb->'centroids'->0->>0)::float8 <= 1e150 AS within_limit,
+	   m::text::kmeans_model::text = m::text AS model_round_trip
+FROM (SELECT n, kmeans_stream_model(s, '{"seed": 1}') AS m FROM rt_huge_doubled WHERE n IN (0, 8, 16)) t
+ORDER BY n;
+-- at 2^46 times the rows the summary's inertia overflows a double: an
+-- error, not an Infinity in the model
+\set VERBOSITY sqlstate
+SELECT kmeans_stream_model(s, '{"seed": 1}') FROM rt_huge_doubled WHERE n = 46;
+\set VERBOSITY default
+
+-- a summary merged with itself doubles its rows: 128 * 2^46 = 2^53 reads
+-- back; past it the merge is an error rather than a value read back as
+-- corrupt
+CREATE TABLE rt_doubled AS
+WITH RECURSIVE m(n, s) AS (
+	SELECT 0, kmeans_stream_state(v, 2, '{"block_rows": 64, "centres": 8}') FROM rt_pts WHERE id <= 128
+	UNION ALL
+	SELECT n + 1, kmeans_stream_merge(s, s) FROM m WHERE n < 46)
+SELECT s FROM m WHERE n = 46;
+SELECT kmeans_stream_info(s)->'rows' AS rows, s::text::kmeans_stream::text = s::text AS round_trip,
+	   kmeans_stream_model(s, '{"seed": 1}')::jsonb->'rows' = kmeans_stream_info(s)->'rows' AS model_rows
+FROM rt_doubled;
+\set VERBOSITY sqlstate
+SELECT kmeans_stream_merge(s, s) FROM rt_doubled;
+\set VERBOSITY default
 
 -- the model says which precision ran: the CPU computes in double
 SELECT m::jsonb->>'precision_requested' AS requested,
@@ -253,5 +286,6 @@ WHERE proname IN ('kmeans_stream_model', 'kmeans_stream_merge', 'kmeans_stream_i
 GROUP BY proname, provolatile, proisstrict ORDER BY proname;
 
 DROP TABLE rt_bin_base, rt_bin_mutants, rt_bin_km, rt_bin_pm, rt_bin_read;
+DROP TABLE rt_doubled, rt_huge_doubled;
 DROP TABLE rt_pts, rt_base, rt_edges, rt_names, rt_mutants, rt_read, rt_ok, rt_back, rt_huge;
 DROP FUNCTION rt_read(text, text);
