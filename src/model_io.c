@@ -431,6 +431,9 @@ gc_model_fields_recv(StringInfo buf, const GcModelType *type, void *model)
 						gc_model_value_error(type->name, ERRCODE_INVALID_BINARY_REPRESENTATION,
 											 psprintf("The field \"%s\" has a bad length.", f->name));
 					pq_copymsgbytes(buf, FIELD(model, f, char), len);
+					if (memchr(FIELD(model, f, char), '\0', len) != NULL)
+						gc_model_value_error(type->name, ERRCODE_INVALID_BINARY_REPRESENTATION,
+											 psprintf("The field \"%s\" holds a NUL byte.", f->name));
 				}
 				break;
 		}
