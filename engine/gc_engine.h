@@ -60,7 +60,8 @@ extern GcStatus gc_fail(GcError *err, GcStatus status, const char *fmt,...)
  * Row store: rows appended one at a time into chunks of (possibly pinned)
  * host memory.  Chunks double in size up to a cap, so that small inputs
  * stay small and large ones need few allocations; rows are never copied
- * after they are appended.  Rows may carry weights (a parallel array per
+ * after they are appended.  With max_bytes set, the chunks together stay
+ * within it and a row past it fails with GC_ERR_HOST_MEMORY.  Rows may carry weights (a parallel array per
  * chunk): whole numbers from 1 to GC_MAX_WEIGHT, the rows a stream
  * summary's centre stands for.  k-means then minimises the weighted
  * inertia, with the same exact integer arithmetic as for unweighted rows
@@ -92,6 +93,7 @@ typedef struct GcRows
 	bool		weighted;		/* rows carry weights (gc_rows_set_weighted) */
 	int64_t		total_weight;	/* sum of the weights (n when unweighted) */
 	bool		bad_weight;		/* some weight is not a whole number in range */
+	size_t		max_bytes;		/* chunk memory allowed, 0 for no limit */
 	GcHostAlloc alloc;			/* allocator for chunk memory */
 	GcHostFree	free;
 } GcRows;

@@ -21,6 +21,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "gc_engine.h"
+
 #ifdef __CUDACC__
 #define GC_HD __host__ __device__ __forceinline__
 #else
@@ -143,15 +145,23 @@ gc_quantize(double x, double offset, double scale)
 #endif
 }
 
-/* The mean of count quantised coordinates summing to sum, uncentred. */
+/*
+ * The mean of count quantised coordinates summing to sum, uncentred.  The
+ * mean of values within GC_MAX_MAGNITUDE is within it too; quantisation
+ * can round one a little past it (the grid is coarser the more rows or
+ * weight there are), so it is brought back to the limit, where every value
+ * the extension stores and reads back must lie.
+ */
 GC_HD double
 gc_dequantize_mean(long long sum, long long count, double offset, double scale)
 {
 #ifdef __CUDA_ARCH__
-	return __dadd_rn(__ddiv_rn((double) sum, __dmul_rn(scale, (double) count)), offset);
+	double		m = __dadd_rn(__ddiv_rn((double) sum, __dmul_rn(scale, (double) count)), offset);
 #else
-	return (double) sum / (scale * (double) count) + offset;
+	double		m = (double) sum / (scale * (double) count) + offset;
 #endif
+
+	return m > GC_MAX_MAGNITUDE ? GC_MAX_MAGNITUDE : m < -GC_MAX_MAGNITUDE ? -GC_MAX_MAGNITUDE : m;
 }
 
 /*

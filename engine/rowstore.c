@@ -64,6 +64,19 @@ add_chunk(GcRows *rows, GcError *err)
 	}
 	if (bytes < row_bytes)
 		bytes = row_bytes;
+	if (rows->max_bytes > 0)
+	{
+		size_t		held = 0;
+
+		for (int c = 0; c < rows->nchunks; c++)
+			held += (size_t) rows->chunks[c].capacity * row_bytes;
+		if (held + row_bytes > rows->max_bytes)
+			return gc_fail(err, GC_ERR_HOST_MEMORY,
+						   "the rows need more than the %zu MB a fit may hold in host memory",
+						   rows->max_bytes >> 20);
+		if (bytes > rows->max_bytes - held)
+			bytes = rows->max_bytes - held;
+	}
 
 	if (rows->nchunks == rows->maxchunks)
 	{

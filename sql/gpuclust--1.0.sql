@@ -294,10 +294,11 @@ CREATE FUNCTION kmeans_stream_final(kmeans_stream) RETURNS kmeans_stream
 	AS 'MODULE_PATHNAME', 'gpuclust_stream_finalfn'
 	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
 
--- Two summaries as one (NULLs are ignored); also the combine function
+-- Two summaries as one (NULLs are ignored); also the combine function.
+-- STABLE: the compaction runs on the device gpuclust.device picks.
 CREATE FUNCTION kmeans_stream_merge(a kmeans_stream, b kmeans_stream) RETURNS kmeans_stream
 	AS 'MODULE_PATHNAME', 'gpuclust_stream_merge'
-	LANGUAGE C IMMUTABLE CALLED ON NULL INPUT PARALLEL SAFE;
+	LANGUAGE C STABLE CALLED ON NULL INPUT PARALLEL SAFE;
 
 CREATE AGGREGATE kmeans_stream_state(vec float8[], k int, options jsonb) (
 	SFUNC = kmeans_stream_transfn, STYPE = kmeans_stream,
@@ -329,10 +330,12 @@ CREATE AGGREGATE kmeans_stream_merge(kmeans_stream) (
 	PARALLEL = SAFE
 );
 
--- Weighted k-means over a summary: a model for kmeans_predict and friends
+-- Weighted k-means over a summary: a model for kmeans_predict and friends.
+-- VOLATILE, as the fits are: the model records the device gpuclust.device
+-- picks and the time each phase took.  NULL options are the defaults.
 CREATE FUNCTION kmeans_stream_model(state kmeans_stream, options jsonb DEFAULT '{}') RETURNS kmeans_model
 	AS 'MODULE_PATHNAME', 'gpuclust_stream_model'
-	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+	LANGUAGE C VOLATILE CALLED ON NULL INPUT PARALLEL SAFE;
 
 CREATE FUNCTION kmeans_stream_info(state kmeans_stream) RETURNS jsonb
 	AS 'MODULE_PATHNAME', 'gpuclust_stream_info'

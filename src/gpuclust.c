@@ -1,9 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * gpuclust.c
- *	  Module entry point: the GUCs gpuclust.device and gpuclust.gpu_id, the
- *	  choice of backend for each call, and the translation of engine
- *	  failures into ereport (the interrupt hook is in interrupt.c).
+ *	  Module entry point: the GUCs (gpuclust.device, gpuclust.gpu_id and
+ *	  the superuser-only memory limits gpuclust.pinned_cache_mb and
+ *	  gpuclust.max_fit_memory_mb), the choice of backend for each call,
+ *	  and the translation of engine failures into ereport (the interrupt
+ *	  hook is in interrupt.c).
  *
  * IDENTIFICATION
  *	  src/gpuclust.c
@@ -12,6 +14,7 @@
  */
 #include "gpuclust.h"
 
+#include <limits.h>
 #include <stdlib.h>
 
 #include "miscadmin.h"
@@ -30,6 +33,7 @@ PG_MODULE_MAGIC;
 static int	gc_device_setting = GC_DEVICE_AUTO;
 static int	gc_gpu_id = 0;
 static int	gc_pinned_cache_mb = 256;
+static int	gc_max_fit_memory_mb = 4096;
 
 static const struct config_enum_entry device_options[] = {
 	{"auto", GC_DEVICE_AUTO, false},
@@ -67,7 +71,22 @@ _PG_init(void)
 							"the scan; kept blocks make repeated fits in a session cheaper. "
 							"0 frees them at once.",
 							&gc_pinned_cache_mb, 256, 0, 1024 * 1024,
-							PGC_USERSET, GUC_UNIT_MB, NULL, assign_pinned_cache_mb, NULL);
+							PGC_SUSET, GUC_UNIT_MB, NULL, assign_pinned_cache_mb, NULL);
+
+	/*
+	 * A fit holds all its rows in host memory at once (work_mem cannot
+	 * bound it), so that an ordinary user could otherwise take any amount
+	 * of it: superuser-only, like the pinned cache.  4 GB holds 4 million
+	 * 128-dimension rows, above the largest fits of the benchmarks (1
+	 * million rows of 128 dimensions, 1 GB), and keeps one backend's fit
+	 * to a few percent of a server's memory.
+	 */
+	DefineCustomIntVariable("gpuclust.max_fit_memory_mb",
+							"Host memory one fit may hold for its rows.",
+							"A fit (aggregate, window partition or assignment) whose rows need "
+							"more fails before allocating past it; 0 removes the limit.",
+							&gc_max_fit_memory_mb, 4096, 0, INT_MAX,
+							PGC_SUSET, GUC_UNIT_MB, NULL, NULL, NULL);
 	MarkGUCPrefixReserved("gpuclust");
 }
 
@@ -135,6 +154,16 @@ gc_choose_device(GcDevice *device)
 }
 
 /*
+ * The host memory a fit's row store may hold, from
+ * gpuclust.max_fit_memory_mb (0: no limit)
+ */
+size_t
+gc_fit_memory_limit(void)
+{
+	return (size_t) gc_max_fit_memory_mb << 20;
+}
+
+/*
  * gpuclust_device_info() -> jsonb: whether CUDA support was built, the
  * device setting, and, when a GPU is usable, its name and memory
  */
@@ -196,7 +225,9 @@ gc_raise(const GcError *err)
 			ereport(ERROR,
 					(errcode(ERRCODE_OUT_OF_MEMORY),
 					 errmsg("out of host memory in gpuclust"),
-					 errdetail("%s", err->message)));
+					 errdetail("%s", err->message),
+					 errhint("Cluster fewer rows or fewer dimensions; gpuclust.max_fit_memory_mb, "
+							 "which a superuser sets, limits a fit's rows.")));
 			break;
 		case GC_ERR_DEVICE_MEMORY:
 			ereport(ERROR,

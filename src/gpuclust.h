@@ -56,6 +56,7 @@ extern void gc_choose_device(GcDevice *device);
 extern void gc_use_cpu_device(GcDevice *device);
 extern bool gc_interrupted(void);
 extern void gc_raise(const GcError *err);
+extern size_t gc_fit_memory_limit(void);
 
 /* input.c: rows from SQL arrays */
 typedef struct GcInput
@@ -105,6 +106,15 @@ extern void gc_for_each_option(Jsonb *options, const char *valid_hint,
 extern const char *gc_precision_name(GcPrecision precision);
 
 /* model.c: the kmeans_model type */
+#define GC_KERNEL_NAME_BYTES 32
+
+/* What a model was fitted on, which decides the inertia it reports */
+typedef enum GcFittedOn
+{
+	GC_FITTED_ON_ROWS = 0,		/* inertia: squared distances over the rows */
+	GC_FITTED_ON_SUMMARY		/* summary_inertia: over a summary's points */
+} GcFittedOn;
+
 typedef struct KmeansModel
 {
 	int32		vl_len_;		/* varlena header */
@@ -116,23 +126,25 @@ typedef struct KmeansModel
 	int32		converged;
 	int64		rows;
 	int64		null_rows;
-	double		inertia;
+	double		inertia;		/* when fitted_on rows, else 0 */
+	double		summary_inertia;	/* when fitted_on summary, else 0 */
 	double		collect_ms;
 	double		transfer_ms;
 	double		seeding_ms;
 	double		iterations_ms;
 	double		labeling_ms;
 	double		update_ms;
-	int16		precision;		/* GcPrecision */
+	int16		precision;		/* GcPrecision that ran */
+	int16		precision_requested;	/* GcPrecision the options asked for */
 	int16		pruned;			/* pruned labeling ran */
-	int32		padding;
+	int16		fitted_on;		/* GcFittedOn */
 	double		skipped_fraction;	/* distance computations pruning skipped */
-	char		kernel[16];		/* labeling kernel, NUL-terminated */
+	char		kernel[GC_KERNEL_NAME_BYTES];	/* labeling kernel, NUL-padded */
 	/* int64 sizes[k], then double centroids[k * d] */
 	char		data[FLEXIBLE_ARRAY_MEMBER];
 } KmeansModel;
 
-#define KMEANS_MODEL_VERSION 1
+#define KMEANS_MODEL_VERSION 2
 #define KmeansModelSizes(m) ((int64 *) (m)->data)
 #define KmeansModelCentroids(m) ((double *) ((m)->data + sizeof(int64) * (m)->k))
 #define KmeansModelBytes(k, d) \
@@ -141,6 +153,7 @@ typedef struct KmeansModel
 #define PG_GETARG_KMEANS_MODEL(n) DatumGetKmeansModel(PG_GETARG_DATUM(n))
 
 extern KmeansModel *gc_model_alloc(int k, int d);
+extern void gc_model_check(KmeansModel *m, int errcode_value);
 
 /* options.c: the options of kmeans_stream_state */
 extern void gc_parse_stream_options(Jsonb *options, int k, GcStreamHeader *shape);
@@ -167,16 +180,94 @@ extern void gc_stream_state_merge(GcStreamState *state, Datum value);
 extern Datum gc_stream_state_flatten(GcStreamState *state);
 extern void gc_stream_state_free(GcStreamState *state);
 
-/* model_text.c: the JSON text form of the model types */
+/*
+ * model_io.c: the fields the model types share in shape, described once
+ * by a table and read, written and validated by one set of functions for
+ * the text form (JSON), the binary form and the fits' own output
+ */
+typedef enum GcFieldKind
+{
+	GC_FIELD_INT32,				/* int32 >= 0; JSON integer */
+	GC_FIELD_INT64,				/* int64 >= 0; JSON integer, exact */
+	GC_FIELD_BOOL,				/* int32 0 or 1; JSON boolean */
+	GC_FIELD_ENUM,				/* int16 index of a name; JSON string */
+	GC_FIELD_DOUBLE,			/* finite double >= 0 */
+	GC_FIELD_FRACTION,			/* double in [0, 1] */
+	GC_FIELD_OPTIONAL,			/* finite double >= 0, or JSON null unless
+								 * the flag field holds flag_value */
+	GC_FIELD_NAME				/* char[GC_KERNEL_NAME_BYTES]: [a-z0-9_-] */
+} GcFieldKind;
+
+typedef enum GcFieldPlace
+{
+	GC_PLACE_TOP,				/* a key of the text form */
+	GC_PLACE_TIMINGS,			/* a key of its "timings_ms" object */
+	GC_PLACE_BINARY				/* binary form only (the text form implies it) */
+} GcFieldPlace;
+
+typedef struct GcModelField
+{
+	const char *name;
+	GcFieldKind kind;
+	GcFieldPlace place;
+	size_t		offset;
+	const char *(*name_of) (int);	/* GC_FIELD_ENUM: names 0 .. nnames-1 */
+	int			nnames;
+	int			flag;			/* GC_FIELD_OPTIONAL: index of its flag field */
+	int			flag_value;
+} GcModelField;
+
+typedef struct GcModelType
+{
+	const char *name;			/* the SQL type */
+	const GcModelField *fields;
+	int			nfields;
+} GcModelType;
+
 extern void gc_model_append_float8(StringInfo buf, double x);
 extern void gc_model_text_error(const char *type, const char *detail) GC_NORETURN;
-extern JsonbValue *gc_model_field(JsonbContainer *obj, const char *type,
-								  const char *name, enum jbvType jtype,
-								  bool required);
-extern double gc_model_number(JsonbContainer *obj, const char *type,
-							  const char *name, bool required);
-extern int64 gc_model_count(JsonbContainer *obj, const char *type,
-							const char *name, bool required);
+extern void gc_model_value_error(const char *type, int errcode_value,
+								 const char *detail) GC_NORETURN;
+extern JsonbContainer *gc_model_object(const char *str, const char *type);
+extern int	gc_model_shape_in(JsonbContainer *obj, const char *type,
+							  const char *name);
+extern void gc_model_fields_out(StringInfo buf, const GcModelType *type,
+								const void *model);
+extern void gc_model_fields_in(JsonbContainer *obj, const GcModelType *type,
+							   void *model);
+extern void gc_model_fields_send(StringInfo buf, const GcModelType *type,
+								 const void *model);
+extern void gc_model_fields_recv(StringInfo buf, const GcModelType *type,
+								 void *model);
+extern void gc_model_fields_check(const GcModelType *type, void *model,
+								  int errcode_value);
+
+/* arrays of a model: text, binary, validation */
+extern void gc_model_int64s_out(StringInfo buf, const char *name,
+								const int64 *x, int n);
+extern void gc_model_doubles_out(StringInfo buf, const char *name,
+								 const double *x, int n);
+extern void gc_model_matrix_out(StringInfo buf, const char *name,
+								const double *x, int rows, int cols);
+extern JsonbContainer *gc_model_array_in(JsonbContainer *obj, const char *type,
+										 const char *name, int count,
+										 int inner_count, bool required);
+extern void gc_model_int64s_in(JsonbContainer *array, const char *type,
+							   const char *name, int64 *out, int n);
+extern void gc_model_doubles_in(JsonbContainer *array, const char *type,
+								const char *name, double *out, int n);
+extern void gc_model_matrix_in(JsonbContainer *array, const char *type,
+							   const char *name, double *out, int rows,
+							   int cols);
+extern void gc_model_int64s_send(StringInfo buf, const int64 *x, size_t n);
+extern void gc_model_doubles_send(StringInfo buf, const double *x, size_t n);
+extern void gc_model_int64s_recv(StringInfo buf, int64 *x, size_t n);
+extern void gc_model_doubles_recv(StringInfo buf, double *x, size_t n);
+extern void gc_model_check_doubles(const char *type, const char *name,
+								   double *x, size_t n, double limit,
+								   bool non_negative, int errcode_value);
+extern void gc_model_binary_length(StringInfo buf, const char *type,
+								   size_t expected);
 
 /* spi_rows.c: the query argument of the *_assign functions */
 typedef void (*GcSpiColumnsFn) (TupleDesc tupdesc, void *arg);
@@ -191,5 +282,20 @@ extern struct ReturnSetInfo *gc_materialize_context(FunctionCallInfo fcinfo,
 extern KmeansModel *gc_run_kmeans(GcInput *input, GcKmeansOptions *opts,
 								  double collect_ms, int32 *labels,
 								  double *distances);
+
+/* Where a k-means result came from, for the model that records it */
+typedef struct GcModelOrigin
+{
+	GcDeviceKind device;
+	GcFittedOn	fitted_on;
+	GcPrecision precision_requested;
+	int64		rows;			/* rows the model stands for */
+	int64		null_rows;
+	double		collect_ms;
+} GcModelOrigin;
+
+extern void gc_model_record_result(KmeansModel *model,
+								   const GcKmeansResult *result,
+								   const GcModelOrigin *origin);
 
 #endif							/* GPUCLUST_H */

@@ -143,6 +143,7 @@ gc_input_add(GcInput *input, Datum vector, Oid elemtype)
 		if (gc_rows_init(&input->rows, d, input->device.alloc,
 						 input->device.free, &err) != GC_OK)
 			gc_raise(&err);
+		input->rows.max_bytes = gc_fit_memory_limit();
 		input->started = true;
 		input->first_rowno = rowno;
 	}

@@ -4,6 +4,8 @@
  *	  Runs one k-means fit over collected rows on the chosen backend and
  *	  returns the model, raising any engine failure as an error.  Shared by
  *	  the aggregate, the window function and the assignment function.
+ *	  Also the one copier from an engine result to a kmeans_model, which
+ *	  the fit over rows and the model of a stream summary both use.
  *
  * IDENTIFICATION
  *	  src/kmeans_run.c
@@ -11,6 +13,47 @@
  *-------------------------------------------------------------------------
  */
 #include "gpuclust.h"
+
+/*
+ * Record in model (whose centroids and sizes the fit wrote) what the fit
+ * reports and where it ran.  The precision is the one that ran: the CPU
+ * backend computes in double whatever was asked.  The model is then
+ * validated as text input and binary receive validate it, so that it
+ * reads back.
+ */
+void
+gc_model_record_result(KmeansModel *model, const GcKmeansResult *result,
+					   const GcModelOrigin *origin)
+{
+	const char *kernel = result->kernel ? result->kernel : "";
+	const char *suffix = origin->fitted_on == GC_FITTED_ON_SUMMARY ? "-weighted" : "";
+
+	model->device = origin->device;
+	model->fitted_on = origin->fitted_on;
+	model->rows = origin->rows;
+	model->null_rows = origin->null_rows;
+	model->iterations = result->iterations;
+	model->converged = result->converged;
+	if (origin->fitted_on == GC_FITTED_ON_SUMMARY)
+		model->summary_inertia = result->inertia;
+	else
+		model->inertia = result->inertia;
+	model->collect_ms = origin->collect_ms;
+	model->transfer_ms = result->timings.transfer_ms;
+	model->seeding_ms = result->timings.seeding_ms;
+	model->iterations_ms = result->timings.iterations_ms;
+	model->labeling_ms = result->timings.labeling_ms;
+	model->update_ms = result->timings.update_ms;
+	model->precision_requested = origin->precision_requested;
+	model->precision = origin->device == GC_KIND_GPU ?
+		origin->precision_requested : GC_PRECISION_FLOAT64;
+	model->pruned = result->pruned;
+	model->skipped_fraction = result->skipped_fraction;
+	if (strlen(kernel) + strlen(suffix) >= sizeof(model->kernel))
+		elog(ERROR, "kernel name \"%s%s\" does not fit in a kmeans_model", kernel, suffix);
+	snprintf(model->kernel, sizeof(model->kernel), "%s%s", kernel, suffix);
+	gc_model_check(model, ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE);
+}
 
 /*
  * Fit opts->params.k centroids to input's rows; labels and distances,
@@ -24,6 +67,7 @@ gc_run_kmeans(GcInput *input, GcKmeansOptions *opts, double collect_ms,
 	int			k = opts->params.k;
 	KmeansModel *model;
 	GcKmeansResult result;
+	GcModelOrigin origin;
 	GcError		err = {0};
 
 	Assert(input->started && rows->n > 0);
@@ -45,21 +89,12 @@ gc_run_kmeans(GcInput *input, GcKmeansOptions *opts, double collect_ms,
 	if (gc_kmeans_fit(input->device.kmeans, rows, &opts->params, &result, &err) != GC_OK)
 		gc_raise(&err);
 
-	model->device = input->device.kind;
-	model->iterations = result.iterations;
-	model->converged = result.converged;
-	model->rows = rows->n;
-	model->null_rows = input->null_rows;
-	model->inertia = result.inertia;
-	model->collect_ms = collect_ms;
-	model->transfer_ms = result.timings.transfer_ms;
-	model->seeding_ms = result.timings.seeding_ms;
-	model->iterations_ms = result.timings.iterations_ms;
-	model->labeling_ms = result.timings.labeling_ms;
-	model->update_ms = result.timings.update_ms;
-	model->precision = opts->params.precision;
-	model->pruned = result.pruned;
-	model->skipped_fraction = result.skipped_fraction;
-	strlcpy(model->kernel, result.kernel ? result.kernel : "", sizeof(model->kernel));
+	origin.device = input->device.kind;
+	origin.fitted_on = GC_FITTED_ON_ROWS;
+	origin.precision_requested = opts->params.precision;
+	origin.rows = rows->n;
+	origin.null_rows = input->null_rows;
+	origin.collect_ms = collect_ms;
+	gc_model_record_result(model, &result, &origin);
 	return model;
 }

@@ -4,9 +4,11 @@
  *	  The kmeans_model type: a varlena holding k, d, the centroids, the
  *	  cluster sizes, the fit's statistics and phase timings.  Its text form
  *	  is a JSON object (so a model reads well and casts to jsonb); its
- *	  binary form is the same fields in network byte order.  Also the
- *	  functions that use a model: kmeans_predict, kmeans_distance and
- *	  kmeans_centroids.
+ *	  binary form is the same fields in network byte order.  Both are
+ *	  read and written by model_io.c from this file's table of fields,
+ *	  and every model, typed in, received or fitted, passes the one
+ *	  validation gc_model_check.  Also the functions that use a model:
+ *	  kmeans_predict, kmeans_distance and kmeans_centroids.
  *
  * IDENTIFICATION
  *	  src/model.c
@@ -18,13 +20,11 @@
 #include <math.h>
 
 #include "catalog/pg_type.h"
+#include "common/int.h"
 #include "funcapi.h"
 #include "lib/stringinfo.h"
 #include "libpq/pqformat.h"
-#include "utils/builtins.h"
-#include "utils/float.h"
-#include "utils/json.h"
-#include "utils/numeric.h"
+#include "utils/memutils.h"
 
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_model_in);
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_model_out);
@@ -38,13 +38,73 @@ PG_FUNCTION_INFO_V1(gpuclust_kmeans_centroids);
 
 #define MODEL_TYPE "kmeans_model"
 
-static const char *const device_names[] = {"cpu", "gpu"};
+static const char *
+device_name(int i)
+{
+	return i == GC_KIND_GPU ? "gpu" : "cpu";
+}
 
+static const char *
+algorithm_name(int i)
+{
+	return i ? "pruned" : "lloyd";
+}
+
+static const char *
+fitted_on_name(int i)
+{
+	return i == GC_FITTED_ON_SUMMARY ? "summary" : "rows";
+}
+
+static const char *
+precision_name(int i)
+{
+	return gc_precision_name((GcPrecision) i);
+}
+
+#define F(name, kind, place, member) {name, kind, place, offsetof(KmeansModel, member)}
+#define E(name, member, name_of, n) \
+	{name, GC_FIELD_ENUM, GC_PLACE_TOP, offsetof(KmeansModel, member), name_of, n}
+#define O(name, member, value) \
+	{name, GC_FIELD_OPTIONAL, GC_PLACE_TOP, offsetof(KmeansModel, member), NULL, 0, \
+	 FITTED_ON_FIELD, value}
+#define FITTED_ON_FIELD 0
+
+/*
+ * The scalar fields, in the order of both forms after k and d.  inertia
+ * and summary_inertia exclude each other: a model fitted on a summary
+ * reports the inertia over the summary's points, not over the rows.
+ */
+static const GcModelField model_fields[] = {
+	{"fitted_on", GC_FIELD_ENUM, GC_PLACE_BINARY, offsetof(KmeansModel, fitted_on), fitted_on_name, 2},
+	F("rows", GC_FIELD_INT64, GC_PLACE_TOP, rows),
+	F("null_rows", GC_FIELD_INT64, GC_PLACE_TOP, null_rows),
+	F("iterations", GC_FIELD_INT32, GC_PLACE_TOP, iterations),
+	F("converged", GC_FIELD_BOOL, GC_PLACE_TOP, converged),
+	O("inertia", inertia, GC_FITTED_ON_ROWS),
+	O("summary_inertia", summary_inertia, GC_FITTED_ON_SUMMARY),
+	E("device", device, device_name, 2),
+	E("algorithm", pruned, algorithm_name, 2),
+	F("kernel", GC_FIELD_NAME, GC_PLACE_TOP, kernel),
+	E("precision", precision, precision_name, GC_PRECISION_BF16 + 1),
+	E("precision_requested", precision_requested, precision_name, GC_PRECISION_BF16 + 1),
+	F("distances_skipped", GC_FIELD_FRACTION, GC_PLACE_TOP, skipped_fraction),
+	F("collect", GC_FIELD_DOUBLE, GC_PLACE_TIMINGS, collect_ms),
+	F("transfer", GC_FIELD_DOUBLE, GC_PLACE_TIMINGS, transfer_ms),
+	F("seeding", GC_FIELD_DOUBLE, GC_PLACE_TIMINGS, seeding_ms),
+	F("iterations", GC_FIELD_DOUBLE, GC_PLACE_TIMINGS, iterations_ms),
+	F("labeling", GC_FIELD_DOUBLE, GC_PLACE_TIMINGS, labeling_ms),
+	F("update", GC_FIELD_DOUBLE, GC_PLACE_TIMINGS, update_ms),
+};
+
+static const GcModelType model_type = {MODEL_TYPE, model_fields, lengthof(model_fields)};
+
+/* A k-means model of k centroids in d dimensions, or an error */
 static void
 check_model_shape(int64 k, int64 d)
 {
 	if (k < 1 || k > GC_MAX_K || d < 1 || d > GC_MAX_DIM ||
-		KmeansModelBytes(k, d) > MaxAllocHugeSize - VARHDRSZ)
+		KmeansModelBytes(k, d) > MaxAllocSize - VARHDRSZ)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("a k-means model of %lld clusters in %lld dimensions is too large",
@@ -63,11 +123,6 @@ gc_model_alloc(int k, int d)
 
 	check_model_shape(k, d);
 	bytes = KmeansModelBytes(k, d);
-	if (!AllocSizeIsValid(bytes))
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("a k-means model of %d clusters in %d dimensions exceeds 1 GB", k, d),
-				 errhint("Reduce k or the dimension.")));
 	model = palloc0(bytes);
 	SET_VARSIZE(model, bytes);
 	model->version = KMEANS_MODEL_VERSION;
@@ -76,153 +131,64 @@ gc_model_alloc(int k, int d)
 	return model;
 }
 
+/*
+ * The one validation of a model, whoever made it: every field within its
+ * rule, sizes that sum within int64, centroids finite and within
+ * GC_MAX_MAGNITUDE (so that a model's distances stay finite, as a fit's
+ * input must)
+ */
+void
+gc_model_check(KmeansModel *m, int errcode_value)
+{
+	int64	   *sizes = KmeansModelSizes(m);
+	int64		total = 0;
+
+	gc_model_fields_check(&model_type, m, errcode_value);
+	for (int c = 0; c < m->k; c++)
+		if (sizes[c] < 0 || pg_add_s64_overflow(total, sizes[c], &total))
+			gc_model_value_error(MODEL_TYPE, errcode_value,
+								 "The field \"sizes\" must hold counts at least 0 whose sum is a 64-bit integer.");
+	gc_model_check_doubles(MODEL_TYPE, "centroids", KmeansModelCentroids(m),
+						   (size_t) m->k * m->d, GC_MAX_MAGNITUDE, false, errcode_value);
+}
 
 Datum
 gpuclust_kmeans_model_out(PG_FUNCTION_ARGS)
 {
 	KmeansModel *m = PG_GETARG_KMEANS_MODEL(0);
-	int64	   *sizes = KmeansModelSizes(m);
-	double	   *centroids = KmeansModelCentroids(m);
 	StringInfoData buf;
 
 	initStringInfo(&buf);
-	appendStringInfo(&buf, "{\"k\": %d, \"d\": %d, \"rows\": " INT64_FORMAT
-					 ", \"null_rows\": " INT64_FORMAT ", \"iterations\": %d, \"converged\": %s, \"inertia\": ",
-					 m->k, m->d, m->rows, m->null_rows, m->iterations,
-					 m->converged ? "true" : "false");
-	gc_model_append_float8(&buf, m->inertia);
-	appendStringInfo(&buf, ", \"device\": \"%s\", \"algorithm\": \"%s\", \"kernel\": ",
-					 device_names[m->device == GC_KIND_GPU], m->pruned ? "pruned" : "lloyd");
-	escape_json(&buf, m->kernel);
-	appendStringInfo(&buf, ", \"precision\": \"%s\", \"distances_skipped\": ",
-					 gc_precision_name((GcPrecision) m->precision));
-	gc_model_append_float8(&buf, m->skipped_fraction);
-	appendStringInfoString(&buf, ", \"timings_ms\": {\"collect\": ");
-	gc_model_append_float8(&buf, m->collect_ms);
-	appendStringInfoString(&buf, ", \"transfer\": ");
-	gc_model_append_float8(&buf, m->transfer_ms);
-	appendStringInfoString(&buf, ", \"seeding\": ");
-	gc_model_append_float8(&buf, m->seeding_ms);
-	appendStringInfoString(&buf, ", \"iterations\": ");
-	gc_model_append_float8(&buf, m->iterations_ms);
-	appendStringInfoString(&buf, ", \"labeling\": ");
-	gc_model_append_float8(&buf, m->labeling_ms);
-	appendStringInfoString(&buf, ", \"update\": ");
-	gc_model_append_float8(&buf, m->update_ms);
-	appendStringInfoString(&buf, "}, \"sizes\": [");
-	for (int c = 0; c < m->k; c++)
-		appendStringInfo(&buf, "%s" INT64_FORMAT, c ? ", " : "", sizes[c]);
-	appendStringInfoString(&buf, "], \"centroids\": [");
-	for (int c = 0; c < m->k; c++)
-	{
-		appendStringInfoString(&buf, c ? ", [" : "[");
-		for (int j = 0; j < m->d; j++)
-		{
-			if (j)
-				appendStringInfoString(&buf, ", ");
-			gc_model_append_float8(&buf, centroids[(size_t) c * m->d + j]);
-		}
-		appendStringInfoChar(&buf, ']');
-	}
-	appendStringInfoString(&buf, "]}");
+	appendStringInfo(&buf, "{\"k\": %d, \"d\": %d", m->k, m->d);
+	gc_model_fields_out(&buf, &model_type, m);
+	gc_model_int64s_out(&buf, "sizes", KmeansModelSizes(m), m->k);
+	gc_model_matrix_out(&buf, "centroids", KmeansModelCentroids(m), m->k, m->d);
+	appendStringInfoChar(&buf, '}');
 	PG_RETURN_CSTRING(buf.data);
 }
 
 /*
- * Read count numbers from a JSON array into out; they must be finite
+ * Text form to model: the shape and the arrays' lengths are checked
+ * before anything of the model's size is allocated
  */
-static void
-model_numbers(JsonbContainer *array, int count, double *out, const char *what)
-{
-	if (!JsonContainerIsArray(array) || JsonContainerSize(array) != (uint32) count)
-		gc_model_text_error(MODEL_TYPE, psprintf("The field \"%s\" must be an array of %d elements.", what, count));
-	for (int i = 0; i < count; i++)
-	{
-		JsonbValue *v = getIthJsonbValueFromContainer(array, i);
-
-		if (v == NULL || v->type != jbvNumeric)
-			gc_model_text_error(MODEL_TYPE, psprintf("The field \"%s\" must hold numbers.", what));
-		out[i] = DatumGetFloat8(DirectFunctionCall1(numeric_float8_no_overflow,
-													NumericGetDatum(v->val.numeric)));
-		if (!isfinite(out[i]) || fabs(out[i]) > GC_MAX_MAGNITUDE)
-			gc_model_text_error(MODEL_TYPE, psprintf("The field \"%s\" must hold finite numbers of magnitude at most %g.",
-									what, GC_MAX_MAGNITUDE));
-	}
-}
-
 Datum
 gpuclust_kmeans_model_in(PG_FUNCTION_ARGS)
 {
-	char	   *str = PG_GETARG_CSTRING(0);
-	Jsonb	   *jb = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(str)));
-	JsonbContainer *obj = &jb->root;
-	JsonbValue *v;
+	JsonbContainer *obj = gc_model_object(PG_GETARG_CSTRING(0), MODEL_TYPE);
+	int			k = gc_model_shape_in(obj, MODEL_TYPE, "k");
+	int			d = gc_model_shape_in(obj, MODEL_TYPE, "d");
+	JsonbContainer *sizes,
+			   *centroids;
 	KmeansModel *m;
-	int64		k,
-				d;
-	double	   *row;
 
-	if (!JB_ROOT_IS_OBJECT(jb))
-		gc_model_text_error(MODEL_TYPE, "A model is a JSON object.");
-	k = gc_model_count(obj, MODEL_TYPE, "k", true);
-	d = gc_model_count(obj, MODEL_TYPE, "d", true);
-	if (k < 1 || d < 1)
-		gc_model_text_error(MODEL_TYPE, "The fields \"k\" and \"d\" must be at least 1.");
 	check_model_shape(k, d);
-	m = gc_model_alloc((int) k, (int) d);
-	m->rows = gc_model_count(obj, MODEL_TYPE, "rows", false);
-	m->null_rows = gc_model_count(obj, MODEL_TYPE, "null_rows", false);
-	m->iterations = (int32) Min(gc_model_count(obj, MODEL_TYPE, "iterations", false), PG_INT32_MAX);
-	m->inertia = gc_model_number(obj, MODEL_TYPE, "inertia", false);
-	v = gc_model_field(obj, MODEL_TYPE, "converged", jbvBool, false);
-	m->converged = v ? v->val.boolean : false;
-	v = gc_model_field(obj, MODEL_TYPE, "device", jbvString, false);
-	m->device = (v && v->val.string.len == 3 && strncmp(v->val.string.val, "gpu", 3) == 0)
-		? GC_KIND_GPU : GC_KIND_CPU;
-	v = gc_model_field(obj, MODEL_TYPE, "algorithm", jbvString, false);
-	m->pruned = v && v->val.string.len == 6 && strncmp(v->val.string.val, "pruned", 6) == 0;
-	v = gc_model_field(obj, MODEL_TYPE, "kernel", jbvString, false);
-	if (v)
-		strlcpy(m->kernel, pnstrdup(v->val.string.val, v->val.string.len), sizeof(m->kernel));
-	v = gc_model_field(obj, MODEL_TYPE, "precision", jbvString, false);
-	for (int p = GC_PRECISION_FLOAT32; v && p <= GC_PRECISION_BF16; p++)
-		if (strlen(gc_precision_name((GcPrecision) p)) == (size_t) v->val.string.len &&
-			strncmp(gc_precision_name((GcPrecision) p), v->val.string.val, v->val.string.len) == 0)
-			m->precision = p;
-	m->skipped_fraction = gc_model_number(obj, MODEL_TYPE, "distances_skipped", false);
-	v = gc_model_field(obj, MODEL_TYPE, "timings_ms", jbvBinary, false);
-	if (v && JsonContainerIsObject(v->val.binary.data))
-	{
-		m->collect_ms = gc_model_number(v->val.binary.data, MODEL_TYPE, "collect", false);
-		m->transfer_ms = gc_model_number(v->val.binary.data, MODEL_TYPE, "transfer", false);
-		m->seeding_ms = gc_model_number(v->val.binary.data, MODEL_TYPE, "seeding", false);
-		m->iterations_ms = gc_model_number(v->val.binary.data, MODEL_TYPE, "iterations", false);
-		m->labeling_ms = gc_model_number(v->val.binary.data, MODEL_TYPE, "labeling", false);
-		m->update_ms = gc_model_number(v->val.binary.data, MODEL_TYPE, "update", false);
-	}
-
-	row = palloc(sizeof(double) * Max(k, d));
-	v = gc_model_field(obj, MODEL_TYPE, "sizes", jbvBinary, true);
-	model_numbers(v->val.binary.data, (int) k, row, "sizes");
-	for (int c = 0; c < k; c++)
-	{
-		if (row[c] < 0 || row[c] != floor(row[c]))
-			gc_model_text_error(MODEL_TYPE, "The field \"sizes\" must hold non-negative integers.");
-		KmeansModelSizes(m)[c] = (int64) row[c];
-	}
-	v = gc_model_field(obj, MODEL_TYPE, "centroids", jbvBinary, true);
-	if (!JsonContainerIsArray(v->val.binary.data) ||
-		JsonContainerSize(v->val.binary.data) != (uint32) k)
-		gc_model_text_error(MODEL_TYPE, psprintf("The field \"centroids\" must be an array of %d centroids.", (int) k));
-	for (int c = 0; c < k; c++)
-	{
-		JsonbValue *centroid = getIthJsonbValueFromContainer(v->val.binary.data, c);
-
-		if (centroid->type != jbvBinary)
-			gc_model_text_error(MODEL_TYPE, "Each centroid must be an array of numbers.");
-		model_numbers(centroid->val.binary.data, (int) d,
-					  KmeansModelCentroids(m) + (size_t) c * d, "centroids");
-	}
+	sizes = gc_model_array_in(obj, MODEL_TYPE, "sizes", k, -1, true);
+	centroids = gc_model_array_in(obj, MODEL_TYPE, "centroids", k, d, true);
+	m = gc_model_alloc(k, d);
+	gc_model_fields_in(obj, &model_type, m);
+	gc_model_int64s_in(sizes, MODEL_TYPE, "sizes", KmeansModelSizes(m), k);
+	gc_model_matrix_in(centroids, MODEL_TYPE, "centroids", KmeansModelCentroids(m), k, d);
+	gc_model_check(m, ERRCODE_INVALID_TEXT_REPRESENTATION);
 	PG_RETURN_POINTER(m);
 }
 
@@ -234,86 +200,49 @@ gpuclust_kmeans_model_send(PG_FUNCTION_ARGS)
 
 	pq_begintypsend(&buf);
 	pq_sendint16(&buf, m->version);
-	pq_sendint16(&buf, m->device);
 	pq_sendint32(&buf, m->k);
 	pq_sendint32(&buf, m->d);
-	pq_sendint32(&buf, m->iterations);
-	pq_sendint32(&buf, m->converged);
-	pq_sendint64(&buf, m->rows);
-	pq_sendint64(&buf, m->null_rows);
-	pq_sendfloat8(&buf, m->inertia);
-	pq_sendfloat8(&buf, m->collect_ms);
-	pq_sendfloat8(&buf, m->transfer_ms);
-	pq_sendfloat8(&buf, m->seeding_ms);
-	pq_sendfloat8(&buf, m->iterations_ms);
-	pq_sendfloat8(&buf, m->labeling_ms);
-	pq_sendfloat8(&buf, m->update_ms);
-	pq_sendint16(&buf, m->precision);
-	pq_sendint16(&buf, m->pruned);
-	pq_sendfloat8(&buf, m->skipped_fraction);
-	pq_sendbytes(&buf, m->kernel, sizeof(m->kernel));
-	for (int c = 0; c < m->k; c++)
-		pq_sendint64(&buf, KmeansModelSizes(m)[c]);
-	for (size_t i = 0; i < (size_t) m->k * m->d; i++)
-		pq_sendfloat8(&buf, KmeansModelCentroids(m)[i]);
+	gc_model_fields_send(&buf, &model_type, m);
+	gc_model_int64s_send(&buf, KmeansModelSizes(m), m->k);
+	gc_model_doubles_send(&buf, KmeansModelCentroids(m), (size_t) m->k * m->d);
 	PG_RETURN_BYTEA_P(pq_endtypsend(&buf));
 }
 
+/*
+ * Binary form to model: the fields are read into a header first, and the
+ * length checked against the shape before the model is allocated
+ */
 Datum
 gpuclust_kmeans_model_recv(PG_FUNCTION_ARGS)
 {
 	StringInfo	buf = (StringInfo) PG_GETARG_POINTER(0);
-	int			version = pq_getmsgint(buf, 2);
-	int			device = pq_getmsgint(buf, 2);
+	int			version = (int16) pq_getmsgint(buf, 2);
 	int			k = (int32) pq_getmsgint(buf, 4);
 	int			d = (int32) pq_getmsgint(buf, 4);
+	KmeansModel header;
 	KmeansModel *m;
 
 	if (version != KMEANS_MODEL_VERSION)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
-				 errmsg("unsupported kmeans_model version %d", version)));
+				 errmsg("unsupported kmeans_model version %d", version),
+				 errhint("This build reads version %d.", KMEANS_MODEL_VERSION)));
+	if (k < 1 || d < 1)
+		gc_model_value_error(MODEL_TYPE, ERRCODE_INVALID_BINARY_REPRESENTATION,
+							 "The shape must be at least 1 by 1.");
 	check_model_shape(k, d);
-	if ((Size) (buf->len - buf->cursor) != 2 * sizeof(int32) + 9 * sizeof(int64) +
-		2 * sizeof(int16) + sizeof(double) + sizeof(m->kernel) +
-		sizeof(int64) * k + sizeof(double) * (Size) k * d)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
-				 errmsg("kmeans_model binary value has the wrong length")));
+	memset(&header, 0, sizeof(header));
+	gc_model_fields_recv(buf, &model_type, &header);
+	gc_model_binary_length(buf, MODEL_TYPE, sizeof(int64) * k + sizeof(double) * (Size) k * d);
 	m = gc_model_alloc(k, d);
-	m->device = device == GC_KIND_GPU ? GC_KIND_GPU : GC_KIND_CPU;
-	m->iterations = pq_getmsgint(buf, 4);
-	m->converged = pq_getmsgint(buf, 4) != 0;
-	m->rows = pq_getmsgint64(buf);
-	m->null_rows = pq_getmsgint64(buf);
-	m->inertia = pq_getmsgfloat8(buf);
-	m->collect_ms = pq_getmsgfloat8(buf);
-	m->transfer_ms = pq_getmsgfloat8(buf);
-	m->seeding_ms = pq_getmsgfloat8(buf);
-	m->iterations_ms = pq_getmsgfloat8(buf);
-	m->labeling_ms = pq_getmsgfloat8(buf);
-	m->update_ms = pq_getmsgfloat8(buf);
-	m->precision = pq_getmsgint(buf, 2);
-	if (m->precision < GC_PRECISION_FLOAT32 || m->precision > GC_PRECISION_BF16)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
-				 errmsg("kmeans_model binary value has an unknown precision")));
-	m->pruned = pq_getmsgint(buf, 2) != 0;
-	m->skipped_fraction = pq_getmsgfloat8(buf);
-	pq_copymsgbytes(buf, m->kernel, sizeof(m->kernel));
-	m->kernel[sizeof(m->kernel) - 1] = '\0';
-	for (int c = 0; c < k; c++)
-		KmeansModelSizes(m)[c] = pq_getmsgint64(buf);
-	for (size_t i = 0; i < (size_t) k * d; i++)
-	{
-		double		x = pq_getmsgfloat8(buf);
-
-		if (!isfinite(x) || fabs(x) > GC_MAX_MAGNITUDE)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
-					 errmsg("kmeans_model binary value holds a non-finite or out-of-range centroid")));
-		KmeansModelCentroids(m)[i] = x;
-	}
+	memcpy((char *) m + VARHDRSZ, (char *) &header + VARHDRSZ,
+		   offsetof(KmeansModel, data) - VARHDRSZ);
+	m->version = KMEANS_MODEL_VERSION;
+	m->k = k;
+	m->d = d;
+	gc_model_int64s_recv(buf, KmeansModelSizes(m), k);
+	gc_model_doubles_recv(buf, KmeansModelCentroids(m), (size_t) k * d);
+	gc_model_check(m, ERRCODE_INVALID_BINARY_REPRESENTATION);
 	PG_RETURN_POINTER(m);
 }
 

@@ -111,8 +111,8 @@ parse_init_centroids(JsonbValue *v, GcKmeansOptions *opts)
 					if (depth != 2)
 						gc_option_error("init", expected);
 					x = option_number("init", &elem, expected);
-					if (!isfinite(x))
-						gc_option_error("init", "made of finite numbers");
+					if (!isfinite(x) || fabs(x) > GC_MAX_MAGNITUDE)
+						gc_option_error("init", "made of finite numbers of magnitude at most 1e150");
 					if (count == capacity)
 					{
 						capacity *= 2;

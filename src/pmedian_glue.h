@@ -69,7 +69,7 @@ typedef struct PmedianModel
 	char		data[FLEXIBLE_ARRAY_MEMBER];
 } PmedianModel;
 
-#define PMEDIAN_MODEL_VERSION 1
+#define PMEDIAN_MODEL_VERSION 2
 #define PmedianModelIds(m) ((int64 *) (m)->data)
 #define PmedianModelPenalties(m) ((double *) ((m)->data + sizeof(int64) * (m)->p))
 #define PmedianModelMedoids(m) ((double *) ((m)->data + (sizeof(int64) + sizeof(double)) * (m)->p))
@@ -79,6 +79,7 @@ typedef struct PmedianModel
 #define PG_GETARG_PMEDIAN_MODEL(n) ((PmedianModel *) PG_DETOAST_DATUM(PG_GETARG_DATUM(n)))
 
 extern PmedianModel *gc_pmedian_model_alloc(int p, int d);
+extern void gc_pmedian_model_check(PmedianModel *m, int errcode_value);
 
 /* pmedian_run.c */
 extern PmedianModel *gc_run_pmedian(PmInput *in, GcPmParams *params,

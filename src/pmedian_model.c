@@ -5,7 +5,10 @@
  *	  vectors, their penalty multipliers, the objective, the capacity
  *	  violation, statistics and phase timings.  Its text form is a JSON
  *	  object (it casts to jsonb), its binary form the same fields in
- *	  network byte order.  Also pmedian_predict.
+ *	  network byte order, both read and written by model_io.c from this
+ *	  file's table of fields; every model, typed in, received or fitted,
+ *	  passes the one validation gc_pmedian_model_check.  Also
+ *	  pmedian_predict.
  *
  * IDENTIFICATION
  *	  src/pmedian_model.c
@@ -14,15 +17,12 @@
  */
 #include "pmedian_glue.h"
 
-#include <math.h>
+#include <float.h>
 
 #include "catalog/pg_type.h"
 #include "lib/stringinfo.h"
 #include "libpq/pqformat.h"
-#include "utils/builtins.h"
-#include "utils/float.h"
 #include "utils/memutils.h"
-#include "utils/numeric.h"
 
 PG_FUNCTION_INFO_V1(gpuclust_pmedian_model_in);
 PG_FUNCTION_INFO_V1(gpuclust_pmedian_model_out);
@@ -31,23 +31,58 @@ PG_FUNCTION_INFO_V1(gpuclust_pmedian_model_send);
 PG_FUNCTION_INFO_V1(gpuclust_pmedian_predict);
 PG_FUNCTION_INFO_V1(gpuclust_pmedian_predict_real);
 
-/* The model's doubles after the header, in text and binary order */
-#define MODEL_FLOATS 11
-
 #define MODEL_TYPE "pmedian_model"
 
-static double *
-model_floats(PmedianModel *m, const char **names)
+static const char *
+device_name(int i)
 {
-	static const char *const field_names[MODEL_FLOATS] = {
-		"objective", "violation", "capacity", "collect", "transfer", "seeding",
-		"sample", "global", "small", "location", "improve"
-	};
-
-	if (names)
-		memcpy(names, field_names, sizeof(field_names));
-	return &m->objective;
+	return i == GC_KIND_GPU ? "gpu" : "cpu";
 }
+
+static const char *
+metric_name(int i)
+{
+	return gc_pmedian_metric_name((GcPmMetric) i);
+}
+
+static const char *
+method_name(int i)
+{
+	return gc_pmedian_method_name((GcPmMethod) i);
+}
+
+#define F(name, kind, place, member) {name, kind, place, offsetof(PmedianModel, member)}
+#define E(name, member, name_of, n) \
+	{name, GC_FIELD_ENUM, GC_PLACE_TOP, offsetof(PmedianModel, member), name_of, n}
+
+/*
+ * The scalar fields, in the order of both forms after p and d; capacity
+ * is null in the text form of an uncapacitated model
+ */
+static const GcModelField model_fields[] = {
+	F("capacitated", GC_FIELD_BOOL, GC_PLACE_BINARY, capacitated),
+	E("metric", metric, metric_name, GC_PM_COSINE + 1),
+	E("method", method, method_name, GC_PM_THREE_PHASE + 1),
+	F("rows", GC_FIELD_INT64, GC_PLACE_TOP, rows),
+	F("null_rows", GC_FIELD_INT64, GC_PLACE_TOP, null_rows),
+	F("iterations", GC_FIELD_INT32, GC_PLACE_TOP, iterations),
+	F("swaps", GC_FIELD_INT32, GC_PLACE_TOP, swaps),
+	F("converged", GC_FIELD_BOOL, GC_PLACE_TOP, converged),
+	F("objective", GC_FIELD_DOUBLE, GC_PLACE_TOP, objective),
+	{"capacity", GC_FIELD_OPTIONAL, GC_PLACE_TOP, offsetof(PmedianModel, capacity), NULL, 0, 0, 1},
+	F("violation", GC_FIELD_DOUBLE, GC_PLACE_TOP, violation),
+	E("device", device, device_name, 2),
+	F("collect", GC_FIELD_DOUBLE, GC_PLACE_TIMINGS, collect_ms),
+	F("transfer", GC_FIELD_DOUBLE, GC_PLACE_TIMINGS, transfer_ms),
+	F("seeding", GC_FIELD_DOUBLE, GC_PLACE_TIMINGS, seeding_ms),
+	F("sample", GC_FIELD_DOUBLE, GC_PLACE_TIMINGS, sample_ms),
+	F("global", GC_FIELD_DOUBLE, GC_PLACE_TIMINGS, global_ms),
+	F("small", GC_FIELD_DOUBLE, GC_PLACE_TIMINGS, small_ms),
+	F("location", GC_FIELD_DOUBLE, GC_PLACE_TIMINGS, location_ms),
+	F("improve", GC_FIELD_DOUBLE, GC_PLACE_TIMINGS, improve_ms),
+};
+
+static const GcModelType model_type = {MODEL_TYPE, model_fields, lengthof(model_fields)};
 
 static void
 check_model_shape(int64 p, int64 d)
@@ -58,7 +93,7 @@ check_model_shape(int64 p, int64 d)
 				 errmsg("a p-median model needs at least one medoid of at least one dimension"),
 				 errdetail("It has %lld medoids of dimension %lld.", (long long) p, (long long) d)));
 	if (p > GC_MAX_K || d > GC_MAX_DIM ||
-		!AllocSizeIsValid(PmedianModelBytes(p, d)))
+		PmedianModelBytes(p, d) > MaxAllocSize - VARHDRSZ)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("a p-median model of %lld medoids in %lld dimensions is too large",
@@ -83,6 +118,20 @@ gc_pmedian_model_alloc(int p, int d)
 	return m;
 }
 
+/*
+ * The one validation of a model, whoever made it: every field within its
+ * rule, penalties finite and not negative, medoids finite and within
+ * GC_MAX_MAGNITUDE (as a fit's rows are, so that distances stay finite)
+ */
+void
+gc_pmedian_model_check(PmedianModel *m, int errcode_value)
+{
+	gc_model_fields_check(&model_type, m, errcode_value);
+	gc_model_check_doubles(MODEL_TYPE, "penalties", PmedianModelPenalties(m), m->p,
+						   DBL_MAX, true, errcode_value);
+	gc_model_check_doubles(MODEL_TYPE, "medoids", PmedianModelMedoids(m),
+						   (size_t) m->p * m->d, GC_MAX_MAGNITUDE, false, errcode_value);
+}
 
 Datum
 gpuclust_pmedian_model_out(PG_FUNCTION_ARGS)
@@ -91,190 +140,42 @@ gpuclust_pmedian_model_out(PG_FUNCTION_ARGS)
 	StringInfoData buf;
 
 	initStringInfo(&buf);
-	appendStringInfo(&buf, "{\"p\": %d, \"d\": %d, \"metric\": \"%s\", \"method\": \"%s\", "
-					 "\"rows\": " INT64_FORMAT ", \"null_rows\": " INT64_FORMAT
-					 ", \"iterations\": %d, \"swaps\": %d, \"converged\": %s, \"objective\": ",
-					 m->p, m->d, gc_pmedian_metric_name(m->metric),
-					 gc_pmedian_method_name(m->method), m->rows, m->null_rows,
-					 m->iterations, m->swaps, m->converged ? "true" : "false");
-	gc_model_append_float8(&buf, m->objective);
-	appendStringInfoString(&buf, ", \"capacity\": ");
-	if (m->capacitated)
-		gc_model_append_float8(&buf, m->capacity);
-	else
-		appendStringInfoString(&buf, "null");
-	appendStringInfoString(&buf, ", \"violation\": ");
-	gc_model_append_float8(&buf, m->violation);
-	appendStringInfo(&buf, ", \"device\": \"%s\", \"timings_ms\": {",
-					 m->device == GC_KIND_GPU ? "gpu" : "cpu");
-	{
-		const char *names[MODEL_FLOATS];
-		double	   *f = model_floats(m, names);
-
-		for (int i = 3; i < MODEL_FLOATS; i++)
-		{
-			appendStringInfo(&buf, "%s\"%s\": ", i > 3 ? ", " : "", names[i]);
-			gc_model_append_float8(&buf, f[i]);
-		}
-	}
-	appendStringInfoString(&buf, "}, \"medoid_ids\": [");
-	for (int k = 0; k < m->p; k++)
-		appendStringInfo(&buf, "%s" INT64_FORMAT, k ? ", " : "", PmedianModelIds(m)[k]);
-	appendStringInfoString(&buf, "], \"penalties\": [");
-	for (int k = 0; k < m->p; k++)
-	{
-		if (k)
-			appendStringInfoString(&buf, ", ");
-		gc_model_append_float8(&buf, PmedianModelPenalties(m)[k]);
-	}
-	appendStringInfoString(&buf, "], \"medoids\": [");
-	for (int k = 0; k < m->p; k++)
-	{
-		appendStringInfoString(&buf, k ? ", [" : "[");
-		for (int j = 0; j < m->d; j++)
-		{
-			if (j)
-				appendStringInfoString(&buf, ", ");
-			gc_model_append_float8(&buf, PmedianModelMedoids(m)[(size_t) k * m->d + j]);
-		}
-		appendStringInfoChar(&buf, ']');
-	}
-	appendStringInfoString(&buf, "]}");
+	appendStringInfo(&buf, "{\"p\": %d, \"d\": %d", m->p, m->d);
+	gc_model_fields_out(&buf, &model_type, m);
+	gc_model_int64s_out(&buf, "medoid_ids", PmedianModelIds(m), m->p);
+	gc_model_doubles_out(&buf, "penalties", PmedianModelPenalties(m), m->p);
+	gc_model_matrix_out(&buf, "medoids", PmedianModelMedoids(m), m->p, m->d);
+	appendStringInfoChar(&buf, '}');
 	PG_RETURN_CSTRING(buf.data);
 }
 
-static double
-numeric_value(JsonbValue *v, const char *name)
-{
-	double		x;
-
-	if (v == NULL || v->type != jbvNumeric)
-		gc_model_text_error(MODEL_TYPE, psprintf("The field \"%s\" must hold numbers.", name));
-	x = DatumGetFloat8(DirectFunctionCall1(numeric_float8_no_overflow,
-										   NumericGetDatum(v->val.numeric)));
-	if (!isfinite(x))
-		gc_model_text_error(MODEL_TYPE, psprintf("The field \"%s\" must hold finite numbers.", name));
-	return x;
-}
-
-/* An array of count elements, or an error */
-static JsonbContainer *
-model_array(JsonbContainer *obj, const char *name, int count)
-{
-	JsonbValue *v = gc_model_field(obj, MODEL_TYPE, name, jbvBinary, true);
-
-	if (!JsonContainerIsArray(v->val.binary.data) ||
-		JsonContainerSize(v->val.binary.data) != (uint32) count)
-		gc_model_text_error(MODEL_TYPE, psprintf("The field \"%s\" must be an array of %d elements.", name, count));
-	return v->val.binary.data;
-}
-
-static int
-model_name(JsonbContainer *obj, const char *field, const char *(*name_of) (int), int count)
-{
-	JsonbValue *v = gc_model_field(obj, MODEL_TYPE, field, jbvString, false);
-
-	if (v == NULL)
-		return 0;
-	for (int i = 0; i < count; i++)
-		if (strlen(name_of(i)) == (size_t) v->val.string.len &&
-			strncmp(v->val.string.val, name_of(i), v->val.string.len) == 0)
-			return i;
-	gc_model_text_error(MODEL_TYPE, psprintf("The field \"%s\" is not a known name.", field));
-	return 0;
-}
-
-static const char *
-metric_name(int i)
-{
-	return gc_pmedian_metric_name((GcPmMetric) i);
-}
-
-static const char *
-method_name(int i)
-{
-	return gc_pmedian_method_name((GcPmMethod) i);
-}
-
 /*
- * Read the medoid ids, penalties and vectors of a model's text form
+ * Text form to model: the shape and the arrays' lengths are checked
+ * before anything of the model's size is allocated; penalties may be
+ * left out (zero)
  */
-static void
-read_medoids(JsonbContainer *obj, PmedianModel *m)
-{
-	JsonbContainer *ids = model_array(obj, "medoid_ids", m->p);
-	JsonbContainer *vecs = model_array(obj, "medoids", m->p);
-	JsonbValue *pen = gc_model_field(obj, MODEL_TYPE, "penalties", jbvBinary, false);
-
-	for (int k = 0; k < m->p; k++)
-	{
-		JsonbValue *id = getIthJsonbValueFromContainer(ids, k);
-		JsonbValue *vec = getIthJsonbValueFromContainer(vecs, k);
-		double		x = numeric_value(id, "medoid_ids");
-
-		if (x != floor(x) || fabs(x) > 9.2e18)
-			gc_model_text_error(MODEL_TYPE, "The field \"medoid_ids\" must hold integers.");
-		PmedianModelIds(m)[k] = DatumGetInt64(DirectFunctionCall1(numeric_int8,
-																  NumericGetDatum(id->val.numeric)));
-		if (vec->type != jbvBinary || !JsonContainerIsArray(vec->val.binary.data) ||
-			JsonContainerSize(vec->val.binary.data) != (uint32) m->d)
-			gc_model_text_error(MODEL_TYPE, psprintf("Each medoid must be an array of %d numbers.", m->d));
-		for (int j = 0; j < m->d; j++)
-			PmedianModelMedoids(m)[(size_t) k * m->d + j] =
-				numeric_value(getIthJsonbValueFromContainer(vec->val.binary.data, j), "medoids");
-	}
-	if (pen != NULL)
-	{
-		JsonbContainer *pens = model_array(obj, "penalties", m->p);
-
-		for (int k = 0; k < m->p; k++)
-			PmedianModelPenalties(m)[k] =
-				numeric_value(getIthJsonbValueFromContainer(pens, k), "penalties");
-	}
-}
-
 Datum
 gpuclust_pmedian_model_in(PG_FUNCTION_ARGS)
 {
-	char	   *str = PG_GETARG_CSTRING(0);
-	Jsonb	   *jb = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(str)));
-	JsonbContainer *obj = &jb->root;
-	JsonbValue *v;
+	JsonbContainer *obj = gc_model_object(PG_GETARG_CSTRING(0), MODEL_TYPE);
+	int			p = gc_model_shape_in(obj, MODEL_TYPE, "p");
+	int			d = gc_model_shape_in(obj, MODEL_TYPE, "d");
+	JsonbContainer *ids,
+			   *penalties,
+			   *medoids;
 	PmedianModel *m;
-	int64		p,
-				d;
 
-	if (!JB_ROOT_IS_OBJECT(jb))
-		gc_model_text_error(MODEL_TYPE, "A model is a JSON object.");
-	p = gc_model_count(obj, MODEL_TYPE, "p", true);
-	d = gc_model_count(obj, MODEL_TYPE, "d", true);
 	check_model_shape(p, d);
-	m = gc_pmedian_model_alloc((int) p, (int) d);
-	m->metric = model_name(obj, "metric", metric_name, 4);
-	m->method = model_name(obj, "method", method_name, 3);
-	m->rows = gc_model_count(obj, MODEL_TYPE, "rows", false);
-	m->null_rows = gc_model_count(obj, MODEL_TYPE, "null_rows", false);
-	m->iterations = (int32) Min(gc_model_count(obj, MODEL_TYPE, "iterations", false), PG_INT32_MAX);
-	m->swaps = (int32) Min(gc_model_count(obj, MODEL_TYPE, "swaps", false), PG_INT32_MAX);
-	v = gc_model_field(obj, MODEL_TYPE, "converged", jbvBool, false);
-	m->converged = v ? v->val.boolean : false;
-	m->objective = gc_model_number(obj, MODEL_TYPE, "objective", false);
-	m->violation = gc_model_number(obj, MODEL_TYPE, "violation", false);
-	m->capacity = gc_model_number(obj, MODEL_TYPE, "capacity", false);
-	m->capacitated = gc_model_field(obj, MODEL_TYPE, "capacity", jbvNumeric, false) != NULL;
-	v = gc_model_field(obj, MODEL_TYPE, "device", jbvString, false);
-	m->device = (v && v->val.string.len == 3 && strncmp(v->val.string.val, "gpu", 3) == 0)
-		? GC_KIND_GPU : GC_KIND_CPU;
-	v = gc_model_field(obj, MODEL_TYPE, "timings_ms", jbvBinary, false);
-	if (v && JsonContainerIsObject(v->val.binary.data))
-	{
-		const char *names[MODEL_FLOATS];
-		double	   *f = model_floats(m, names);
-
-		for (int i = 3; i < MODEL_FLOATS; i++)
-			f[i] = gc_model_number(v->val.binary.data, MODEL_TYPE, names[i], false);
-	}
-	read_medoids(obj, m);
+	ids = gc_model_array_in(obj, MODEL_TYPE, "medoid_ids", p, -1, true);
+	penalties = gc_model_array_in(obj, MODEL_TYPE, "penalties", p, -1, false);
+	medoids = gc_model_array_in(obj, MODEL_TYPE, "medoids", p, d, true);
+	m = gc_pmedian_model_alloc(p, d);
+	gc_model_fields_in(obj, &model_type, m);
+	gc_model_int64s_in(ids, MODEL_TYPE, "medoid_ids", PmedianModelIds(m), p);
+	if (penalties != NULL)
+		gc_model_doubles_in(penalties, MODEL_TYPE, "penalties", PmedianModelPenalties(m), p);
+	gc_model_matrix_in(medoids, MODEL_TYPE, "medoids", PmedianModelMedoids(m), p, d);
+	gc_pmedian_model_check(m, ERRCODE_INVALID_TEXT_REPRESENTATION);
 	PG_RETURN_POINTER(m);
 }
 
@@ -282,88 +183,56 @@ Datum
 gpuclust_pmedian_model_send(PG_FUNCTION_ARGS)
 {
 	PmedianModel *m = PG_GETARG_PMEDIAN_MODEL(0);
-	double	   *f = model_floats(m, NULL);
 	StringInfoData buf;
 
 	pq_begintypsend(&buf);
 	pq_sendint16(&buf, m->version);
-	pq_sendint16(&buf, m->device);
-	pq_sendint16(&buf, m->metric);
-	pq_sendint16(&buf, m->method);
 	pq_sendint32(&buf, m->p);
 	pq_sendint32(&buf, m->d);
-	pq_sendint32(&buf, m->iterations);
-	pq_sendint32(&buf, m->swaps);
-	pq_sendint32(&buf, m->converged);
-	pq_sendint32(&buf, m->capacitated);
-	pq_sendint64(&buf, m->rows);
-	pq_sendint64(&buf, m->null_rows);
-	for (int i = 0; i < MODEL_FLOATS; i++)
-		pq_sendfloat8(&buf, f[i]);
-	for (int k = 0; k < m->p; k++)
-		pq_sendint64(&buf, PmedianModelIds(m)[k]);
-	for (int k = 0; k < m->p; k++)
-		pq_sendfloat8(&buf, PmedianModelPenalties(m)[k]);
-	for (size_t i = 0; i < (size_t) m->p * m->d; i++)
-		pq_sendfloat8(&buf, PmedianModelMedoids(m)[i]);
+	gc_model_fields_send(&buf, &model_type, m);
+	gc_model_int64s_send(&buf, PmedianModelIds(m), m->p);
+	gc_model_doubles_send(&buf, PmedianModelPenalties(m), m->p);
+	gc_model_doubles_send(&buf, PmedianModelMedoids(m), (size_t) m->p * m->d);
 	PG_RETURN_BYTEA_P(pq_endtypsend(&buf));
 }
 
+/*
+ * Binary form to model: the fields are read into a header first, and the
+ * length checked against the shape before the model is allocated
+ */
 Datum
 gpuclust_pmedian_model_recv(PG_FUNCTION_ARGS)
 {
 	StringInfo	buf = (StringInfo) PG_GETARG_POINTER(0);
-	int			version = pq_getmsgint(buf, 2);
-	int			device = pq_getmsgint(buf, 2);
-	int			metric = pq_getmsgint(buf, 2);
-	int			method = pq_getmsgint(buf, 2);
+	int			version = (int16) pq_getmsgint(buf, 2);
 	int			p = (int32) pq_getmsgint(buf, 4);
 	int			d = (int32) pq_getmsgint(buf, 4);
+	PmedianModel header;
 	PmedianModel *m;
-	double	   *f;
 
 	if (version != PMEDIAN_MODEL_VERSION)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
-				 errmsg("unsupported pmedian_model version %d", version)));
-	if (metric < 0 || metric > GC_PM_COSINE || method < 0 || method > GC_PM_THREE_PHASE)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
-				 errmsg("pmedian_model binary value has an unknown metric or method")));
+				 errmsg("unsupported pmedian_model version %d", version),
+				 errhint("This build reads version %d.", PMEDIAN_MODEL_VERSION)));
+	if (p < 1 || d < 1)
+		gc_model_value_error(MODEL_TYPE, ERRCODE_INVALID_BINARY_REPRESENTATION,
+							 "The shape must be at least 1 by 1.");
 	check_model_shape(p, d);
-	if ((Size) (buf->len - buf->cursor) != 4 * sizeof(int32) + 2 * sizeof(int64) +
-		MODEL_FLOATS * sizeof(double) + (sizeof(int64) + sizeof(double)) * (Size) p +
-		sizeof(double) * (Size) p * d)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
-				 errmsg("pmedian_model binary value has the wrong length")));
+	memset(&header, 0, sizeof(header));
+	gc_model_fields_recv(buf, &model_type, &header);
+	gc_model_binary_length(buf, MODEL_TYPE,
+						   (sizeof(int64) + sizeof(double)) * (Size) p + sizeof(double) * (Size) p * d);
 	m = gc_pmedian_model_alloc(p, d);
-	m->device = device == GC_KIND_GPU ? GC_KIND_GPU : GC_KIND_CPU;
-	m->metric = metric;
-	m->method = method;
-	m->iterations = pq_getmsgint(buf, 4);
-	m->swaps = pq_getmsgint(buf, 4);
-	m->converged = pq_getmsgint(buf, 4) != 0;
-	m->capacitated = pq_getmsgint(buf, 4) != 0;
-	m->rows = pq_getmsgint64(buf);
-	m->null_rows = pq_getmsgint64(buf);
-	f = model_floats(m, NULL);
-	for (int i = 0; i < MODEL_FLOATS; i++)
-		f[i] = pq_getmsgfloat8(buf);
-	for (int k = 0; k < p; k++)
-		PmedianModelIds(m)[k] = pq_getmsgint64(buf);
-	for (int k = 0; k < p; k++)
-		PmedianModelPenalties(m)[k] = pq_getmsgfloat8(buf);
-	for (size_t i = 0; i < (size_t) p * d; i++)
-	{
-		double		x = pq_getmsgfloat8(buf);
-
-		if (!isfinite(x))
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
-					 errmsg("pmedian_model binary value holds a non-finite medoid")));
-		PmedianModelMedoids(m)[i] = x;
-	}
+	memcpy((char *) m + VARHDRSZ, (char *) &header + VARHDRSZ,
+		   offsetof(PmedianModel, data) - VARHDRSZ);
+	m->version = PMEDIAN_MODEL_VERSION;
+	m->p = p;
+	m->d = d;
+	gc_model_int64s_recv(buf, PmedianModelIds(m), p);
+	gc_model_doubles_recv(buf, PmedianModelPenalties(m), p);
+	gc_model_doubles_recv(buf, PmedianModelMedoids(m), (size_t) p * d);
+	gc_pmedian_model_check(m, ERRCODE_INVALID_BINARY_REPRESENTATION);
 	PG_RETURN_POINTER(m);
 }
 

@@ -183,5 +183,6 @@ gc_run_pmedian(PmInput *in, GcPmParams *params, double collect_ms,
 	}
 	pfree(result.medoids);
 	pfree(result.penalties);
+	gc_pmedian_model_check(m, ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE);
 	return m;
 }

@@ -178,27 +178,6 @@ gpuclust_stream_merge(PG_FUNCTION_ARGS)
 }
 
 /*
- * Fill model from a weighted fit of the summary
- */
-static void
-fill_model(KmeansModel *model, const GcStream *s, const GcDevice *device,
-		   const GcKmeansResult *result, const GcKmeansOptions *opts)
-{
-	model->device = device->kind;
-	model->iterations = result->iterations;
-	model->converged = result->converged;
-	model->rows = s->rows;
-	model->inertia = result->inertia;
-	model->transfer_ms = result->timings.transfer_ms;
-	model->seeding_ms = result->timings.seeding_ms;
-	model->iterations_ms = result->timings.iterations_ms;
-	model->precision = opts->params.precision;
-	model->pruned = result->pruned;
-	model->skipped_fraction = result->skipped_fraction;
-	snprintf(model->kernel, sizeof(model->kernel), "%s-weighted", result->kernel);
-}
-
-/*
  * Restarts of the model's fit unless the options say: summaries are small,
  * and k-means++ on them lands in poor local optima often enough that
  * restarts decide the SSQ.  On SIPU birch1 (k = 100, bench/stream_bench.py)
@@ -211,19 +190,26 @@ fill_model(KmeansModel *model, const GcStream *s, const GcDevice *device,
 /*
  * kmeans_stream_model(state, options) -> kmeans_model: weighted k-means
  * with the summary's k over its points; sizes are the rows each cluster
- * stands for, inertia the weighted inertia over the summary's points
+ * stands for, and the inertia, over the summary's points rather than the
+ * rows, is reported as summary_inertia.  NULL options are the defaults,
+ * as everywhere; a NULL state gives NULL.
  */
 Datum
 gpuclust_stream_model(PG_FUNCTION_ARGS)
 {
-	GcStreamState *state = gc_stream_state_copy(PG_GETARG_DATUM(0), CurrentMemoryContext, false);
-	GcStream   *s = &state->stream;
+	GcStreamState *state;
+	GcStream   *s;
 	GcKmeansOptions opts;
 	GcKmeansResult result;
+	GcModelOrigin origin;
 	KmeansModel *model;
 	GcDevice	device;
 	GcError		err = {0};
 
+	if (PG_ARGISNULL(0))
+		PG_RETURN_NULL();
+	state = gc_stream_state_copy(PG_GETARG_DATUM(0), CurrentMemoryContext, false);
+	s = &state->stream;
 	gc_parse_kmeans_options(PG_NARGS() > 1 && !PG_ARGISNULL(1) ? PG_GETARG_JSONB_P(1) : NULL,
 							s->k, &opts);
 	gc_check_init_shape(&opts, s->d);
@@ -240,7 +226,13 @@ gpuclust_stream_model(PG_FUNCTION_ARGS)
 	if (gc_stream_fit(s, device.kmeans, &opts.params, KmeansModelCentroids(model),
 					  KmeansModelSizes(model), &result, &err) != GC_OK)
 		gc_raise(&err);
-	fill_model(model, s, &device, &result, &opts);
+	origin.device = device.kind;
+	origin.fitted_on = GC_FITTED_ON_SUMMARY;
+	origin.precision_requested = opts.params.precision;
+	origin.rows = s->rows;
+	origin.null_rows = 0;		/* the summary does not count NULL rows */
+	origin.collect_ms = 0.0;
+	gc_model_record_result(model, &result, &origin);
 	gc_stream_state_free(state);
 	PG_RETURN_POINTER(model);
 }

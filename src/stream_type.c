@@ -141,8 +141,24 @@ stream_bytes(Datum value, GcStreamHeader *h, size_t *len)
 }
 
 /*
+ * A summary stands for at most 2^53 rows, the count its weights keep
+ * exactly (and the most its decoder reads back): merging past it is an
+ * error here, not a value that later reads as corrupt
+ */
+static void
+check_merged_rows(int64 a, int64 b)
+{
+	if (b > (int64) GC_MAX_WEIGHT - a)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("merged kmeans_stream summary would stand for more than 2^53 rows"),
+				 errdetail("The summaries stand for " INT64_FORMAT " and " INT64_FORMAT " rows.", a, b),
+				 errhint("Build models from disjoint parts of the data, each under 2^53 rows.")));
+}
+
+/*
  * Add the summary in value to state; both must summarise the same k and
- * dimension
+ * dimension, and together at most 2^53 rows
  */
 void
 gc_stream_state_merge(GcStreamState *state, Datum value)
@@ -168,6 +184,7 @@ gc_stream_state_merge(GcStreamState *state, Datum value)
 				 errmsg("cannot merge kmeans_stream summaries of different shapes"),
 				 errdetail("One has k = %d in %d dimensions, the other k = %d in %d dimensions.",
 						   state->stream.k, state->stream.d, h.k, h.d)));
+	check_merged_rows(state->stream.rows, other ? other->stream.rows : h.rows);
 	if ((other ? gc_stream_merge(&state->stream, &other->stream, &err)
 		 : gc_stream_merge_encoded(&state->stream, bytes, &h, &err)) != GC_OK)
 		gc_raise(&err);

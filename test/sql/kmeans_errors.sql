@@ -311,7 +311,6 @@ SELECT '{"k": 1, "d": 2, "sizes": [3], "centroids": [[1, -1e400]]}'::kmeans_mode
 SELECT '{"k": 1, "d": 65537, "sizes": [3], "centroids": [[1]]}'::kmeans_model;
 \echo :LAST_ERROR_SQLSTATE
 -- k = 0 and d = 0 are malformed input (22P02), not a model "too large"
--- (currently fail: 54000 "a k-means model of 0 clusters ... is too large")
 \set VERBOSITY sqlstate
 SELECT '{"k": 0, "d": 2, "sizes": [], "centroids": []}'::kmeans_model;
 \echo :LAST_ERROR_SQLSTATE

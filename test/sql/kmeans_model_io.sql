@@ -91,12 +91,12 @@ $$;
 CREATE TABLE io_crafted (m kmeans_model);
 CREATE TABLE io_payloads AS
 SELECT kmeans_model_send(m) AS good,
-	   overlay(kmeans_model_send(m) PLACING '\x0002'::bytea FROM 1 FOR 2) AS bad_version,
+	   overlay(kmeans_model_send(m) PLACING '\x0001'::bytea FROM 1 FOR 2) AS bad_version,
 	   substring(kmeans_model_send(m) FROM 1 FOR length(kmeans_model_send(m)) - 8) AS short,
 	   kmeans_model_send(m) || '\x00'::bytea AS long,
 	   overlay(kmeans_model_send(m) PLACING '\x7ff8000000000000'::bytea
 			   FROM length(kmeans_model_send(m)) - 7 FOR 8) AS nan_centroid,
-	   overlay(kmeans_model_send(m) PLACING '\x0007'::bytea FROM 3 FOR 2) AS odd_device
+	   overlay(kmeans_model_send(m) PLACING '\x0007'::bytea FROM 53 FOR 2) AS odd_device
 FROM io_models WHERE id = 1;
 
 SELECT lo_from_bytea(0, io_copy_file(good)) AS io_lo FROM io_payloads \gset
@@ -130,14 +130,16 @@ SELECT lo_unlink(:io_lo);
 COPY io_crafted FROM :'io_crafted' WITH (FORMAT binary);
 \echo :LAST_ERROR_SQLSTATE
 
--- an unknown device code reads as cpu
+-- an unknown device code (bytes 53-54: after the version, k, d, fitted_on,
+-- rows, null_rows, iterations, converged and both inertias) is rejected,
+-- as is every field outside its rule
 SELECT lo_from_bytea(0, io_copy_file(odd_device)) AS io_lo FROM io_payloads \gset
 SELECT lo_export(:io_lo, :'io_crafted');
 SELECT lo_unlink(:io_lo);
 TRUNCATE io_crafted;
 COPY io_crafted FROM :'io_crafted' WITH (FORMAT binary);
-SELECT c.m::jsonb->>'device' AS device, (c.m::jsonb - 'device') = (o.m::jsonb - 'device') AS rest_same
-FROM io_crafted c, (SELECT m FROM io_models WHERE id = 1) o;
+\echo :LAST_ERROR_SQLSTATE
+SELECT count(*) AS crafted_rows FROM io_crafted;
 
 COPY (SELECT 1 WHERE false) TO PROGRAM :'io_cleanup';
 
