@@ -65,12 +65,14 @@ typedef struct GcInput
 	int64		null_rows;		/* NULL rows skipped */
 	int64		seen_rows;		/* rows seen, NULL or not, for messages */
 	int64		first_rowno;	/* number of the first non-NULL row */
+	bool		unit;			/* cosine metric: rows scaled to unit length */
 	GcDevice	device;
 } GcInput;
 
 extern void gc_input_init(GcInput *input);
 extern void gc_input_add(GcInput *input, Datum vector, Oid elemtype);
 extern void gc_input_add_null(GcInput *input);
+extern void gc_input_normalize(double *x, int d, int64 rowno);
 extern void gc_input_release(GcInput *input);
 extern void gc_input_release_at_reset(GcInput *input, MemoryContext context);
 typedef struct GcVectorView
@@ -103,6 +105,7 @@ typedef bool (*GcOptionFn) (const char *name, JsonbValue *value, void *arg);
 extern void gc_for_each_option(Jsonb *options, const char *valid_hint,
 							   GcOptionFn fn, void *arg);
 extern const char *gc_precision_name(GcPrecision precision);
+extern const char *gc_metric_name(GcMetric metric);
 
 /* model.c: the kmeans_model type */
 typedef struct KmeansModel
@@ -125,7 +128,8 @@ typedef struct KmeansModel
 	double		update_ms;
 	int16		precision;		/* GcPrecision */
 	int16		pruned;			/* pruned labeling ran */
-	int32		padding;
+	int16		metric;			/* GcMetric */
+	int16		padding;
 	double		skipped_fraction;	/* distance computations pruning skipped */
 	char		kernel[16];		/* labeling kernel, NUL-terminated */
 	/* int64 sizes[k], then double centroids[k * d] */
@@ -141,6 +145,7 @@ typedef struct KmeansModel
 #define PG_GETARG_KMEANS_MODEL(n) DatumGetKmeansModel(PG_GETARG_DATUM(n))
 
 extern KmeansModel *gc_model_alloc(int k, int d);
+extern double gc_metric_distance(GcMetric metric, double distance2);
 
 /* options.c: the options of kmeans_stream_state */
 extern void gc_parse_stream_options(Jsonb *options, int k, GcStreamHeader *shape);

@@ -44,6 +44,13 @@ gc_run_kmeans(GcInput *input, GcKmeansOptions *opts, double collect_ms,
 
 	if (gc_kmeans_fit(input->device.kmeans, rows, &opts->params, &result, &err) != GC_OK)
 		gc_raise(&err);
+	/* the engine measures Euclidean distances; on unit rows 1 - cos = |x - c|^2 / 2 */
+	if (opts->params.metric == GC_METRIC_COSINE)
+	{
+		result.inertia /= 2.0;
+		for (int64 i = 0; distances != NULL && i < rows->n; i++)
+			distances[i] = gc_metric_distance(GC_METRIC_COSINE, distances[i] * distances[i]);
+	}
 
 	model->device = input->device.kind;
 	model->iterations = result.iterations;
@@ -58,6 +65,7 @@ gc_run_kmeans(GcInput *input, GcKmeansOptions *opts, double collect_ms,
 	model->labeling_ms = result.timings.labeling_ms;
 	model->update_ms = result.timings.update_ms;
 	model->precision = opts->params.precision;
+	model->metric = opts->params.metric;
 	model->pruned = result.pruned;
 	model->skipped_fraction = result.skipped_fraction;
 	strlcpy(model->kernel, result.kernel ? result.kernel : "", sizeof(model->kernel));

@@ -94,8 +94,12 @@ gpuclust_kmeans_model_out(PG_FUNCTION_ARGS)
 	appendStringInfo(&buf, ", \"device\": \"%s\", \"algorithm\": \"%s\", \"kernel\": ",
 					 device_names[m->device == GC_KIND_GPU], m->pruned ? "pruned" : "lloyd");
 	escape_json(&buf, m->kernel);
-	appendStringInfo(&buf, ", \"precision\": \"%s\", \"distances_skipped\": ",
+	appendStringInfo(&buf, ", \"precision\": \"%s\", ",
 					 gc_precision_name((GcPrecision) m->precision));
+	/* written only for cosine: a model without the field is euclidean */
+	if (m->metric == GC_METRIC_COSINE)
+		appendStringInfo(&buf, "\"metric\": \"%s\", ", gc_metric_name(GC_METRIC_COSINE));
+	appendStringInfoString(&buf, "\"distances_skipped\": ");
 	gc_model_append_float8(&buf, m->skipped_fraction);
 	appendStringInfoString(&buf, ", \"timings_ms\": {\"collect\": ");
 	gc_model_append_float8(&buf, m->collect_ms);
@@ -189,6 +193,16 @@ gpuclust_kmeans_model_in(PG_FUNCTION_ARGS)
 		if (strlen(gc_precision_name((GcPrecision) p)) == (size_t) v->val.string.len &&
 			strncmp(gc_precision_name((GcPrecision) p), v->val.string.val, v->val.string.len) == 0)
 			m->precision = p;
+	v = gc_model_field(obj, MODEL_TYPE, "metric", jbvString, false);
+	if (v)
+	{
+		const char *name = pnstrdup(v->val.string.val, v->val.string.len);
+
+		if (strcmp(name, gc_metric_name(GC_METRIC_COSINE)) == 0)
+			m->metric = GC_METRIC_COSINE;
+		else if (strcmp(name, gc_metric_name(GC_METRIC_EUCLIDEAN)) != 0)
+			gc_model_text_error(MODEL_TYPE, "The field \"metric\" must be \"euclidean\" or \"cosine\".");
+	}
 	m->skipped_fraction = gc_model_number(obj, MODEL_TYPE, "distances_skipped", false);
 	v = gc_model_field(obj, MODEL_TYPE, "timings_ms", jbvBinary, false);
 	if (v && JsonContainerIsObject(v->val.binary.data))
@@ -250,6 +264,7 @@ gpuclust_kmeans_model_send(PG_FUNCTION_ARGS)
 	pq_sendfloat8(&buf, m->update_ms);
 	pq_sendint16(&buf, m->precision);
 	pq_sendint16(&buf, m->pruned);
+	pq_sendint16(&buf, m->metric);
 	pq_sendfloat8(&buf, m->skipped_fraction);
 	pq_sendbytes(&buf, m->kernel, sizeof(m->kernel));
 	for (int c = 0; c < m->k; c++)
@@ -275,7 +290,7 @@ gpuclust_kmeans_model_recv(PG_FUNCTION_ARGS)
 				 errmsg("unsupported kmeans_model version %d", version)));
 	check_model_shape(k, d);
 	if ((Size) (buf->len - buf->cursor) != 2 * sizeof(int32) + 9 * sizeof(int64) +
-		2 * sizeof(int16) + sizeof(double) + sizeof(m->kernel) +
+		3 * sizeof(int16) + sizeof(double) + sizeof(m->kernel) +
 		sizeof(int64) * k + sizeof(double) * (Size) k * d)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
@@ -299,6 +314,11 @@ gpuclust_kmeans_model_recv(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
 				 errmsg("kmeans_model binary value has an unknown precision")));
 	m->pruned = pq_getmsgint(buf, 2) != 0;
+	m->metric = pq_getmsgint(buf, 2);
+	if (m->metric != GC_METRIC_EUCLIDEAN && m->metric != GC_METRIC_COSINE)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
+				 errmsg("kmeans_model binary value has an unknown metric")));
 	m->skipped_fraction = pq_getmsgfloat8(buf);
 	pq_copymsgbytes(buf, m->kernel, sizeof(m->kernel));
 	m->kernel[sizeof(m->kernel) - 1] = '\0';
@@ -318,14 +338,17 @@ gpuclust_kmeans_model_recv(PG_FUNCTION_ARGS)
 }
 
 /*
- * Nearest centroid of the vector in argument 1, and its squared distance
+ * Nearest centroid of the vector in argument 1, and its distance under
+ * the model's metric
  */
 static int
-nearest_of_arg(FunctionCallInfo fcinfo, Oid elemtype, double *distance2)
+nearest_of_arg(FunctionCallInfo fcinfo, Oid elemtype, double *distance)
 {
 	KmeansModel *m = PG_GETARG_KMEANS_MODEL(0);
 	GcVectorView view;
 	double	   *x;
+	double		d2;
+	int			nearest;
 
 	gc_vector_view(PG_GETARG_DATUM(1), elemtype, 1, &view);
 	if (view.d != m->d)
@@ -334,7 +357,22 @@ nearest_of_arg(FunctionCallInfo fcinfo, Oid elemtype, double *distance2)
 				 errmsg("vector has %d dimensions, but the model has %d", view.d, m->d)));
 	x = palloc(sizeof(double) * view.d);
 	gc_vector_copy(&view, x, 1);
-	return gc_nearest_centroid(x, KmeansModelCentroids(m), m->k, view.d, distance2);
+	if (m->metric == GC_METRIC_COSINE)
+		gc_input_normalize(x, view.d, 0);
+	nearest = gc_nearest_centroid(x, KmeansModelCentroids(m), m->k, view.d, &d2);
+	if (distance)
+		*distance = gc_metric_distance((GcMetric) m->metric, d2);
+	return nearest;
+}
+
+/*
+ * A distance under metric from the squared Euclidean distance d2: itself
+ * rooted, or for cosine (unit vectors) 1 - cos = d2 / 2
+ */
+double
+gc_metric_distance(GcMetric metric, double d2)
+{
+	return metric == GC_METRIC_COSINE ? d2 / 2.0 : sqrt(d2);
 }
 
 Datum
@@ -352,19 +390,19 @@ gpuclust_kmeans_predict_real(PG_FUNCTION_ARGS)
 Datum
 gpuclust_kmeans_distance(PG_FUNCTION_ARGS)
 {
-	double		d2;
+	double		distance;
 
-	nearest_of_arg(fcinfo, FLOAT8OID, &d2);
-	PG_RETURN_FLOAT8(sqrt(d2));
+	nearest_of_arg(fcinfo, FLOAT8OID, &distance);
+	PG_RETURN_FLOAT8(distance);
 }
 
 Datum
 gpuclust_kmeans_distance_real(PG_FUNCTION_ARGS)
 {
-	double		d2;
+	double		distance;
 
-	nearest_of_arg(fcinfo, FLOAT4OID, &d2);
-	PG_RETURN_FLOAT8(sqrt(d2));
+	nearest_of_arg(fcinfo, FLOAT4OID, &distance);
+	PG_RETURN_FLOAT8(distance);
 }
 
 /*
