@@ -51,7 +51,7 @@ PG_CONFIG ?= pg_config
 BUILD_CONFIG := with_cuda=$(WITH_CUDA) $(shell $(PG_CONFIG) --version)
 $(shell echo '$(BUILD_CONFIG)' | cmp -s - .build-config || echo '$(BUILD_CONFIG)' > .build-config)
 
-EXTRA_CLEAN = .build-config test/engine/engine_test test/engine/pmedian_test $(CUDA_OBJS) \
+EXTRA_CLEAN = .build-config test/engine/engine_test test/engine/pmedian_test test/engine/cosine_test $(CUDA_OBJS) \
 	test/results test/regression.diffs test/regression.out \
 	test/fuzz/stream_decode_fuzz test/fuzz/stream_seeds test/fuzz/corpus
 
@@ -96,9 +96,14 @@ test/engine/engine_test: test/engine/engine_test.c $(ENGINE_TEST_OBJS)
 		$(if $(filter 1,$(WITH_CUDA)),$(SHLIB_LINK)) -lm
 
 .PHONY: engine-check
-engine-check: test/engine/engine_test test/engine/pmedian_test
+engine-check: test/engine/engine_test test/engine/pmedian_test test/engine/cosine_test
 	test/engine/engine_test
 	test/engine/pmedian_test
+	test/engine/cosine_test
+
+test/engine/cosine_test: test/engine/cosine_test.c $(ENGINE_TEST_OBJS)
+	$(CC) -O2 -ffp-contract=off -Wall $(if $(WERROR),-Werror) $(PG_CPPFLAGS) -o $@ $< $(ENGINE_TEST_OBJS) \
+		$(if $(filter 1,$(WITH_CUDA)),$(SHLIB_LINK)) -lm
 
 # p-median engine tests and benchmarks (pmedian_test phases|quality ...)
 test/engine/pmedian_test: test/engine/pmedian_test.c $(ENGINE_TEST_OBJS)

@@ -130,6 +130,7 @@ typedef struct CudaSession
 	double	   *offset;			/* d */
 	double	   *scale;			/* d */
 	double	   *c64;			/* k * d */
+	double	   *c64_prev;		/* k * d, cosine metric: before the update */
 	float	   *c32;			/* k * d, centred */
 	float	   *cnorm;			/* k, padded to a multiple of 128 */
 	int32_t    *labels;			/* n */
@@ -205,6 +206,8 @@ upload(CudaSession *s, GcError *err)
 	ALLOC_OR_RETURN(s->offset, (size_t) d);
 	ALLOC_OR_RETURN(s->scale, (size_t) d);
 	ALLOC_OR_RETURN(s->c64, (size_t) k * d);
+	if (s->params->metric == GC_METRIC_COSINE)
+		ALLOC_OR_RETURN(s->c64_prev, (size_t) k * d);
 	ALLOC_OR_RETURN(s->c32, (size_t) k * d);
 	ALLOC_OR_RETURN(s->cnorm, (size_t) kpad);
 	GC_CUDA_TRY(cudaMemsetAsync(s->cnorm, 0, sizeof(float) * kpad, s->stream), err);
@@ -390,6 +393,7 @@ cuda_close(void *session)
 	cudaFree(s->offset);
 	cudaFree(s->scale);
 	cudaFree(s->c64);
+	cudaFree(s->c64_prev);
 	cudaFree(s->c32);
 	cudaFree(s->cnorm);
 	cudaFree(s->labels);
@@ -562,6 +566,31 @@ load_centroids(CudaSession *s, const double *centroids, GcError *err)
 }
 
 /*
+ * The centroids from the sums, and the largest shift into the status;
+ * under the cosine metric back to unit length, the shift measured after
+ */
+static GcStatus
+update_centroids(CudaSession *s, GcError *err)
+{
+	size_t		kd = (size_t) s->k * s->d;
+	bool		spherical = s->params->metric == GC_METRIC_COSINE;
+
+	if (spherical)
+		GC_CUDA_TRY(cudaMemcpyAsync(s->c64_prev, s->c64, sizeof(double) * kd,
+									cudaMemcpyDeviceToDevice, s->stream), err);
+	if (launch_update_centroids(s->sums, s->sums + kd, s->offset, s->scale, s->d,
+								s->k, s->c64, s->c32, s->cnorm,
+								spherical ? NULL : &s->status->max_shift2,
+								s->stream, err) != GC_OK ||
+		(spherical &&
+		 launch_normalize_centroids(s->sums + kd, s->offset, s->d, s->k, s->c64,
+									s->c64_prev, s->c32, s->cnorm,
+									&s->status->max_shift2, s->stream, err) != GC_OK))
+		return err->status;
+	return GC_OK;
+}
+
+/*
  * One Lloyd iteration: label, accumulate, update, and fetch the status
  */
 /*
@@ -620,9 +649,7 @@ iterate(CudaSession *s, int64_t pruned_rows, IterationStatus *status,
 								   s->moved_count, s->offset, s->scale, s->n,
 								   s->d, s->k, s->sums, s->sums + kd, s->stream,
 								   err) != GC_OK ||
-		launch_update_centroids(s->sums, s->sums + kd, s->offset, s->scale, s->d,
-								s->k, s->c64, s->c32, s->cnorm,
-								&s->status->max_shift2, s->stream, err) != GC_OK ||
+		update_centroids(s, err) != GC_OK ||
 		refresh_padded_centroids(s, err) != GC_OK)
 		return err->status;
 	GC_CUDA_TRY(cudaEventRecord(s->phase[2], s->stream), err);

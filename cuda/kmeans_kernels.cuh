@@ -176,6 +176,12 @@ GcStatus	launch_update_centroids(const unsigned long long *sums,
 									float *cnorm,
 									unsigned long long *max_shift2,
 									cudaStream_t stream, GcError *err);
+/* the cosine metric: updated centroids back to unit length, their shift from prev */
+GcStatus	launch_normalize_centroids(const unsigned long long *counts,
+									   const double *offset, int d, int k,
+									   double *c64, const double *prev, float *c32,
+									   float *cnorm, unsigned long long *max_shift2,
+									   cudaStream_t stream, GcError *err);
 GcStatus	launch_score_points(const double *x64, const double *weights,
 								const double *c64,
 								const int32_t *labels, int64_t n, int d,

@@ -18,6 +18,8 @@
  *	  - update_centroids: the new centroids (gc_dequantize_mean, the same
  *		arithmetic as the CPU reference), their float copies and norms, and
  *		the largest centroid shift for the convergence test;
+ *	  - normalize_centroids: spherical k-means' return of the updated
+ *		centroids to unit length (the cosine metric);
  *	  - score_points: exact double distances to the assigned centroids,
  *		cluster sizes and per-block inertia partials (reduced in a fixed
  *		order, so the inertia is reproducible).
@@ -282,6 +284,63 @@ launch_update_centroids(const unsigned long long *sums,
 	update_centroids_kernel<<<k, CLUSTER_THREADS, 0, stream>>>(
 		sums, counts, offset, scale, d, c64, c32, cnorm, max_shift2);
 	GC_CUDA_LAUNCHED("update_centroids", err);
+	return GC_OK;
+}
+
+/*
+ * Spherical k-means (the cosine metric): each updated centroid of a
+ * non-empty cluster back to unit length by gc_unit_normalize in one thread
+ * (index order: the CPU's arithmetic, to the bit), then its float copy and
+ * norm as update_centroids makes them, and its shift from prev, the
+ * centroid before the update, for the convergence test.  Launched after
+ * update_centroids, which then leaves the shift to this kernel.
+ */
+__global__ void
+normalize_centroids_kernel(const unsigned long long *__restrict__ counts,
+						   const double *__restrict__ offset, int d,
+						   double *__restrict__ c64, const double *__restrict__ prev,
+						   float *__restrict__ c32, float *__restrict__ cnorm,
+						   unsigned long long *max_shift2)
+{
+	int			c = blockIdx.x;
+	double	   *row = c64 + (size_t) c * d;
+	double		shift2 = 0.0;
+	float		norm = 0.0f;
+
+	if (counts[c] == 0)
+		return;					/* kept as it was, already of unit length */
+	if (threadIdx.x == 0)
+		(void) gc_unit_normalize(row, d);
+	__syncthreads();
+	for (int j = threadIdx.x; j < d; j += blockDim.x)
+	{
+		size_t		w = (size_t) c * d + j;
+		double		m = row[j];
+		double		t = __dsub_rn(m, prev[w]);
+		float		f = (float) (m - offset[j]);
+
+		shift2 = __dadd_rn(shift2, __dmul_rn(t, t));
+		c32[w] = f;
+		norm = fmaf(f, f, norm);
+	}
+	shift2 = block_sum(shift2);
+	norm = block_sum(norm);
+	if (threadIdx.x == 0)
+	{
+		cnorm[c] = norm;
+		atomicMax(max_shift2, (unsigned long long) __double_as_longlong(shift2));
+	}
+}
+
+GcStatus
+launch_normalize_centroids(const unsigned long long *counts, const double *offset,
+						   int d, int k, double *c64, const double *prev, float *c32,
+						   float *cnorm, unsigned long long *max_shift2,
+						   cudaStream_t stream, GcError *err)
+{
+	normalize_centroids_kernel<<<k, CLUSTER_THREADS, 0, stream>>>(
+		counts, offset, d, c64, prev, c32, cnorm, max_shift2);
+	GC_CUDA_LAUNCHED("normalize_centroids", err);
 	return GC_OK;
 }
 

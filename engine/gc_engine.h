@@ -160,6 +160,12 @@ typedef enum GcPrecision
 	GC_PRECISION_BF16			/* tensor cores, bfloat16 inputs: fastest, ~4e-3 error */
 } GcPrecision;
 
+typedef enum GcMetric
+{
+	GC_METRIC_EUCLIDEAN = 0,
+	GC_METRIC_COSINE			/* spherical: unit rows, centroids renormalised */
+} GcMetric;
+
 typedef struct GcKmeansParams
 {
 	int			k;
@@ -171,6 +177,7 @@ typedef struct GcKmeansParams
 	int			n_init;			/* restarts, default 1 */
 	GcAlgorithm algorithm;		/* default auto */
 	GcPrecision precision;		/* default float32; the CPU always uses double */
+	GcMetric	metric;			/* cosine: the rows must be unit vectors */
 	bool		(*interrupted) (void);	/* polled in long loops */
 } GcKmeansParams;
 

@@ -18,6 +18,7 @@
 #define GC_MATH_H
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -162,6 +163,49 @@ gc_dequantize_mean(long long sum, long long count, double offset, double scale)
 #endif
 
 	return m > GC_MAX_MAGNITUDE ? GC_MAX_MAGNITUDE : m < -GC_MAX_MAGNITUDE ? -GC_MAX_MAGNITUDE : m;
+}
+
+/*
+ * The cosine metric works on unit vectors: x / ||x||, computed the same way
+ * on both devices (scaled by its largest magnitude first, so that tiny and
+ * huge vectors neither underflow nor overflow; the squares summed in index
+ * order without fused multiply-adds; IEEE square root and division), so
+ * rows normalised on collection and centroids normalised after an update
+ * agree to the bit.  Returns false, leaving x as it is, for a zero vector.
+ */
+GC_HD bool
+gc_unit_normalize(double *x, int d)
+{
+	double		top = 0.0,
+				s = 0.0,
+				norm;
+
+	for (int j = 0; j < d; j++)
+		top = fmax(top, fabs(x[j]));
+	if (top == 0.0)
+		return false;
+	for (int j = 0; j < d; j++)
+	{
+#ifdef __CUDA_ARCH__
+		double		t = __ddiv_rn(x[j], top);
+
+		s = __dadd_rn(s, __dmul_rn(t, t));
+#else
+		double		t = x[j] / top;
+
+		s = s + t * t;
+#endif
+	}
+#ifdef __CUDA_ARCH__
+	norm = __dmul_rn(__dsqrt_rn(s), top);
+	for (int j = 0; j < d; j++)
+		x[j] = __ddiv_rn(x[j], norm);
+#else
+	norm = sqrt(s) * top;
+	for (int j = 0; j < d; j++)
+		x[j] = x[j] / norm;
+#endif
+	return true;
 }
 
 /*

@@ -7,7 +7,10 @@
  *	  against, and the fallback where no GPU exists.
  *
  * Distances are computed in double precision, directly as sum (x - c)^2.
- * An empty cluster keeps its previous centroid.
+ * An empty cluster keeps its previous centroid.  Under the cosine metric
+ * the rows are unit vectors and each updated centroid is scaled back to
+ * unit length (spherical k-means), so that the nearest centroid by
+ * Euclidean distance is the one of largest cosine.
  *
  * Weighted rows (stream summaries, whole-number weights) weigh each row in
  * seeding (key -log(u) / (w D^2)), in the centroid update (fixed-point
@@ -36,6 +39,7 @@ typedef struct CpuSession
 	int32_t    *labels;			/* n, -1 before the first iteration */
 	long long  *sums;			/* k * d fixed-point sums */
 	long long  *counts;			/* k: weight of each cluster (rows, unweighted) */
+	double	   *mean;			/* d: one updated centroid */
 } CpuSession;
 
 static void cpu_close(void *session);
@@ -56,7 +60,8 @@ cpu_open(const GcRows *rows, const GcFrame *frame,
 	s->labels = malloc(sizeof(int32_t) * rows->n);
 	s->sums = malloc(sizeof(long long) * k * rows->d);
 	s->counts = malloc(sizeof(long long) * k);
-	if (s->labels == NULL || s->sums == NULL || s->counts == NULL)
+	s->mean = malloc(sizeof(double) * rows->d);
+	if (s->labels == NULL || s->sums == NULL || s->counts == NULL || s->mean == NULL)
 	{
 		cpu_close(s);
 		return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for the CPU session");
@@ -73,6 +78,7 @@ cpu_close(void *session)
 	free(s->labels);
 	free(s->sums);
 	free(s->counts);
+	free(s->mean);
 	free(s);
 }
 
@@ -312,13 +318,17 @@ cpu_lloyd(void *session, const GcKmeansParams *params, double *centroids,
 			if (s->counts[c] == 0)
 				continue;		/* an empty cluster keeps its centroid */
 			for (int j = 0; j < d; j++)
+				s->mean[j] = gc_dequantize_mean(s->sums[(size_t) c * d + j], s->counts[c],
+												frame->offset[j], frame->scale[j]);
+			/* spherical k-means: the mean of unit rows, back on the sphere */
+			if (params->metric == GC_METRIC_COSINE)
+				(void) gc_unit_normalize(s->mean, d);
+			for (int j = 0; j < d; j++)
 			{
-				double		m = gc_dequantize_mean(s->sums[(size_t) c * d + j], s->counts[c],
-												   frame->offset[j], frame->scale[j]);
-				double		t = m - centroid[j];
+				double		t = s->mean[j] - centroid[j];
 
 				shift2 = shift2 + t * t;
-				centroid[j] = m;
+				centroid[j] = s->mean[j];
 			}
 			if (shift2 > max_shift2)
 				max_shift2 = shift2;

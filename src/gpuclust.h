@@ -66,12 +66,14 @@ typedef struct GcInput
 	int64		null_rows;		/* NULL rows skipped */
 	int64		seen_rows;		/* rows seen, NULL or not, for messages */
 	int64		first_rowno;	/* number of the first non-NULL row */
+	bool		unit;			/* cosine metric: rows scaled to unit length */
 	GcDevice	device;
 } GcInput;
 
 extern void gc_input_init(GcInput *input);
 extern void gc_input_add(GcInput *input, Datum vector, Oid elemtype);
 extern void gc_input_add_null(GcInput *input);
+extern void gc_input_normalize(double *x, int d, int64 rowno);
 extern void gc_input_release(GcInput *input);
 extern void gc_input_release_at_reset(GcInput *input, MemoryContext context);
 typedef struct GcVectorView
@@ -104,6 +106,7 @@ typedef bool (*GcOptionFn) (const char *name, JsonbValue *value, void *arg);
 extern void gc_for_each_option(Jsonb *options, const char *valid_hint,
 							   GcOptionFn fn, void *arg);
 extern const char *gc_precision_name(GcPrecision precision);
+extern const char *gc_metric_name(GcMetric metric);
 
 /* model.c: the kmeans_model type */
 #define GC_KERNEL_NAME_BYTES 32
@@ -138,6 +141,7 @@ typedef struct KmeansModel
 	int16		precision_requested;	/* GcPrecision the options asked for */
 	int16		pruned;			/* pruned labeling ran */
 	int16		fitted_on;		/* GcFittedOn */
+	int16		metric;			/* GcMetric */
 	double		skipped_fraction;	/* distance computations pruning skipped */
 	char		kernel[GC_KERNEL_NAME_BYTES];	/* labeling kernel, NUL-padded */
 	/* int64 sizes[k], then double centroids[k * d] */
@@ -154,6 +158,7 @@ typedef struct KmeansModel
 
 extern KmeansModel *gc_model_alloc(int k, int d);
 extern void gc_model_check(KmeansModel *m, int errcode_value);
+extern double gc_metric_distance(GcMetric metric, double distance2);
 
 /* options.c: the options of kmeans_stream_state */
 extern void gc_parse_stream_options(Jsonb *options, int k, GcStreamHeader *shape);
@@ -289,6 +294,7 @@ typedef struct GcModelOrigin
 	GcDeviceKind device;
 	GcFittedOn	fitted_on;
 	GcPrecision precision_requested;
+	GcMetric	metric;
 	int64		rows;			/* rows the model stands for */
 	int64		null_rows;
 	double		collect_ms;

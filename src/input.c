@@ -12,6 +12,8 @@
  */
 #include "gpuclust.h"
 
+#include "gc_math.h"
+
 #include <math.h>
 
 #include "catalog/pg_type.h"
@@ -162,7 +164,26 @@ gc_input_add(GcInput *input, Datum vector, Oid elemtype)
 	if (slot == NULL)
 		gc_raise(&err);
 	gc_vector_copy(&view, slot, rowno);
+	if (input->unit)
+		gc_input_normalize(slot, d, rowno);
 	gc_rows_commit(&input->rows);
+}
+
+/*
+ * The cosine metric's unit row (in place); a zero vector has no direction.
+ * rowno numbers the row in messages; 0 for a single vector argument.
+ */
+void
+gc_input_normalize(double *x, int d, int64 rowno)
+{
+	if (!gc_unit_normalize(x, d))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 rowno > 0 ?
+				 errmsg("vector in row " INT64_FORMAT " is a zero vector, which has no cosine distance",
+						rowno) :
+				 errmsg("the vector is a zero vector, which has no cosine distance"),
+				 errhint("Leave zero vectors out of the query, or use the euclidean metric.")));
 }
 
 /*

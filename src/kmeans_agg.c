@@ -43,6 +43,7 @@ start_state(FunctionCallInfo fcinfo, MemoryContext aggcontext)
 		options = PG_GETARG_JSONB_P(3);
 	gc_parse_kmeans_options(options, PG_GETARG_INT32(2), &state->opts);
 	gc_input_init(&state->input);
+	state->input.unit = state->opts.params.metric == GC_METRIC_COSINE;
 	gc_input_release_at_reset(&state->input, aggcontext);
 	state->started_ms = gc_now_ms();
 	MemoryContextSwitchTo(oldcontext);

@@ -141,6 +141,7 @@ gpuclust_kmeans_assign(PG_FUNCTION_ARGS)
 							PG_GETARG_INT32(1), &opts);
 
 	gc_input_init(&input);
+	input.unit = opts.params.metric == GC_METRIC_COSINE;
 	PG_TRY();
 	{
 		double		started = gc_now_ms();

@@ -47,6 +47,7 @@ gc_model_record_result(KmeansModel *model, const GcKmeansResult *result,
 	model->precision_requested = origin->precision_requested;
 	model->precision = origin->device == GC_KIND_GPU ?
 		origin->precision_requested : GC_PRECISION_FLOAT64;
+	model->metric = origin->metric;
 	model->pruned = result->pruned;
 	model->skipped_fraction = result->skipped_fraction;
 	if (strlen(kernel) + strlen(suffix) >= sizeof(model->kernel))
@@ -88,10 +89,18 @@ gc_run_kmeans(GcInput *input, GcKmeansOptions *opts, double collect_ms,
 
 	if (gc_kmeans_fit(input->device.kmeans, rows, &opts->params, &result, &err) != GC_OK)
 		gc_raise(&err);
+	/* the engine measures Euclidean distances; on unit rows 1 - cos = |x - c|^2 / 2 */
+	if (opts->params.metric == GC_METRIC_COSINE)
+	{
+		result.inertia /= 2.0;
+		for (int64 i = 0; distances != NULL && i < rows->n; i++)
+			distances[i] = gc_metric_distance(GC_METRIC_COSINE, distances[i] * distances[i]);
+	}
 
 	origin.device = input->device.kind;
 	origin.fitted_on = GC_FITTED_ON_ROWS;
 	origin.precision_requested = opts->params.precision;
+	origin.metric = opts->params.metric;
 	origin.rows = rows->n;
 	origin.null_rows = input->null_rows;
 	origin.collect_ms = collect_ms;

@@ -55,6 +55,7 @@ label_partition(WindowObject winobj, FunctionCallInfo fcinfo, Oid elemtype,
 	gc_parse_kmeans_options(options, DatumGetInt32(k), &opts);
 
 	gc_input_init(&input);
+	input.unit = opts.params.metric == GC_METRIC_COSINE;
 	PG_TRY();
 	{
 		double		started = gc_now_ms();

@@ -62,6 +62,12 @@ precision_name(int i)
 	return gc_precision_name((GcPrecision) i);
 }
 
+static const char *
+metric_name(int i)
+{
+	return gc_metric_name((GcMetric) i);
+}
+
 #define F(name, kind, place, member) {name, kind, place, offsetof(KmeansModel, member)}
 #define E(name, member, name_of, n) \
 	{name, GC_FIELD_ENUM, GC_PLACE_TOP, offsetof(KmeansModel, member), name_of, n}
@@ -88,6 +94,7 @@ static const GcModelField model_fields[] = {
 	F("kernel", GC_FIELD_NAME, GC_PLACE_TOP, kernel),
 	E("precision", precision, precision_name, GC_PRECISION_BF16 + 1),
 	E("precision_requested", precision_requested, precision_name, GC_PRECISION_BF16 + 1),
+	E("metric", metric, metric_name, GC_METRIC_COSINE + 1),
 	F("distances_skipped", GC_FIELD_FRACTION, GC_PLACE_TOP, skipped_fraction),
 	F("collect", GC_FIELD_DOUBLE, GC_PLACE_TIMINGS, collect_ms),
 	F("transfer", GC_FIELD_DOUBLE, GC_PLACE_TIMINGS, transfer_ms),
@@ -247,14 +254,17 @@ gpuclust_kmeans_model_recv(PG_FUNCTION_ARGS)
 }
 
 /*
- * Nearest centroid of the vector in argument 1, and its squared distance
+ * Nearest centroid of the vector in argument 1, and its distance under
+ * the model's metric
  */
 static int
-nearest_of_arg(FunctionCallInfo fcinfo, Oid elemtype, double *distance2)
+nearest_of_arg(FunctionCallInfo fcinfo, Oid elemtype, double *distance)
 {
 	KmeansModel *m = PG_GETARG_KMEANS_MODEL(0);
 	GcVectorView view;
 	double	   *x;
+	double		d2;
+	int			nearest;
 
 	gc_vector_view(PG_GETARG_DATUM(1), elemtype, 1, &view);
 	if (view.d != m->d)
@@ -263,7 +273,22 @@ nearest_of_arg(FunctionCallInfo fcinfo, Oid elemtype, double *distance2)
 				 errmsg("vector has %d dimensions, but the model has %d", view.d, m->d)));
 	x = palloc(sizeof(double) * view.d);
 	gc_vector_copy(&view, x, 1);
-	return gc_nearest_centroid(x, KmeansModelCentroids(m), m->k, view.d, distance2);
+	if (m->metric == GC_METRIC_COSINE)
+		gc_input_normalize(x, view.d, 0);
+	nearest = gc_nearest_centroid(x, KmeansModelCentroids(m), m->k, view.d, &d2);
+	if (distance)
+		*distance = gc_metric_distance((GcMetric) m->metric, d2);
+	return nearest;
+}
+
+/*
+ * A distance under metric from the squared Euclidean distance d2: itself
+ * rooted, or for cosine (unit vectors) 1 - cos = d2 / 2
+ */
+double
+gc_metric_distance(GcMetric metric, double d2)
+{
+	return metric == GC_METRIC_COSINE ? d2 / 2.0 : sqrt(d2);
 }
 
 Datum
@@ -281,19 +306,19 @@ gpuclust_kmeans_predict_real(PG_FUNCTION_ARGS)
 Datum
 gpuclust_kmeans_distance(PG_FUNCTION_ARGS)
 {
-	double		d2;
+	double		distance;
 
-	nearest_of_arg(fcinfo, FLOAT8OID, &d2);
-	PG_RETURN_FLOAT8(sqrt(d2));
+	nearest_of_arg(fcinfo, FLOAT8OID, &distance);
+	PG_RETURN_FLOAT8(distance);
 }
 
 Datum
 gpuclust_kmeans_distance_real(PG_FUNCTION_ARGS)
 {
-	double		d2;
+	double		distance;
 
-	nearest_of_arg(fcinfo, FLOAT4OID, &d2);
-	PG_RETURN_FLOAT8(sqrt(d2));
+	nearest_of_arg(fcinfo, FLOAT4OID, &distance);
+	PG_RETURN_FLOAT8(distance);
 }
 
 /*

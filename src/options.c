@@ -2,7 +2,8 @@
  *
  * options.c
  *	  The options argument of the k-means functions: a jsonb object whose
- *	  keys are max_iter, tol, init, seed and n_init.  Unknown keys, values
+ *	  keys are max_iter, tol, init, seed, n_init, algorithm, precision and
+ *	  metric.  Unknown keys, values
  *	  of the wrong type and values out of range are errors.
  *
  * IDENTIFICATION
@@ -12,12 +13,14 @@
  */
 #include "gpuclust.h"
 
+#include "gc_math.h"
+
 #include <math.h>
 
 #include "utils/builtins.h"
 #include "utils/numeric.h"
 
-#define VALID_OPTIONS_HINT "Valid options are max_iter, tol, init, seed, n_init, algorithm and precision."
+#define VALID_OPTIONS_HINT "Valid options are max_iter, tol, init, seed, n_init, algorithm, precision and metric."
 
 /*
  * An option of the wrong type or out of range
@@ -172,6 +175,13 @@ option_choice(const char *key, JsonbValue *v, const char *const *names, int coun
 
 static const char *const algorithm_names[] = {"auto", "lloyd", "pruned"};
 static const char *const precision_names[] = {"float32", "float64", "tf32", "bf16"};
+static const char *const metric_names[] = {"euclidean", "cosine"};
+
+const char *
+gc_metric_name(GcMetric metric)
+{
+	return metric_names[metric];
+}
 
 const char *
 gc_precision_name(GcPrecision precision)
@@ -248,6 +258,9 @@ kmeans_option(const char *name, JsonbValue *v, void *arg)
 	else if (strcmp(name, "precision") == 0)
 		params->precision = (GcPrecision) option_choice(name, v, precision_names, 4,
 														"\"float32\", \"float64\", \"tf32\" or \"bf16\"");
+	else if (strcmp(name, "metric") == 0)
+		params->metric = (GcMetric) option_choice(name, v, metric_names, 2,
+												  "\"euclidean\" or \"cosine\"");
 	else
 		return false;
 	return true;
@@ -279,6 +292,7 @@ gc_parse_kmeans_options(Jsonb *options, int k, GcKmeansOptions *opts)
 	params->n_init = 1;
 	params->algorithm = GC_ALGORITHM_AUTO;
 	params->precision = GC_PRECISION_FLOAT32;
+	params->metric = GC_METRIC_EUCLIDEAN;
 	params->interrupted = gc_interrupted;
 
 	gc_for_each_option(options, VALID_OPTIONS_HINT, kmeans_option, opts);
@@ -303,6 +317,13 @@ gc_check_init_shape(GcKmeansOptions *opts, int d)
 						opts->params.k, d),
 				 errdetail("It gives %d centroids of dimension %d.",
 						   opts->init_rows, opts->init_cols)));
+	if (opts->params.metric == GC_METRIC_COSINE)
+		for (int c = 0; c < opts->init_rows; c++)
+			if (!gc_unit_normalize(opts->init_values + (size_t) c * d, d))
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("centroid %d given in option \"init\" is a zero vector", c + 1),
+						 errhint("Under the cosine metric every centroid needs a direction.")));
 }
 
 #define VALID_STREAM_OPTIONS_HINT "Valid options are block_rows, centres and seed."

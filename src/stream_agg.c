@@ -212,6 +212,11 @@ gpuclust_stream_model(PG_FUNCTION_ARGS)
 	s = &state->stream;
 	gc_parse_kmeans_options(PG_NARGS() > 1 && !PG_ARGISNULL(1) ? PG_GETARG_JSONB_P(1) : NULL,
 							s->k, &opts);
+	if (opts.params.metric != GC_METRIC_EUCLIDEAN)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("kmeans_stream summaries are Euclidean"),
+				 errhint("Fit a cosine model with kmeans_gpu over the rows themselves.")));
 	gc_check_init_shape(&opts, s->d);
 	if (!opts.n_init_given && opts.params.init != GC_INIT_GIVEN)
 		opts.params.n_init = STREAM_MODEL_N_INIT;
@@ -229,6 +234,7 @@ gpuclust_stream_model(PG_FUNCTION_ARGS)
 	origin.device = device.kind;
 	origin.fitted_on = GC_FITTED_ON_SUMMARY;
 	origin.precision_requested = opts.params.precision;
+	origin.metric = GC_METRIC_EUCLIDEAN;
 	origin.rows = s->rows;
 	origin.null_rows = 0;		/* the summary does not count NULL rows */
 	origin.collect_ms = 0.0;
