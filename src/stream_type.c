@@ -38,10 +38,11 @@ PG_FUNCTION_INFO_V1(gpuclust_stream_info);
  */
 /*
  * The flat size of a state, after clustering its raw rows into centres
- * when they outnumber the centres a reduction keeps.  A state is flattened
- * only when it leaves its aggregate (a partial aggregate's result crossing
- * from a parallel worker, or read by a coordinator through the output or
- * send function), so its pending block travels as O(centres) weighted
+ * when they outnumber the centres a reduction keeps.  The aggregates update
+ * a state in place and flatten it only when it leaves them (a partial
+ * aggregate's result crossing from a parallel worker or copied for its
+ * combine step, or read by a coordinator through the output or send
+ * function), so its pending block travels as O(centres) weighted
  * points, not as its rows; the reduction is the one a full block gets, on
  * the device the state was built with.
  */
@@ -222,7 +223,8 @@ gc_stream_state_copy(Datum value, MemoryContext parent, bool use_gpu)
 }
 
 /*
- * The flat form of state, in the current memory context
+ * The flat form of state, in the current memory context (its raw rows
+ * clustered first, as stream_get_flat_size does)
  */
 Datum
 gc_stream_state_flatten(GcStreamState *state)
