@@ -10,6 +10,10 @@ each device (cpu, and gpu where gpuclust_device_info() reports one):
   - kmeans_stream_state: one summary, 16 summaries merged, and a parallel
     plan (2 workers): time, rows/s, SSQ of kmeans_stream_model over all
     rows and its ratio to kmeans_gpu's SSQ (the issue asks <= 1.05);
+  - partial states as Citus ships them: 32 shards (row i in shard i % 32),
+    each shard's transition state with no final function written by the
+    output function; their text bytes against the raw rows' (n * d * 8; the
+    target is at most a tenth), and the SSQ of their merge's model;
   - memory: the summary's bytes, and the backend's peak RSS (VmHWM) for the
     summary query, at n and at 10 n rows (Gaussian mixture only);
   - scikit-learn's MiniBatchKMeans on the same rows: time and SSQ ratio.
@@ -143,7 +147,25 @@ def bench(name, X, k, device, results, quick):
         emit(dict(base, what=what, ms=ms, model_ms=model_ms, rows_per_s=n / ms * 1e3, ssq=s,
                   ratio=s / ref, summary_bytes=info["bytes"], points=info["points"],
                   levels=info["levels"], parallel=any("Gather" in l for l in plan)), results)
+    if not quick:
+        partial_states(table, X, k, device, ref, base, results)
     return ref
+
+
+def partial_states(table, X, k, device, ref, base, results, shards=32):
+    """Per shard, the partial state Citus's worker_partial_agg ships: the
+    transition state through the output function; their bytes and the SSQ
+    of their merge"""
+    n, d = X.shape
+    _, ms = psql(f"SET gpuclust.device = {device}; SET max_parallel_workers_per_gather = 0;\n"
+                 f"CREATE TABLE ps AS SELECT i % {shards} AS shard, "
+                 f"bench_partial_state(vec, {k})::text AS s FROM {table} GROUP BY 1;", timing=True)
+    text_bytes = int(psql("SELECT sum(octet_length(s)) FROM ps;")[0][0])
+    s = ssq(X, centroids("SELECT kmeans_stream_model(kmeans_stream_merge(s::kmeans_stream)) FROM ps"))
+    psql("DROP TABLE ps;")
+    emit(dict(base, what="stream_partial%d" % shards, ms=ms, rows_per_s=n / ms * 1e3, ssq=s,
+              ratio=s / ref, partial_bytes=text_bytes, raw_bytes=n * d * 8,
+              bytes_ratio=text_bytes / (n * d * 8)), results)
 
 
 def minibatch(name, X, k, ref, results):
@@ -178,7 +200,9 @@ def main():
     ap.add_argument("--quick", action="store_true", help="one summary only, no merges or parallel plans")
     ap.add_argument("workloads", nargs="*", default=["gauss", "a1", "s1", "birch1", "kdd", "memory"])
     args = ap.parse_args()
-    psql("CREATE EXTENSION IF NOT EXISTS gpuclust;")
+    psql("CREATE EXTENSION IF NOT EXISTS gpuclust;\n"
+         "CREATE OR REPLACE AGGREGATE bench_partial_state(float8[], int) "
+         "(SFUNC = kmeans_stream_transfn, STYPE = kmeans_stream);")
     info = json.loads(psql("SELECT gpuclust_device_info();")[0][0])
     devices = ["cpu"] + (["gpu"] if info.get("gpu") else [])
     results = []
@@ -207,7 +231,10 @@ def main():
             continue
         print("%-8s %-15s %-16s %10.1f %12.0f %8s %s" % (
             r["workload"], r["device"], r["what"], r["ms"], r["rows_per_s"],
-            "%.4f" % r["ratio"] if "ratio" in r else "", "(parallel plan)" if r.get("parallel") else ""))
+            "%.4f" % r["ratio"] if "ratio" in r else "",
+            "(parallel plan)" if r.get("parallel") else
+            "(%d bytes, %.4f of the raw rows')" % (r["partial_bytes"], r["bytes_ratio"])
+            if "bytes_ratio" in r else ""))
 
 
 if __name__ == "__main__":

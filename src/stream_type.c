@@ -8,6 +8,9 @@
  *	  GcStream, which the aggregates update in place row after row, as
  *	  nodeAgg keeps read-write expanded transition values without copying
  *	  them (see utils/expandeddatum.h and utils/adt/array_expanded.c).
+ *	  A state leaving its aggregate (flattened, or written by the output or
+ *	  send function) has its raw rows clustered into weighted centres, so
+ *	  partial states shipped to a leader or a coordinator stay small.
  *	  Also kmeans_stream_info.
  *
  * IDENTIFICATION
@@ -33,12 +36,26 @@ PG_FUNCTION_INFO_V1(gpuclust_stream_info);
  * The expanded form
  * ---------------------------------------------------------------------
  */
+/*
+ * The flat size of a state, after clustering its raw rows into centres
+ * when they outnumber the centres a reduction keeps.  The aggregates update
+ * a state in place and flatten it only when it leaves them (a partial
+ * aggregate's result crossing from a parallel worker or copied for its
+ * combine step, or read by a coordinator through the output or send
+ * function), so its pending block travels as O(centres) weighted
+ * points, not as its rows; the reduction is the one a full block gets, on
+ * the device the state was built with.
+ */
 static Size
 stream_get_flat_size(ExpandedObjectHeader *eohptr)
 {
 	GcStreamState *state = (GcStreamState *) eohptr;
-	size_t		bytes = gc_stream_encoded_bytes(&state->stream);
+	GcError		err = {0};
+	size_t		bytes;
 
+	if (gc_stream_compact(&state->stream, &err) != GC_OK)
+		gc_raise(&err);
+	bytes = gc_stream_encoded_bytes(&state->stream);
 	if (bytes == 0 || bytes > MaxAllocSize - VARHDRSZ)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
@@ -223,7 +240,8 @@ gc_stream_state_copy(Datum value, MemoryContext parent, bool use_gpu)
 }
 
 /*
- * The flat form of state, in the current memory context
+ * The flat form of state, in the current memory context (its raw rows
+ * clustered first, as stream_get_flat_size does)
  */
 Datum
 gc_stream_state_flatten(GcStreamState *state)
@@ -293,10 +311,35 @@ gpuclust_stream_in(PG_FUNCTION_ARGS)
 	PG_RETURN_DATUM(checked_value(bytes, n, ERRCODE_INVALID_TEXT_REPRESENTATION));
 }
 
+/*
+ * The value as it leaves the server: flat, with its raw rows clustered
+ * into centres when they outnumber the centres a reduction keeps (an
+ * expanded state is so when flattened; a flat one, such as a partial state
+ * stored before, is compacted here).  Every value the aggregates return is
+ * already compact and goes out unchanged; one that fails validation goes
+ * out as it is.
+ */
+static struct varlena *
+outgoing_value(Datum value)
+{
+	struct varlena *flat = PG_DETOAST_DATUM(value);
+	GcStreamHeader h;
+	GcStreamState *copy;
+	Datum		compacted;
+
+	if (gc_stream_decode((const uint8 *) VARDATA(flat), VARSIZE(flat) - VARHDRSZ, &h) != NULL ||
+		h.counts[0] <= h.m)
+		return flat;
+	copy = gc_stream_state_copy(PointerGetDatum(flat), CurrentMemoryContext, true);
+	compacted = gc_stream_state_flatten(copy);
+	gc_stream_state_free(copy);
+	return (struct varlena *) DatumGetPointer(compacted);
+}
+
 Datum
 gpuclust_stream_out(PG_FUNCTION_ARGS)
 {
-	struct varlena *flat = PG_DETOAST_DATUM(PG_GETARG_DATUM(0));
+	struct varlena *flat = outgoing_value(PG_GETARG_DATUM(0));
 	int			len = VARSIZE(flat) - VARHDRSZ;
 	int			cap = pg_b64_enc_len(len) + 1;
 	char	   *out = palloc(cap);
@@ -321,7 +364,7 @@ gpuclust_stream_recv(PG_FUNCTION_ARGS)
 Datum
 gpuclust_stream_send(PG_FUNCTION_ARGS)
 {
-	struct varlena *flat = PG_DETOAST_DATUM(PG_GETARG_DATUM(0));
+	struct varlena *flat = outgoing_value(PG_GETARG_DATUM(0));
 	StringInfoData buf;
 
 	pq_begintypsend(&buf);
