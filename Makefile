@@ -50,7 +50,7 @@ endif
 BUILD_CONFIG := with_cuda=$(WITH_CUDA)
 $(shell echo '$(BUILD_CONFIG)' | cmp -s - .build-config || echo '$(BUILD_CONFIG)' > .build-config)
 
-EXTRA_CLEAN = .build-config test/engine/engine_test test/engine/pmedian_test $(CUDA_OBJS) \
+EXTRA_CLEAN = .build-config $(ASAN_DIR) test/engine/engine_test test/engine/pmedian_test $(CUDA_OBJS) \
 	test/results test/regression.diffs test/regression.out \
 	test/fuzz/stream_decode_fuzz test/fuzz/stream_seeds test/fuzz/corpus
 
@@ -108,6 +108,22 @@ test/engine/pmedian_test: test/engine/pmedian_test.c $(ENGINE_TEST_OBJS)
 .PHONY: pmedian-check
 pmedian-check: test/engine/pmedian_test
 	test/engine/pmedian_test
+
+# Engine tests under AddressSanitizer and UndefinedBehaviorSanitizer: the
+# CPU engine and both test programs built apart (build/asan/), any report
+# fatal.  CPU only, whatever WITH_CUDA says.
+ASAN_DIR = build/asan
+ASAN_CFLAGS = $(ENGINE_CFLAGS) -O1 -g -fno-omit-frame-pointer \
+	-fsanitize=address,undefined -fno-sanitize-recover=undefined
+ASAN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
+$(ASAN_DIR)/%: test/engine/%.c $(ENGINE_OBJS:.o=.c) $(wildcard engine/*.h)
+	@mkdir -p $(ASAN_DIR)
+	$(CC) $(ASAN_CFLAGS) -o $@ $< $(ENGINE_OBJS:.o=.c) -lm
+
+.PHONY: engine-check-asan
+engine-check-asan: $(ASAN_DIR)/engine_test $(ASAN_DIR)/pmedian_test
+	$(ASAN_ENV) $(ASAN_DIR)/engine_test
+	$(ASAN_ENV) $(ASAN_DIR)/pmedian_test
 
 $(filter src/pmedian_%.o,$(OBJS)): src/pmedian_glue.h
 $(GLUE_OBJS): src/gpuclust.h $(wildcard engine/*.h)
