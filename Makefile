@@ -43,8 +43,13 @@ NVCC_FLAGS = -O3 -std=c++17 -Xcompiler -fPIC -Iengine --fmad=true \
 	-gencode arch=compute_90,code=sm_90 \
 	-gencode arch=compute_90,code=compute_90
 cuda/%.o: cuda/%.cu $(wildcard cuda/*.h cuda/*.cuh engine/*.h)
+	$(call progress,NVCC)
 	$(NVCC) $(NVCC_FLAGS) -c $< -o $@
 endif
+
+# make -s prints one line per file it compiles, plain make the commands
+SILENT := $(findstring s,$(firstword -$(MAKEFLAGS)))
+progress = $(if $(SILENT),@echo '  $(1) $(or $(2),$<)')
 
 # rebuild everything when WITH_CUDA changes
 BUILD_CONFIG := with_cuda=$(WITH_CUDA)
@@ -73,7 +78,13 @@ override CFLAGS := $(filter-out $(REJECTED_CFLAGS),$(CFLAGS))
 # The engine floor: no server include path, no glue header.
 ENGINE_CFLAGS = $(CFLAGS) $(CFLAGS_SL) -Iengine
 engine/%.o: engine/%.c $(wildcard engine/*.h) .build-config
+	$(call progress,CC)
 	$(CC) $(ENGINE_CFLAGS) -c -o $@ $<
+
+# The glue floor: PGXS's flags, the server's include path.
+src/%.o: src/%.c
+	$(call progress,CC)
+	$(COMPILE.c) -o $@ $<
 
 # The engine compiles alone: plain C11, no PostgreSQL anywhere on the path.
 .PHONY: engine-alone
@@ -85,6 +96,23 @@ engine-alone:
 # the test directory holds results, not the top level
 REGRESS_OPTS += --outputdir=test
 
+# Tests that need pgvector (test/sql/pgvector_*.sql) run where its extension
+# is installed in this PostgreSQL and are left out elsewhere (Debian 12's
+# PostgreSQL 15 has no pgvector package).  REQUIRE_PGVECTOR=1 makes a
+# missing pgvector an error instead (CI's PostgreSQL 18 run).
+PGVECTOR_REGRESS := $(filter pgvector_%,$(REGRESS))
+HAVE_PGVECTOR := $(if $(wildcard $(datadir)/extension/vector.control),1)
+ifneq ($(HAVE_PGVECTOR),1)
+REGRESS := $(filter-out $(PGVECTOR_REGRESS),$(REGRESS))
+endif
+installcheck: pgvector-tests-available
+.PHONY: pgvector-tests-available
+pgvector-tests-available:
+ifneq ($(HAVE_PGVECTOR),1)
+	$(if $(filter 1,$(REQUIRE_PGVECTOR)),$(error pgvector is not installed in $(datadir) (REQUIRE_PGVECTOR=1)))
+	$(if $(PGVECTOR_REGRESS),@echo "pgvector is not installed in this PostgreSQL: skipping $(PGVECTOR_REGRESS)")
+endif
+
 .PHONY: installcheck-gpu
 installcheck-gpu:
 	PGOPTIONS="-c gpuclust.device=gpu" $(MAKE) installcheck
@@ -92,6 +120,7 @@ installcheck-gpu:
 # Engine tests without a server (CPU reference, and the GPU where usable)
 ENGINE_TEST_OBJS = $(ENGINE_OBJS) $(CUDA_OBJS)
 test/engine/engine_test: test/engine/engine_test.c $(ENGINE_TEST_OBJS)
+	$(call progress,CCLD)
 	$(CC) -O2 -ffp-contract=off -Wall $(if $(WERROR),-Werror) $(PG_CPPFLAGS) -o $@ $< $(ENGINE_TEST_OBJS) \
 		$(if $(filter 1,$(WITH_CUDA)),$(SHLIB_LINK)) -lm
 
@@ -102,6 +131,7 @@ engine-check: test/engine/engine_test test/engine/pmedian_test
 
 # p-median engine tests and benchmarks (pmedian_test phases|quality ...)
 test/engine/pmedian_test: test/engine/pmedian_test.c $(ENGINE_TEST_OBJS)
+	$(call progress,CCLD)
 	$(CC) -O2 -ffp-contract=off -Wall $(if $(WERROR),-Werror) $(PG_CPPFLAGS) -o $@ $< $(ENGINE_TEST_OBJS) \
 		$(if $(filter 1,$(WITH_CUDA)),$(SHLIB_LINK)) -lm
 
@@ -118,6 +148,7 @@ ASAN_CFLAGS = $(ENGINE_CFLAGS) -O1 -g -fno-omit-frame-pointer \
 ASAN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
 $(ASAN_DIR)/%: test/engine/%.c $(ENGINE_OBJS:.o=.c) $(wildcard engine/*.h)
 	@mkdir -p $(ASAN_DIR)
+	$(call progress,CCLD,$@)
 	$(CC) $(ASAN_CFLAGS) -o $@ $< $(ENGINE_OBJS:.o=.c) -lm
 
 .PHONY: engine-check-asan
