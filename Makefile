@@ -93,6 +93,11 @@ engine-alone:
 		$(CC) -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Werror -ffp-contract=off \
 			-Iengine -fsyntax-only $$f || exit 1; done
 
+# one line for scripts: which PostgreSQL, with or without CUDA
+.PHONY: print-build-config
+print-build-config:
+	@echo '$(shell $(PG_CONFIG) --version), $(if $(filter 1,$(WITH_CUDA)),with CUDA ($(NVCC)),CPU only ($(if $(NVCC),WITH_CUDA=0,no nvcc found)))'
+
 # the test directory holds results, not the top level
 REGRESS_OPTS += --outputdir=test
 
