@@ -51,8 +51,8 @@ endif
 SILENT := $(findstring s,$(firstword -$(MAKEFLAGS)))
 progress = $(if $(SILENT),@echo '  $(1) $(or $(2),$<)')
 
-# rebuild everything when WITH_CUDA changes
-BUILD_CONFIG := with_cuda=$(WITH_CUDA)
+# rebuild everything when WITH_CUDA or the PostgreSQL built against changes
+BUILD_CONFIG := with_cuda=$(WITH_CUDA) $(shell $(or $(PG_CONFIG),pg_config) --version)
 $(shell echo '$(BUILD_CONFIG)' | cmp -s - .build-config || echo '$(BUILD_CONFIG)' > .build-config)
 
 EXTRA_CLEAN = .build-config $(ASAN_DIR) test/engine/engine_test test/engine/pmedian_test $(CUDA_OBJS) \
