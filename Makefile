@@ -43,15 +43,20 @@ NVCC_FLAGS = -O3 -std=c++17 -Xcompiler -fPIC -Iengine --fmad=true \
 	-gencode arch=compute_90,code=sm_90 \
 	-gencode arch=compute_90,code=compute_90
 cuda/%.o: cuda/%.cu $(wildcard cuda/*.h cuda/*.cuh engine/*.h)
+	$(call progress,NVCC)
 	$(NVCC) $(NVCC_FLAGS) -c $< -o $@
 endif
 
-# rebuild everything when WITH_CUDA or the server (PG_CONFIG) changes
+# make -s prints one line per file it compiles, plain make the commands
+SILENT := $(findstring s,$(firstword -$(MAKEFLAGS)))
+progress = $(if $(SILENT),@echo '  $(1) $(or $(2),$<)')
+
+# rebuild everything when WITH_CUDA or the PostgreSQL built against changes
 PG_CONFIG ?= pg_config
 BUILD_CONFIG := with_cuda=$(WITH_CUDA) $(shell $(PG_CONFIG) --version)
 $(shell echo '$(BUILD_CONFIG)' | cmp -s - .build-config || echo '$(BUILD_CONFIG)' > .build-config)
 
-EXTRA_CLEAN = .build-config test/engine/engine_test test/engine/pmedian_test test/engine/cosine_test $(CUDA_OBJS) \
+EXTRA_CLEAN = .build-config $(ASAN_DIR) test/engine/engine_test test/engine/pmedian_test test/engine/cosine_test $(CUDA_OBJS) \
 	test/results test/regression.diffs test/regression.out \
 	test/fuzz/stream_decode_fuzz test/fuzz/stream_seeds test/fuzz/corpus
 
@@ -73,7 +78,13 @@ override CFLAGS := $(filter-out $(REJECTED_CFLAGS),$(CFLAGS))
 # The engine floor: no server include path, no glue header.
 ENGINE_CFLAGS = $(CFLAGS) $(CFLAGS_SL) -Iengine
 engine/%.o: engine/%.c $(wildcard engine/*.h) .build-config
+	$(call progress,CC)
 	$(CC) $(ENGINE_CFLAGS) -c -o $@ $<
+
+# The glue floor: PGXS's flags, the server's include path.
+src/%.o: src/%.c
+	$(call progress,CC)
+	$(COMPILE.c) -o $@ $<
 
 # The engine compiles alone: plain C11, no PostgreSQL anywhere on the path.
 .PHONY: engine-alone
@@ -82,8 +93,30 @@ engine-alone:
 		$(CC) -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Werror -ffp-contract=off \
 			-Iengine -fsyntax-only $$f || exit 1; done
 
+# one line for scripts: which PostgreSQL, with or without CUDA
+.PHONY: print-build-config
+print-build-config:
+	@echo '$(shell $(PG_CONFIG) --version), $(if $(filter 1,$(WITH_CUDA)),with CUDA ($(NVCC)),CPU only ($(if $(NVCC),WITH_CUDA=0,no nvcc found)))'
+
 # the test directory holds results, not the top level
 REGRESS_OPTS += --outputdir=test
+
+# Tests that need pgvector (test/sql/pgvector_*.sql) run where its extension
+# is installed in this PostgreSQL and are left out elsewhere (Debian 12's
+# PostgreSQL 15 has no pgvector package).  REQUIRE_PGVECTOR=1 makes a
+# missing pgvector an error instead (CI's PostgreSQL 18 run).
+PGVECTOR_REGRESS := $(filter pgvector_%,$(REGRESS))
+HAVE_PGVECTOR := $(if $(wildcard $(datadir)/extension/vector.control),1)
+ifneq ($(HAVE_PGVECTOR),1)
+REGRESS := $(filter-out $(PGVECTOR_REGRESS),$(REGRESS))
+endif
+installcheck: pgvector-tests-available
+.PHONY: pgvector-tests-available
+pgvector-tests-available:
+ifneq ($(HAVE_PGVECTOR),1)
+	$(if $(filter 1,$(REQUIRE_PGVECTOR)),$(error pgvector is not installed in $(datadir) (REQUIRE_PGVECTOR=1)))
+	$(if $(PGVECTOR_REGRESS),@echo "pgvector is not installed in this PostgreSQL: skipping $(PGVECTOR_REGRESS)")
+endif
 
 .PHONY: installcheck-gpu
 installcheck-gpu:
@@ -92,6 +125,7 @@ installcheck-gpu:
 # Engine tests without a server (CPU reference, and the GPU where usable)
 ENGINE_TEST_OBJS = $(ENGINE_OBJS) $(CUDA_OBJS)
 test/engine/engine_test: test/engine/engine_test.c $(ENGINE_TEST_OBJS)
+	$(call progress,CCLD)
 	$(CC) -O2 -ffp-contract=off -Wall $(if $(WERROR),-Werror) $(PG_CPPFLAGS) -o $@ $< $(ENGINE_TEST_OBJS) \
 		$(if $(filter 1,$(WITH_CUDA)),$(SHLIB_LINK)) -lm
 
@@ -102,17 +136,37 @@ engine-check: test/engine/engine_test test/engine/pmedian_test test/engine/cosin
 	test/engine/cosine_test
 
 test/engine/cosine_test: test/engine/cosine_test.c $(ENGINE_TEST_OBJS)
+	$(call progress,CCLD)
 	$(CC) -O2 -ffp-contract=off -Wall $(if $(WERROR),-Werror) $(PG_CPPFLAGS) -o $@ $< $(ENGINE_TEST_OBJS) \
 		$(if $(filter 1,$(WITH_CUDA)),$(SHLIB_LINK)) -lm
 
 # p-median engine tests and benchmarks (pmedian_test phases|quality ...)
 test/engine/pmedian_test: test/engine/pmedian_test.c $(ENGINE_TEST_OBJS)
+	$(call progress,CCLD)
 	$(CC) -O2 -ffp-contract=off -Wall $(if $(WERROR),-Werror) $(PG_CPPFLAGS) -o $@ $< $(ENGINE_TEST_OBJS) \
 		$(if $(filter 1,$(WITH_CUDA)),$(SHLIB_LINK)) -lm
 
 .PHONY: pmedian-check
 pmedian-check: test/engine/pmedian_test
 	test/engine/pmedian_test
+
+# Engine tests under AddressSanitizer and UndefinedBehaviorSanitizer: the
+# CPU engine and both test programs built apart (build/asan/), any report
+# fatal.  CPU only, whatever WITH_CUDA says.
+ASAN_DIR = build/asan
+ASAN_CFLAGS = $(ENGINE_CFLAGS) -O1 -g -fno-omit-frame-pointer \
+	-fsanitize=address,undefined -fno-sanitize-recover=undefined
+ASAN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
+$(ASAN_DIR)/%: test/engine/%.c $(ENGINE_OBJS:.o=.c) $(wildcard engine/*.h)
+	@mkdir -p $(ASAN_DIR)
+	$(call progress,CCLD,$@)
+	$(CC) $(ASAN_CFLAGS) -o $@ $< $(ENGINE_OBJS:.o=.c) -lm
+
+.PHONY: engine-check-asan
+engine-check-asan: $(ASAN_DIR)/engine_test $(ASAN_DIR)/pmedian_test $(ASAN_DIR)/cosine_test
+	$(ASAN_ENV) $(ASAN_DIR)/engine_test
+	$(ASAN_ENV) $(ASAN_DIR)/pmedian_test
+	$(ASAN_ENV) $(ASAN_DIR)/cosine_test
 
 $(filter src/pmedian_%.o,$(OBJS)): src/pmedian_glue.h
 $(GLUE_OBJS): src/gpuclust.h $(wildcard engine/*.h)
