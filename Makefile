@@ -7,8 +7,11 @@
 # path, so an engine file that includes a server header fails to build),
 # cuda/ (includes engine/ only) and src/ (the SQL glue, includes both).
 
-EXTENSION = gpuclust
-DATA = $(wildcard sql/gpuclust--*.sql)
+# gpuclust_pgvector declares the vector and halfvec forms of the functions
+# (requires pgvector); their C code is in gpuclust's library, which reads
+# pgvector's layouts itself, so gpuclust builds and installs without it.
+EXTENSION = gpuclust gpuclust_pgvector
+DATA = $(wildcard sql/gpuclust--*.sql) $(wildcard sql/gpuclust_pgvector--*.sql)
 MODULE_big = gpuclust
 
 ENGINE_OBJS = engine/common.o engine/rowstore.o engine/kmeans_fit.o engine/kmeans_cpu.o \
@@ -16,11 +19,18 @@ ENGINE_OBJS = engine/common.o engine/rowstore.o engine/kmeans_fit.o engine/kmean
 GLUE_OBJS = src/gpuclust.o src/input.o src/options.o src/model.o \
 	src/kmeans_run.o src/kmeans_agg.o src/kmeans_window.o src/kmeans_assign.o \
 	src/pmedian_options.o src/pmedian_model.o src/pmedian_run.o src/pmedian_agg.o \
-	src/pmedian_assign.o src/stream_type.o src/stream_agg.o src/spi_rows.o src/model_text.o
+	src/pmedian_assign.o src/stream_type.o src/stream_agg.o src/spi_rows.o src/model_text.o \
+	src/pgvector_input.o
 OBJS = $(ENGINE_OBJS) $(GLUE_OBJS)
 
+# Tests named pgvector_* need pgvector (and install gpuclust_pgvector):
+# REGRESS_PGVECTOR lists them; they run when pgvector is installed in the
+# server (WITH_PGVECTOR=1 or 0 overrides the detection).
+# make installcheck-pgvector runs them alone.
 TESTS = $(sort $(wildcard test/sql/*.sql))
-REGRESS = $(patsubst test/sql/%.sql,%,$(TESTS))
+REGRESS_PGVECTOR = $(patsubst test/sql/%.sql,%,$(filter test/sql/pgvector_%,$(TESTS)))
+REGRESS_CORE = $(filter-out $(REGRESS_PGVECTOR),$(patsubst test/sql/%.sql,%,$(TESTS)))
+REGRESS = $(REGRESS_CORE) $(if $(filter 1,$(WITH_PGVECTOR)),$(REGRESS_PGVECTOR))
 REGRESS_OPTS = --inputdir=test --load-extension=$(EXTENSION)
 
 NVCC ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
@@ -59,6 +69,10 @@ override with_llvm = no
 
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
+WITH_PGVECTOR ?= $(if $(wildcard $(shell $(PG_CONFIG) --sharedir)/extension/vector.control),1,0)
+# With pgvector's headers, a compile-time check that its layouts are the
+# ones src/pgvector_input.c reads
+PG_CPPFLAGS += $(if $(wildcard $(shell $(PG_CONFIG) --includedir-server)/extension/vector/vector.h),-DGC_HAVE_PGVECTOR_H)
 include $(PGXS)
 
 $(OBJS): .build-config $(wildcard src/*.h engine/*.h)
@@ -84,6 +98,10 @@ engine-alone:
 
 # the test directory holds results, not the top level
 REGRESS_OPTS += --outputdir=test
+
+.PHONY: installcheck-pgvector
+installcheck-pgvector:
+	$(MAKE) installcheck REGRESS="$(REGRESS_PGVECTOR)"
 
 .PHONY: installcheck-gpu
 installcheck-gpu:

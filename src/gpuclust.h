@@ -69,21 +69,39 @@ typedef struct GcInput
 } GcInput;
 
 extern void gc_input_init(GcInput *input);
-extern void gc_input_add(GcInput *input, Datum vector, Oid elemtype);
+extern void gc_input_add(GcInput *input, Datum vector, Oid format);
 extern void gc_input_add_null(GcInput *input);
 extern void gc_input_release(GcInput *input);
 extern void gc_input_release_at_reset(GcInput *input, MemoryContext context);
+
+/*
+ * A vector's format is the element type's OID for an array (FLOAT8OID,
+ * FLOAT4OID) or, for pgvector's types, whose OIDs differ from database to
+ * database, one of these two values, which are no type's OID
+ */
+#define GC_PGVECTOR_VECTOR	((Oid) 1)	/* vector: int16 dim, int16, float4[dim] */
+#define GC_PGVECTOR_HALFVEC ((Oid) 2)	/* halfvec: the same with binary16 */
+
 typedef struct GcVectorView
 {
 	int			d;
-	Oid			elemtype;
+	Oid			elemtype;		/* FLOAT8OID, FLOAT4OID or GC_PGVECTOR_HALFVEC */
 	const bits8 *nulls;			/* NULL when the array has no NULLs */
 	const char *data;			/* d elements, possibly unaligned */
+	struct varlena *detoasted;	/* the copy read when toasted, else NULL */
 } GcVectorView;
 
-extern void gc_vector_view(Datum datum, Oid elemtype, int64 rowno,
+extern void gc_vector_view(Datum datum, Oid format, int64 rowno,
 						   GcVectorView *view);
 extern void gc_vector_copy(const GcVectorView *view, double *out, int64 rowno);
+extern void gc_vector_view_release(GcVectorView *view);
+
+/* pgvector_input.c: pgvector's vector and halfvec, read in place */
+extern void gc_pgvector_view(struct varlena *packed, Oid format, int64 rowno,
+							 GcVectorView *view);
+extern void gc_halfvec_copy(const char *data, int d, double *out);
+extern Oid	gc_vector_format_of_type(Oid typid);
+extern const char *gc_vector_format_name(Oid format);
 
 /* options.c: the options jsonb */
 typedef struct GcKmeansOptions

@@ -1,9 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * input.c
- *	  Vectors from SQL arrays (float8[] or real[]) into the row store, with
- *	  every check a user can trip: multi-dimensional or empty arrays, NULL
- *	  elements, NaN or infinity, and dimensions that differ between rows.
+ *	  Vectors from SQL arrays (float8[] or real[]) and pgvector's types
+ *	  into the row store, with every check a user can trip: multi-dimensional
+ *	  or empty arrays, NULL elements, NaN or infinity, and dimensions that
+ *	  differ between rows.
  *
  * IDENTIFICATION
  *	  src/input.c
@@ -27,29 +28,46 @@ gc_input_init(GcInput *input)
 }
 
 /*
- * Look at a vector without copying it: short-header arrays stored inline
+ * Look at a vector without copying it: short-header values stored inline
  * (the common case for small vectors) are read in place, since packing
  * changes only the length word, and anything but a non-empty 1-D array is
- * rejected.  Only toasted (large or compressed) arrays are detoasted.
+ * rejected.  Only toasted (large or compressed) values are detoasted, into
+ * view->detoasted, which gc_vector_view_release frees.  pgvector's types
+ * are read by pgvector_input.c.
  */
 void
-gc_vector_view(Datum datum, Oid elemtype, int64 rowno, GcVectorView *view)
+gc_vector_view(Datum datum, Oid format, int64 rowno, GcVectorView *view)
 {
-	struct varlena *packed = pg_detoast_datum_packed((struct varlena *) DatumGetPointer(datum));
-	const char *base = VARDATA_ANY(packed) - VARHDRSZ;
-	ArrayType	header;
+	struct varlena *original = (struct varlena *) DatumGetPointer(datum);
+	struct varlena *packed = pg_detoast_datum_packed(original);
 	int			dim0 = 0;
 
-	memcpy(&header, base, sizeof(ArrayType));
-	if (header.elemtype != elemtype)
-		elog(ERROR, "unexpected array element type %u", header.elemtype);
-	if (header.ndim > 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-				 errmsg("vector in row " INT64_FORMAT " must be a one-dimensional array", rowno),
-				 errdetail("It has %d dimensions.", header.ndim)));
-	if (header.ndim == 1)
-		memcpy(&dim0, base + sizeof(ArrayType), sizeof(int));
+	view->detoasted = packed != original ? packed : NULL;
+	if (format == GC_PGVECTOR_VECTOR || format == GC_PGVECTOR_HALFVEC)
+	{
+		gc_pgvector_view(packed, format, rowno, view);
+		dim0 = view->d;
+	}
+	else
+	{
+		const char *base = VARDATA_ANY(packed) - VARHDRSZ;
+		ArrayType	header;
+
+		memcpy(&header, base, sizeof(ArrayType));
+		if (header.elemtype != format)
+			elog(ERROR, "unexpected array element type %u", header.elemtype);
+		if (header.ndim > 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+					 errmsg("vector in row " INT64_FORMAT " must be a one-dimensional array", rowno),
+					 errdetail("It has %d dimensions.", header.ndim)));
+		if (header.ndim == 1)
+			memcpy(&dim0, base + sizeof(ArrayType), sizeof(int));
+		view->elemtype = format;
+		view->nulls = header.dataoffset != 0 ?
+			(const bits8 *) (base + sizeof(ArrayType) + 2 * sizeof(int)) : NULL;
+		view->data = base + (header.dataoffset != 0 ? header.dataoffset : ARR_OVERHEAD_NONULLS(1));
+	}
 	if (dim0 == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_EXCEPTION),
@@ -60,10 +78,18 @@ gc_vector_view(Datum datum, Oid elemtype, int64 rowno, GcVectorView *view)
 				 errmsg("vector in row " INT64_FORMAT " has %d dimensions, more than the limit of %d",
 						rowno, dim0, GC_MAX_DIM)));
 	view->d = dim0;
-	view->elemtype = elemtype;
-	view->nulls = header.dataoffset != 0 ?
-		(const bits8 *) (base + sizeof(ArrayType) + 2 * sizeof(int)) : NULL;
-	view->data = base + (header.dataoffset != 0 ? header.dataoffset : ARR_OVERHEAD_NONULLS(1));
+}
+
+/*
+ * Free the detoasted copy a view may hold, so that reading many toasted
+ * vectors in one memory context does not keep them all
+ */
+void
+gc_vector_view_release(GcVectorView *view)
+{
+	if (view->detoasted)
+		pfree(view->detoasted);
+	view->detoasted = NULL;
 }
 
 static void
@@ -85,6 +111,7 @@ void
 gc_vector_copy(const GcVectorView *view, double *out, int64 rowno)
 {
 	int			d = view->d;
+	bool		bad;
 
 	if (view->nulls)
 	{
@@ -98,6 +125,8 @@ gc_vector_copy(const GcVectorView *view, double *out, int64 rowno)
 	}
 	if (view->elemtype == FLOAT8OID)
 		memcpy(out, view->data, sizeof(double) * d);
+	else if (view->elemtype == GC_PGVECTOR_HALFVEC)
+		gc_halfvec_copy(view->data, d, out);
 	else
 	{
 		for (int j = 0; j < d; j++)
@@ -108,6 +137,16 @@ gc_vector_copy(const GcVectorView *view, double *out, int64 rowno)
 			out[j] = f;
 		}
 	}
+
+	/*
+	 * One pass without branches finds whether any element is out of range
+	 * (NaN fails every comparison); only then look for the first one
+	 */
+	bad = false;
+	for (int j = 0; j < d; j++)
+		bad |= !(fabs(out[j]) <= GC_MAX_MAGNITUDE);
+	if (!bad)
+		return;
 	for (int j = 0; j < d; j++)
 	{
 		if (!isfinite(out[j]))
@@ -127,7 +166,7 @@ gc_vector_copy(const GcVectorView *view, double *out, int64 rowno)
  * device, whose allocator then holds the rows
  */
 void
-gc_input_add(GcInput *input, Datum vector, Oid elemtype)
+gc_input_add(GcInput *input, Datum vector, Oid format)
 {
 	int64		rowno = ++input->seen_rows;
 	GcVectorView view;
@@ -135,7 +174,7 @@ gc_input_add(GcInput *input, Datum vector, Oid elemtype)
 	double	   *slot;
 	int			d;
 
-	gc_vector_view(vector, elemtype, rowno, &view);
+	gc_vector_view(vector, format, rowno, &view);
 	d = view.d;
 	if (!input->started)
 	{
@@ -162,6 +201,7 @@ gc_input_add(GcInput *input, Datum vector, Oid elemtype)
 		gc_raise(&err);
 	gc_vector_copy(&view, slot, rowno);
 	gc_rows_commit(&input->rows);
+	gc_vector_view_release(&view);
 }
 
 /*

@@ -16,6 +16,8 @@
 
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_transfn);
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_transfn_real);
+PG_FUNCTION_INFO_V1(gpuclust_kmeans_transfn_vector);
+PG_FUNCTION_INFO_V1(gpuclust_kmeans_transfn_halfvec);
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_finalfn);
 
 typedef struct KmeansAggState
@@ -50,7 +52,7 @@ start_state(FunctionCallInfo fcinfo, MemoryContext aggcontext)
 }
 
 static Datum
-kmeans_transfn(FunctionCallInfo fcinfo, Oid elemtype)
+kmeans_transfn(FunctionCallInfo fcinfo, Oid format)
 {
 	MemoryContext aggcontext;
 	KmeansAggState *state;
@@ -72,7 +74,7 @@ kmeans_transfn(FunctionCallInfo fcinfo, Oid elemtype)
 	if (PG_ARGISNULL(1))
 		gc_input_add_null(&state->input);
 	else
-		gc_input_add(&state->input, PG_GETARG_DATUM(1), elemtype);
+		gc_input_add(&state->input, PG_GETARG_DATUM(1), format);
 	PG_RETURN_POINTER(state);
 }
 
@@ -86,6 +88,19 @@ Datum
 gpuclust_kmeans_transfn_real(PG_FUNCTION_ARGS)
 {
 	return kmeans_transfn(fcinfo, FLOAT4OID);
+}
+
+/* pgvector's types, declared by the gpuclust_pgvector extension */
+Datum
+gpuclust_kmeans_transfn_vector(PG_FUNCTION_ARGS)
+{
+	return kmeans_transfn(fcinfo, GC_PGVECTOR_VECTOR);
+}
+
+Datum
+gpuclust_kmeans_transfn_halfvec(PG_FUNCTION_ARGS)
+{
+	return kmeans_transfn(fcinfo, GC_PGVECTOR_HALFVEC);
 }
 
 /*

@@ -21,6 +21,8 @@
 
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_window);
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_window_real);
+PG_FUNCTION_INFO_V1(gpuclust_kmeans_window_vector);
+PG_FUNCTION_INFO_V1(gpuclust_kmeans_window_halfvec);
 
 typedef struct PartitionLabels
 {
@@ -32,7 +34,7 @@ typedef struct PartitionLabels
  * Read the partition's vectors, fit, and store every row's label
  */
 static void
-label_partition(WindowObject winobj, FunctionCallInfo fcinfo, Oid elemtype,
+label_partition(WindowObject winobj, FunctionCallInfo fcinfo, Oid format,
 				PartitionLabels *part, int64 nrows)
 {
 	GcKmeansOptions opts;
@@ -73,7 +75,7 @@ label_partition(WindowObject winobj, FunctionCallInfo fcinfo, Oid elemtype,
 			if (isnull)
 				gc_input_add_null(&input);
 			else
-				gc_input_add(&input, v, elemtype);
+				gc_input_add(&input, v, format);
 		}
 		if (input.started)
 			gc_run_kmeans(&input, &opts, gc_now_ms() - started, labels, NULL);
@@ -92,7 +94,7 @@ label_partition(WindowObject winobj, FunctionCallInfo fcinfo, Oid elemtype,
 }
 
 static Datum
-kmeans_window(FunctionCallInfo fcinfo, Oid elemtype)
+kmeans_window(FunctionCallInfo fcinfo, Oid format)
 {
 	WindowObject winobj = PG_WINDOW_OBJECT();
 	int64		nrows = WinGetPartitionRowCount(winobj);
@@ -102,7 +104,7 @@ kmeans_window(FunctionCallInfo fcinfo, Oid elemtype)
 	part = WinGetPartitionLocalMemory(winobj, offsetof(PartitionLabels, labels) +
 									  sizeof(int32) * nrows);
 	if (!part->computed)
-		label_partition(winobj, fcinfo, elemtype, part, nrows);
+		label_partition(winobj, fcinfo, format, part, nrows);
 	pos = WinGetCurrentPosition(winobj);
 	if (part->labels[pos] < 0)
 		PG_RETURN_NULL();
@@ -119,4 +121,17 @@ Datum
 gpuclust_kmeans_window_real(PG_FUNCTION_ARGS)
 {
 	return kmeans_window(fcinfo, FLOAT4OID);
+}
+
+/* pgvector's types, declared by the gpuclust_pgvector extension */
+Datum
+gpuclust_kmeans_window_vector(PG_FUNCTION_ARGS)
+{
+	return kmeans_window(fcinfo, GC_PGVECTOR_VECTOR);
+}
+
+Datum
+gpuclust_kmeans_window_halfvec(PG_FUNCTION_ARGS)
+{
+	return kmeans_window(fcinfo, GC_PGVECTOR_HALFVEC);
 }

@@ -34,6 +34,10 @@ PG_FUNCTION_INFO_V1(gpuclust_kmeans_predict);
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_predict_real);
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_distance);
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_distance_real);
+PG_FUNCTION_INFO_V1(gpuclust_kmeans_predict_vector);
+PG_FUNCTION_INFO_V1(gpuclust_kmeans_predict_halfvec);
+PG_FUNCTION_INFO_V1(gpuclust_kmeans_distance_vector);
+PG_FUNCTION_INFO_V1(gpuclust_kmeans_distance_halfvec);
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_centroids);
 
 #define MODEL_TYPE "kmeans_model"
@@ -321,13 +325,13 @@ gpuclust_kmeans_model_recv(PG_FUNCTION_ARGS)
  * Nearest centroid of the vector in argument 1, and its squared distance
  */
 static int
-nearest_of_arg(FunctionCallInfo fcinfo, Oid elemtype, double *distance2)
+nearest_of_arg(FunctionCallInfo fcinfo, Oid format, double *distance2)
 {
 	KmeansModel *m = PG_GETARG_KMEANS_MODEL(0);
 	GcVectorView view;
 	double	   *x;
 
-	gc_vector_view(PG_GETARG_DATUM(1), elemtype, 1, &view);
+	gc_vector_view(PG_GETARG_DATUM(1), format, 1, &view);
 	if (view.d != m->d)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_EXCEPTION),
@@ -364,6 +368,37 @@ gpuclust_kmeans_distance_real(PG_FUNCTION_ARGS)
 	double		d2;
 
 	nearest_of_arg(fcinfo, FLOAT4OID, &d2);
+	PG_RETURN_FLOAT8(sqrt(d2));
+}
+
+/* pgvector's types, declared by the gpuclust_pgvector extension */
+Datum
+gpuclust_kmeans_predict_vector(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT32(nearest_of_arg(fcinfo, GC_PGVECTOR_VECTOR, NULL));
+}
+
+Datum
+gpuclust_kmeans_predict_halfvec(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT32(nearest_of_arg(fcinfo, GC_PGVECTOR_HALFVEC, NULL));
+}
+
+Datum
+gpuclust_kmeans_distance_vector(PG_FUNCTION_ARGS)
+{
+	double		d2;
+
+	nearest_of_arg(fcinfo, GC_PGVECTOR_VECTOR, &d2);
+	PG_RETURN_FLOAT8(sqrt(d2));
+}
+
+Datum
+gpuclust_kmeans_distance_halfvec(PG_FUNCTION_ARGS)
+{
+	double		d2;
+
+	nearest_of_arg(fcinfo, GC_PGVECTOR_HALFVEC, &d2);
 	PG_RETURN_FLOAT8(sqrt(d2));
 }
 
