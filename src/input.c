@@ -111,7 +111,7 @@ void
 gc_vector_copy(const GcVectorView *view, double *out, int64 rowno)
 {
 	int			d = view->d;
-	bool		bad;
+	int			bad;
 
 	if (view->nulls)
 	{
@@ -142,7 +142,7 @@ gc_vector_copy(const GcVectorView *view, double *out, int64 rowno)
 	 * One pass without branches finds whether any element is out of range
 	 * (NaN fails every comparison); only then look for the first one
 	 */
-	bad = false;
+	bad = 0;
 	for (int j = 0; j < d; j++)
 		bad |= !(fabs(out[j]) <= GC_MAX_MAGNITUDE);
 	if (!bad)

@@ -79,24 +79,23 @@ gc_pgvector_view(struct varlena *packed, Oid format, int64 rowno,
 /*
  * An IEEE binary16 value as a float: the exponent and mantissa shifted into
  * place and rescaled by 2^(127 - 15) in one multiplication, which also
- * normalises subnormals; infinities and NaNs keep an all-ones exponent
+ * normalises subnormals; infinities and NaNs get an all-ones exponent.  No
+ * branches, so that the loop below vectorises.
  */
 static inline float
 half_to_float(uint16 h)
 {
-	union
-	{
-		uint32		u;
-		float		f;
-	}			v;
 	uint32		magnitude = h & 0x7fff;
+	uint32		bits = magnitude << 13;
+	float		f;
 
-	v.u = magnitude << 13;
-	v.f *= 0x1p112f;
-	if (magnitude >= 0x7c00)
-		v.u |= (uint32) 255 << 23;
-	v.u |= (uint32) (h & 0x8000) << 16;
-	return v.f;
+	memcpy(&f, &bits, sizeof(f));
+	f *= 0x1p112f;
+	memcpy(&bits, &f, sizeof(f));
+	bits |= (magnitude >= 0x7c00 ? (uint32) 0x7f800000 : 0) |
+		((uint32) (h & 0x8000) << 16);
+	memcpy(&f, &bits, sizeof(f));
+	return f;
 }
 
 /*
