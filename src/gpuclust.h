@@ -99,7 +99,7 @@ extern void gc_vector_view_release(GcVectorView *view);
 /* pgvector_input.c: pgvector's vector and halfvec, read in place */
 extern void gc_pgvector_view(struct varlena *packed, Oid format, int64 rowno,
 							 GcVectorView *view);
-extern void gc_halfvec_copy(const char *data, int d, double *out);
+extern bool gc_halfvec_copy(const char *restrict data, int d, double *restrict out);
 extern Oid	gc_vector_format_of_type(Oid typid);
 extern const char *gc_vector_format_name(Oid format);
 

@@ -104,14 +104,40 @@ reject_element(int64 rowno, int j, double v)
 }
 
 /*
+ * Widen d float4 values (possibly unaligned) into out; true when one is
+ * NaN or infinite.  The test is on the bits, folded with OR so that the loop
+ * vectorises: adding one to an exponent field of all ones carries into the
+ * sign bit, and into nothing else.
+ */
+static bool
+float4_copy(const char *restrict data, int d, double *restrict out)
+{
+	uint32		carry = 0;
+
+	for (int j = 0; j < d; j++)
+	{
+		uint32		bits;
+		float		f;
+
+		memcpy(&bits, data + sizeof(float) * j, sizeof(bits));
+		memcpy(&f, &bits, sizeof(f));
+		out[j] = f;
+		carry |= (bits & 0x7f800000) + 0x00800000;
+	}
+	return (carry & 0x80000000) != 0;
+}
+
+/*
  * Copy a vector's elements as doubles into out, rejecting NULL, NaN and
- * infinite elements
+ * infinite elements, and magnitudes whose squares could overflow (only
+ * float8 values can be that large: float4 and binary16 values stay below
+ * 3.5e38)
  */
 void
 gc_vector_copy(const GcVectorView *view, double *out, int64 rowno)
 {
 	int			d = view->d;
-	int			bad;
+	bool		bad;
 
 	if (view->nulls)
 	{
@@ -124,27 +150,16 @@ gc_vector_copy(const GcVectorView *view, double *out, int64 rowno)
 						 errhint("Remove or impute NULL elements before clustering.")));
 	}
 	if (view->elemtype == FLOAT8OID)
-		memcpy(out, view->data, sizeof(double) * d);
-	else if (view->elemtype == GC_PGVECTOR_HALFVEC)
-		gc_halfvec_copy(view->data, d, out);
-	else
 	{
-		for (int j = 0; j < d; j++)
-		{
-			float		f;
-
-			memcpy(&f, view->data + sizeof(float) * j, sizeof(float));
-			out[j] = f;
-		}
+		memcpy(out, view->data, sizeof(double) * d);
+		bad = false;
+		for (int j = 0; j < d && !bad; j++)
+			bad = !(fabs(out[j]) <= GC_MAX_MAGNITUDE);
 	}
-
-	/*
-	 * One pass without branches finds whether any element is out of range
-	 * (NaN fails every comparison); only then look for the first one
-	 */
-	bad = 0;
-	for (int j = 0; j < d; j++)
-		bad |= !(fabs(out[j]) <= GC_MAX_MAGNITUDE);
+	else if (view->elemtype == GC_PGVECTOR_HALFVEC)
+		bad = gc_halfvec_copy(view->data, d, out);
+	else
+		bad = float4_copy(view->data, d, out);
 	if (!bad)
 		return;
 	for (int j = 0; j < d; j++)

@@ -99,18 +99,24 @@ half_to_float(uint16 h)
 }
 
 /*
- * Widen d binary16 values (possibly unaligned) into out
+ * Widen d binary16 values (possibly unaligned) into out; true when one is
+ * NaN or infinite (an exponent field of all ones, which carries into the
+ * sign bit when one is added to it)
  */
-void
-gc_halfvec_copy(const char *data, int d, double *out)
+bool
+gc_halfvec_copy(const char *restrict data, int d, double *restrict out)
 {
+	uint32		carry = 0;
+
 	for (int j = 0; j < d; j++)
 	{
 		uint16		h;
 
 		memcpy(&h, data + sizeof(uint16) * j, sizeof(uint16));
 		out[j] = half_to_float(h);
+		carry |= (uint32) (h & 0x7c00) + 0x0400;
 	}
+	return (carry & 0x8000) != 0;
 }
 
 /*
