@@ -189,3 +189,22 @@ CREATE AGGREGATE pmedian_gpu(id bigint, vec halfvec, demand float8, p int, optio
 CREATE FUNCTION pmedian_predict(model pmedian_model, vec halfvec) RETURNS bigint
 	AS 'MODULE_PATHNAME', 'gpuclust_pmedian_predict_halfvec'
 	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+-- A model's centroids as vector or halfvec, to store in a pgvector column
+-- and search with <-> or <=>; converted by pgvector's own casts
+
+CREATE FUNCTION kmeans_centroids_vector(model kmeans_model,
+	OUT cluster int, OUT centroid vector, OUT size bigint)
+	RETURNS SETOF record
+	LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE ROWS 100
+BEGIN ATOMIC
+	SELECT c.cluster, c.centroid::vector, c.size FROM kmeans_centroids(model) c ORDER BY c.cluster;
+END;
+
+CREATE FUNCTION kmeans_centroids_halfvec(model kmeans_model,
+	OUT cluster int, OUT centroid halfvec, OUT size bigint)
+	RETURNS SETOF record
+	LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE ROWS 100
+BEGIN ATOMIC
+	SELECT c.cluster, c.centroid::halfvec, c.size FROM kmeans_centroids(model) c ORDER BY c.cluster;
+END;

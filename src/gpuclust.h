@@ -65,6 +65,7 @@ typedef struct GcInput
 	int64		null_rows;		/* NULL rows skipped */
 	int64		seen_rows;		/* rows seen, NULL or not, for messages */
 	int64		first_rowno;	/* number of the first non-NULL row */
+	Oid			format;			/* of the first non-NULL row's vector */
 	GcDevice	device;
 } GcInput;
 
@@ -102,6 +103,7 @@ extern void gc_pgvector_view(struct varlena *packed, Oid format, int64 rowno,
 extern bool gc_halfvec_copy(const char *restrict data, int d, double *restrict out);
 extern Oid	gc_vector_format_of_type(Oid typid);
 extern const char *gc_vector_format_name(Oid format);
+extern Oid	gc_vector_format_by_name(const char *name, int len);
 
 /* options.c: the options jsonb */
 typedef struct GcKmeansOptions
@@ -143,7 +145,8 @@ typedef struct KmeansModel
 	double		update_ms;
 	int16		precision;		/* GcPrecision */
 	int16		pruned;			/* pruned labeling ran */
-	int32		padding;
+	int16		input;			/* vector format fitted (GcVectorView), 0 unknown */
+	int16		padding;
 	double		skipped_fraction;	/* distance computations pruning skipped */
 	char		kernel[16];		/* labeling kernel, NUL-terminated */
 	/* int64 sizes[k], then double centroids[k * d] */

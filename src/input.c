@@ -199,6 +199,7 @@ gc_input_add(GcInput *input, Datum vector, Oid format)
 			gc_raise(&err);
 		input->started = true;
 		input->first_rowno = rowno;
+		input->format = format;
 	}
 	else if (d != input->rows.d)
 		ereport(ERROR,

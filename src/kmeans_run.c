@@ -59,6 +59,7 @@ gc_run_kmeans(GcInput *input, GcKmeansOptions *opts, double collect_ms,
 	model->update_ms = result.timings.update_ms;
 	model->precision = opts->params.precision;
 	model->pruned = result.pruned;
+	model->input = (int16) input->format;
 	model->skipped_fraction = result.skipped_fraction;
 	strlcpy(model->kernel, result.kernel ? result.kernel : "", sizeof(model->kernel));
 	return model;

@@ -90,9 +90,14 @@ gpuclust_kmeans_model_out(PG_FUNCTION_ARGS)
 	StringInfoData buf;
 
 	initStringInfo(&buf);
-	appendStringInfo(&buf, "{\"k\": %d, \"d\": %d, \"rows\": " INT64_FORMAT
+	appendStringInfo(&buf, "{\"k\": %d, \"d\": %d, ", m->k, m->d);
+	if (m->input)
+		appendStringInfo(&buf, "\"input\": \"%s\", ", gc_vector_format_name(m->input));
+	else
+		appendStringInfoString(&buf, "\"input\": null, ");
+	appendStringInfo(&buf, "\"rows\": " INT64_FORMAT
 					 ", \"null_rows\": " INT64_FORMAT ", \"iterations\": %d, \"converged\": %s, \"inertia\": ",
-					 m->k, m->d, m->rows, m->null_rows, m->iterations,
+					 m->rows, m->null_rows, m->iterations,
 					 m->converged ? "true" : "false");
 	gc_model_append_float8(&buf, m->inertia);
 	appendStringInfo(&buf, ", \"device\": \"%s\", \"algorithm\": \"%s\", \"kernel\": ",
@@ -183,6 +188,13 @@ gpuclust_kmeans_model_in(PG_FUNCTION_ARGS)
 	v = gc_model_field(obj, MODEL_TYPE, "device", jbvString, false);
 	m->device = (v && v->val.string.len == 3 && strncmp(v->val.string.val, "gpu", 3) == 0)
 		? GC_KIND_GPU : GC_KIND_CPU;
+	v = gc_model_field(obj, MODEL_TYPE, "input", jbvString, false);
+	if (v)
+	{
+		m->input = (int16) gc_vector_format_by_name(v->val.string.val, v->val.string.len);
+		if (m->input == 0)
+			gc_model_text_error(MODEL_TYPE, "The field \"input\" must be \"float8[]\", \"real[]\", \"vector\" or \"halfvec\".");
+	}
 	v = gc_model_field(obj, MODEL_TYPE, "algorithm", jbvString, false);
 	m->pruned = v && v->val.string.len == 6 && strncmp(v->val.string.val, "pruned", 6) == 0;
 	v = gc_model_field(obj, MODEL_TYPE, "kernel", jbvString, false);
@@ -254,6 +266,7 @@ gpuclust_kmeans_model_send(PG_FUNCTION_ARGS)
 	pq_sendfloat8(&buf, m->update_ms);
 	pq_sendint16(&buf, m->precision);
 	pq_sendint16(&buf, m->pruned);
+	pq_sendint16(&buf, m->input);
 	pq_sendfloat8(&buf, m->skipped_fraction);
 	pq_sendbytes(&buf, m->kernel, sizeof(m->kernel));
 	for (int c = 0; c < m->k; c++)
@@ -279,7 +292,7 @@ gpuclust_kmeans_model_recv(PG_FUNCTION_ARGS)
 				 errmsg("unsupported kmeans_model version %d", version)));
 	check_model_shape(k, d);
 	if ((Size) (buf->len - buf->cursor) != 2 * sizeof(int32) + 9 * sizeof(int64) +
-		2 * sizeof(int16) + sizeof(double) + sizeof(m->kernel) +
+		3 * sizeof(int16) + sizeof(double) + sizeof(m->kernel) +
 		sizeof(int64) * k + sizeof(double) * (Size) k * d)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
@@ -303,6 +316,11 @@ gpuclust_kmeans_model_recv(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
 				 errmsg("kmeans_model binary value has an unknown precision")));
 	m->pruned = pq_getmsgint(buf, 2) != 0;
+	m->input = pq_getmsgint(buf, 2);
+	if (m->input != 0 && strcmp(gc_vector_format_name(m->input), "unknown") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
+				 errmsg("kmeans_model binary value has an unknown input format")));
 	m->skipped_fraction = pq_getmsgfloat8(buf);
 	pq_copymsgbytes(buf, m->kernel, sizeof(m->kernel));
 	m->kernel[sizeof(m->kernel) - 1] = '\0';

@@ -180,3 +180,21 @@ gc_vector_format_name(Oid format)
 	}
 	return "unknown";
 }
+
+/*
+ * The vector format of a name gc_vector_format_name gives, or InvalidOid
+ */
+Oid
+gc_vector_format_by_name(const char *name, int len)
+{
+	static const Oid formats[] = {FLOAT8OID, FLOAT4OID, GC_PGVECTOR_VECTOR, GC_PGVECTOR_HALFVEC};
+
+	for (int i = 0; i < lengthof(formats); i++)
+	{
+		const char *known = gc_vector_format_name(formats[i]);
+
+		if (strlen(known) == (size_t) len && strncmp(known, name, len) == 0)
+			return formats[i];
+	}
+	return InvalidOid;
+}

@@ -19,10 +19,10 @@ UPDATE pv_pts SET v = r::vector, h = r::halfvec, hr = r::halfvec::real[];
 SELECT pg_typeof(kmeans_gpu(v, 3)) AS from_vector, pg_typeof(kmeans_gpu(h, 3)) AS from_halfvec FROM pv_pts;
 
 -- kmeans_gpu: the same model (all but the timings) as from real[]
-SELECT (SELECT kmeans_gpu(v, 3, '{"seed": 7}')::jsonb - 'timings_ms' FROM pv_pts)
-	 = (SELECT kmeans_gpu(r, 3, '{"seed": 7}')::jsonb - 'timings_ms' FROM pv_pts) AS vector_same_model,
-	   (SELECT kmeans_gpu(h, 3, '{"seed": 7}')::jsonb - 'timings_ms' FROM pv_pts)
-	 = (SELECT kmeans_gpu(hr, 3, '{"seed": 7}')::jsonb - 'timings_ms' FROM pv_pts) AS halfvec_same_model;
+SELECT (SELECT kmeans_gpu(v, 3, '{"seed": 7}')::jsonb - 'timings_ms' - 'input' FROM pv_pts)
+	 = (SELECT kmeans_gpu(r, 3, '{"seed": 7}')::jsonb - 'timings_ms' - 'input' FROM pv_pts) AS vector_same_model,
+	   (SELECT kmeans_gpu(h, 3, '{"seed": 7}')::jsonb - 'timings_ms' - 'input' FROM pv_pts)
+	 = (SELECT kmeans_gpu(hr, 3, '{"seed": 7}')::jsonb - 'timings_ms' - 'input' FROM pv_pts) AS halfvec_same_model;
 SELECT m::jsonb->'sizes' AS sizes, m::jsonb->'rows' AS rows, m::jsonb->'d' AS d
 FROM (SELECT kmeans_gpu(v, 3, '{"seed": 7}') AS m FROM pv_pts) s;
 
@@ -72,11 +72,11 @@ SELECT kmeans_stream_info(s)->'rows' AS rows, kmeans_stream_info(s)->'d' AS d
 FROM (SELECT kmeans_stream_state(v, 3) AS s FROM pv_pts) t;
 
 -- pmedian_gpu, its capacitated form, pmedian_predict and pmedian_gpu_assign
-SELECT (SELECT pmedian_gpu(id, v, 3)::jsonb - 'timings_ms' FROM pv_pts)
+SELECT (SELECT pmedian_gpu(id, v, 3)::jsonb - 'timings_ms' - 'input' FROM pv_pts)
 	 = (SELECT pmedian_gpu(id, r, 3)::jsonb - 'timings_ms' FROM pv_pts) AS vector_same_medoids,
-	   (SELECT pmedian_gpu(id, h, 3, '{"seed": 5}')::jsonb - 'timings_ms' FROM pv_pts)
+	   (SELECT pmedian_gpu(id, h, 3, '{"seed": 5}')::jsonb - 'timings_ms' - 'input' FROM pv_pts)
 	 = (SELECT pmedian_gpu(id, hr, 3, '{"seed": 5}')::jsonb - 'timings_ms' FROM pv_pts) AS halfvec_same_medoids,
-	   (SELECT pmedian_gpu(id, v, 1.0, 3, '{"capacity": 120}')::jsonb - 'timings_ms' FROM pv_pts)
+	   (SELECT pmedian_gpu(id, v, 1.0, 3, '{"capacity": 120}')::jsonb - 'timings_ms' - 'input' FROM pv_pts)
 	 = (SELECT pmedian_gpu(id, r, 1.0, 3, '{"capacity": 120}')::jsonb - 'timings_ms' FROM pv_pts) AS capacitated_same;
 SELECT count(*) AS rows,
 	   count(*) FILTER (WHERE pmedian_predict(m, v) <> pmedian_predict(m, r)) AS vector_differences,
@@ -149,14 +149,40 @@ FROM generate_series(1, 40) i;
 ALTER TABLE pv_big ADD COLUMN v vector(800), ADD COLUMN h halfvec(800), ADD COLUMN hr real[];
 UPDATE pv_big SET v = r::vector, h = r::halfvec, hr = r::halfvec::real[];
 SELECT pg_column_size(v) AS vector_bytes, pg_column_size(h) AS halfvec_bytes FROM pv_big WHERE id = 1;
-SELECT (SELECT kmeans_gpu(v, 2, '{"seed": 1}')::jsonb - 'timings_ms' FROM pv_big)
-	 = (SELECT kmeans_gpu(r, 2, '{"seed": 1}')::jsonb - 'timings_ms' FROM pv_big) AS vector_same_model,
-	   (SELECT kmeans_gpu(h, 2, '{"seed": 1}')::jsonb - 'timings_ms' FROM pv_big)
-	 = (SELECT kmeans_gpu(hr, 2, '{"seed": 1}')::jsonb - 'timings_ms' FROM pv_big) AS halfvec_same_model,
+SELECT (SELECT kmeans_gpu(v, 2, '{"seed": 1}')::jsonb - 'timings_ms' - 'input' FROM pv_big)
+	 = (SELECT kmeans_gpu(r, 2, '{"seed": 1}')::jsonb - 'timings_ms' - 'input' FROM pv_big) AS vector_same_model,
+	   (SELECT kmeans_gpu(h, 2, '{"seed": 1}')::jsonb - 'timings_ms' - 'input' FROM pv_big)
+	 = (SELECT kmeans_gpu(hr, 2, '{"seed": 1}')::jsonb - 'timings_ms' - 'input' FROM pv_big) AS halfvec_same_model,
 	   (SELECT kmeans_gpu(v, 2, '{"seed": 1}')::jsonb->'sizes' FROM pv_big) AS sizes;
 SELECT count(*) FILTER (WHERE cv <> cr) AS window_differences
 FROM (SELECT kmeans_gpu_cluster(v, 2) OVER () AS cv, kmeans_gpu_cluster(r, 2) OVER () AS cr FROM pv_big) s;
 
-DROP TABLE pv_pts, pv_model, pv_zero, pv_mixed, pv_half, pv_big;
+--
+-- The model records the input's type; centroids as vector or halfvec go
+-- into a pgvector column and work with its operators
+--
+SELECT (SELECT kmeans_gpu(v, 3)::jsonb->>'input' FROM pv_pts) AS from_vector,
+	   (SELECT kmeans_gpu(h, 3)::jsonb->>'input' FROM pv_pts) AS from_halfvec,
+	   (SELECT kmeans_gpu(r, 3)::jsonb->>'input' FROM pv_pts) AS from_real,
+	   (SELECT kmeans_gpu(r::float8[], 3)::jsonb->>'input' FROM pv_pts) AS from_float8;
+SELECT m::text::kmeans_model::text = m::text AS text_round_trip, m::jsonb->>'input' AS input
+FROM (SELECT kmeans_gpu(h, 3) AS m FROM pv_pts) s;
+CREATE TABLE pv_centroids (cluster int PRIMARY KEY, centroid vector(4), size bigint);
+INSERT INTO pv_centroids SELECT * FROM kmeans_centroids_vector((SELECT kmeans_gpu(v, 3, '{"seed": 7}') FROM pv_pts));
+SELECT c.cluster, c.size, c.centroid = k.centroid::vector AS same_as_cast
+FROM pv_centroids c JOIN kmeans_centroids((SELECT kmeans_gpu(v, 3, '{"seed": 7}') FROM pv_pts)) k USING (cluster)
+ORDER BY cluster;
+-- the nearest centroid by pgvector's <-> is kmeans_predict's cluster
+SELECT count(*) AS rows,
+	   count(*) FILTER (WHERE (SELECT cluster FROM pv_centroids ORDER BY centroid <-> p.v LIMIT 1)
+						<> kmeans_predict(m, p.v)) AS differences
+FROM pv_pts p, (SELECT kmeans_gpu(v, 3, '{"seed": 7}') AS m FROM pv_pts) s;
+SELECT cluster, pg_typeof(centroid) AS type, centroid = (SELECT centroid::halfvec FROM pv_centroids c WHERE c.cluster = h.cluster) AS same
+FROM kmeans_centroids_halfvec((SELECT kmeans_gpu(v, 3, '{"seed": 7}') FROM pv_pts)) h ORDER BY cluster;
+-- a centroid out of halfvec's range is pgvector's error
+SELECT * FROM kmeans_centroids_halfvec('{"k": 1, "d": 1, "sizes": [1], "centroids": [[100000]]}');
+\echo :LAST_ERROR_SQLSTATE
+
+DROP TABLE pv_pts, pv_model, pv_zero, pv_mixed, pv_half, pv_big, pv_centroids;
 DROP EXTENSION gpuclust_pgvector;
 DROP EXTENSION vector;
