@@ -82,11 +82,14 @@ extern void gc_input_release_at_reset(GcInput *input, MemoryContext context);
  */
 #define GC_PGVECTOR_VECTOR	((Oid) 1)	/* vector: int16 dim, int16, float4[dim] */
 #define GC_PGVECTOR_HALFVEC ((Oid) 2)	/* halfvec: the same with binary16 */
+#define GC_NUMERIC_ARRAY	((Oid) 3)	/* an array of any number type: smallint,
+										 * integer, bigint, numeric, real or float8,
+										 * read from each value's header */
 
 typedef struct GcVectorView
 {
 	int			d;
-	Oid			elemtype;		/* FLOAT8OID, FLOAT4OID or GC_PGVECTOR_HALFVEC */
+	Oid			elemtype;		/* an array's element type or GC_PGVECTOR_HALFVEC */
 	const bits8 *nulls;			/* NULL when the array has no NULLs */
 	const char *data;			/* d elements, possibly unaligned */
 	struct varlena *detoasted;	/* the copy read when toasted, else NULL */
@@ -119,6 +122,7 @@ extern void gc_parse_kmeans_options(Jsonb *options, int k,
 									GcKmeansOptions *opts);
 extern void gc_check_init_shape(GcKmeansOptions *opts, int d);
 extern void gc_option_error(const char *key, const char *expected) GC_NORETURN;
+extern int	gc_k_value(Datum k, Oid type);
 typedef bool (*GcOptionFn) (const char *name, JsonbValue *value, void *arg);
 extern void gc_for_each_option(Jsonb *options, const char *valid_hint,
 							   GcOptionFn fn, void *arg);

@@ -16,7 +16,10 @@
 #include <math.h>
 
 #include "catalog/pg_type.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/numeric.h"
 
 /* rows are labelled with int32 */
 #define GC_MAX_ROWS ((int64) PG_INT32_MAX)
@@ -25,6 +28,105 @@ void
 gc_input_init(GcInput *input)
 {
 	memset(input, 0, sizeof(*input));
+}
+
+/*
+ * Arrays of these number types are vectors: reject any other with a hint
+ * naming the cast
+ */
+static void
+check_number_type(Oid elemtype)
+{
+	switch (elemtype)
+	{
+		case FLOAT8OID:
+		case FLOAT4OID:
+		case INT2OID:
+		case INT4OID:
+		case INT8OID:
+		case NUMERICOID:
+			return;
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_DATATYPE_MISMATCH),
+			 errmsg("cannot cluster vectors of type %s", format_type_be(get_array_type(elemtype))),
+			 errhint("Give vectors as float8[], real[], integer[], bigint[] or numeric[] (or pgvector's vector or halfvec, with the extension gpuclust_pgvector), e.g. vec::float8[].")));
+}
+
+/*
+ * The numeric at *p as a double, and *p moved to the next element as
+ * array_iter_next moves (alignment counted from data, since the array may
+ * be read in place with a short header, one to three bytes off).  The
+ * element is copied first: in place it may be misaligned.
+ */
+static double
+numeric_element(const char **p, const char *data)
+{
+	uint8		first;
+	uint32		header;
+	Size		len;
+	struct varlena *copy;
+	double		result;
+
+	memcpy(&first, *p, 1);
+	if (VARATT_IS_1B(&first))
+		len = VARSIZE_1B(&first);
+	else
+	{
+		memcpy(&header, *p, sizeof(header));
+		len = VARSIZE_4B(&header);
+	}
+	copy = palloc(len);
+	memcpy(copy, *p, len);
+	result = DatumGetFloat8(DirectFunctionCall1(numeric_float8_no_overflow,
+												PointerGetDatum(copy)));
+	pfree(copy);
+	*p = data + INTALIGN((*p - data) + len);
+	return result;
+}
+
+/*
+ * Widen d numbers of an integer or numeric array into out; numerics, which
+ * are variable-length, one after the other
+ */
+static void
+numbers_copy(const GcVectorView *view, double *out)
+{
+	const char *p = view->data;
+
+	for (int j = 0; j < view->d; j++)
+	{
+		switch (view->elemtype)
+		{
+			case INT2OID:
+				{
+					int16		v;
+
+					memcpy(&v, p + sizeof(int16) * j, sizeof(v));
+					out[j] = v;
+					break;
+				}
+			case INT4OID:
+				{
+					int32		v;
+
+					memcpy(&v, p + sizeof(int32) * j, sizeof(v));
+					out[j] = v;
+					break;
+				}
+			case INT8OID:
+				{
+					int64		v;
+
+					memcpy(&v, p + sizeof(int64) * j, sizeof(v));
+					out[j] = (double) v;
+					break;
+				}
+			case NUMERICOID:
+				out[j] = numeric_element(&p, view->data);
+				break;
+		}
+	}
 }
 
 /*
@@ -54,7 +156,9 @@ gc_vector_view(Datum datum, Oid format, int64 rowno, GcVectorView *view)
 		ArrayType	header;
 
 		memcpy(&header, base, sizeof(ArrayType));
-		if (header.elemtype != format)
+		if (format == GC_NUMERIC_ARRAY)
+			check_number_type(header.elemtype);
+		else if (header.elemtype != format)
 			elog(ERROR, "unexpected array element type %u", header.elemtype);
 		if (header.ndim > 1)
 			ereport(ERROR,
@@ -63,7 +167,7 @@ gc_vector_view(Datum datum, Oid format, int64 rowno, GcVectorView *view)
 					 errdetail("It has %d dimensions.", header.ndim)));
 		if (header.ndim == 1)
 			memcpy(&dim0, base + sizeof(ArrayType), sizeof(int));
-		view->elemtype = format;
+		view->elemtype = header.elemtype;
 		view->nulls = header.dataoffset != 0 ?
 			(const bits8 *) (base + sizeof(ArrayType) + 2 * sizeof(int)) : NULL;
 		view->data = base + (header.dataoffset != 0 ? header.dataoffset : ARR_OVERHEAD_NONULLS(1));
@@ -158,8 +262,15 @@ gc_vector_copy(const GcVectorView *view, double *out, int64 rowno)
 	}
 	else if (view->elemtype == GC_PGVECTOR_HALFVEC)
 		bad = gc_halfvec_copy(view->data, d, out);
-	else
+	else if (view->elemtype == FLOAT4OID)
 		bad = float4_copy(view->data, d, out);
+	else
+	{
+		numbers_copy(view, out);
+		bad = false;
+		for (int j = 0; j < d && !bad; j++)
+			bad = !(fabs(out[j]) <= GC_MAX_MAGNITUDE);
+	}
 	if (!bad)
 		return;
 	for (int j = 0; j < d; j++)
@@ -199,7 +310,7 @@ gc_input_add(GcInput *input, Datum vector, Oid format)
 			gc_raise(&err);
 		input->started = true;
 		input->first_rowno = rowno;
-		input->format = format;
+		input->format = format == GC_NUMERIC_ARRAY ? view.elemtype : format;
 	}
 	else if (d != input->rows.d)
 		ereport(ERROR,

@@ -21,6 +21,7 @@
 
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_window);
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_window_real);
+PG_FUNCTION_INFO_V1(gpuclust_kmeans_window_numeric);
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_window_vector);
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_window_halfvec);
 
@@ -54,7 +55,8 @@ label_partition(WindowObject winobj, FunctionCallInfo fcinfo, Oid format,
 		if (!isnull)
 			options = DatumGetJsonbP(o);
 	}
-	gc_parse_kmeans_options(options, DatumGetInt32(k), &opts);
+	gc_parse_kmeans_options(options, gc_k_value(k, get_fn_expr_argtype(fcinfo->flinfo, 1)),
+							&opts);
 
 	gc_input_init(&input);
 	PG_TRY();
@@ -121,6 +123,13 @@ Datum
 gpuclust_kmeans_window_real(PG_FUNCTION_ARGS)
 {
 	return kmeans_window(fcinfo, FLOAT4OID);
+}
+
+/* vectors of any number type, with a bigint k */
+Datum
+gpuclust_kmeans_window_numeric(PG_FUNCTION_ARGS)
+{
+	return kmeans_window(fcinfo, GC_NUMERIC_ARRAY);
 }
 
 /* pgvector's types, declared by the gpuclust_pgvector extension */

@@ -34,6 +34,8 @@ PG_FUNCTION_INFO_V1(gpuclust_kmeans_predict);
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_predict_real);
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_distance);
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_distance_real);
+PG_FUNCTION_INFO_V1(gpuclust_kmeans_predict_numeric);
+PG_FUNCTION_INFO_V1(gpuclust_kmeans_distance_numeric);
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_predict_vector);
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_predict_halfvec);
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_distance_vector);
@@ -193,7 +195,7 @@ gpuclust_kmeans_model_in(PG_FUNCTION_ARGS)
 	{
 		m->input = (int16) gc_vector_format_by_name(v->val.string.val, v->val.string.len);
 		if (m->input == 0)
-			gc_model_text_error(MODEL_TYPE, "The field \"input\" must be \"float8[]\", \"real[]\", \"vector\" or \"halfvec\".");
+			gc_model_text_error(MODEL_TYPE, "The field \"input\" must name a vector type: \"float8[]\", \"real[]\", \"integer[]\", \"bigint[]\", \"smallint[]\", \"numeric[]\", \"vector\" or \"halfvec\".");
 	}
 	v = gc_model_field(obj, MODEL_TYPE, "algorithm", jbvString, false);
 	m->pruned = v && v->val.string.len == 6 && strncmp(v->val.string.val, "pruned", 6) == 0;
@@ -386,6 +388,22 @@ gpuclust_kmeans_distance_real(PG_FUNCTION_ARGS)
 	double		d2;
 
 	nearest_of_arg(fcinfo, FLOAT4OID, &d2);
+	PG_RETURN_FLOAT8(sqrt(d2));
+}
+
+/* vectors of any number type */
+Datum
+gpuclust_kmeans_predict_numeric(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT32(nearest_of_arg(fcinfo, GC_NUMERIC_ARRAY, NULL));
+}
+
+Datum
+gpuclust_kmeans_distance_numeric(PG_FUNCTION_ARGS)
+{
+	double		d2;
+
+	nearest_of_arg(fcinfo, GC_NUMERIC_ARRAY, &d2);
 	PG_RETURN_FLOAT8(sqrt(d2));
 }
 

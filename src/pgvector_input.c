@@ -177,6 +177,14 @@ gc_vector_format_name(Oid format)
 			return "vector";
 		case GC_PGVECTOR_HALFVEC:
 			return "halfvec";
+		case INT2OID:
+			return "smallint[]";
+		case INT4OID:
+			return "integer[]";
+		case INT8OID:
+			return "bigint[]";
+		case NUMERICOID:
+			return "numeric[]";
 	}
 	return "unknown";
 }
@@ -187,7 +195,8 @@ gc_vector_format_name(Oid format)
 Oid
 gc_vector_format_by_name(const char *name, int len)
 {
-	static const Oid formats[] = {FLOAT8OID, FLOAT4OID, GC_PGVECTOR_VECTOR, GC_PGVECTOR_HALFVEC};
+	static const Oid formats[] = {FLOAT8OID, FLOAT4OID, GC_PGVECTOR_VECTOR, GC_PGVECTOR_HALFVEC,
+	INT2OID, INT4OID, INT8OID, NUMERICOID};
 
 	for (int i = 0; i < lengthof(formats); i++)
 	{
