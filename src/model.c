@@ -286,6 +286,8 @@ gpuclust_kmeans_model_recv(PG_FUNCTION_ARGS)
 	int			device = pq_getmsgint(buf, 2);
 	int			k = (int32) pq_getmsgint(buf, 4);
 	int			d = (int32) pq_getmsgint(buf, 4);
+	Size		body;
+	bool		with_input;
 	KmeansModel *m;
 
 	if (version != KMEANS_MODEL_VERSION)
@@ -293,9 +295,11 @@ gpuclust_kmeans_model_recv(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
 				 errmsg("unsupported kmeans_model version %d", version)));
 	check_model_shape(k, d);
-	if ((Size) (buf->len - buf->cursor) != 2 * sizeof(int32) + 9 * sizeof(int64) +
-		3 * sizeof(int16) + sizeof(double) + sizeof(m->kernel) +
-		sizeof(int64) * k + sizeof(double) * (Size) k * d)
+	/* values sent before the input field was added have two bytes fewer */
+	body = 2 * sizeof(int32) + 9 * sizeof(int64) + 2 * sizeof(int16) + sizeof(double) +
+		sizeof(m->kernel) + sizeof(int64) * k + sizeof(double) * (Size) k * d;
+	with_input = (Size) (buf->len - buf->cursor) == body + sizeof(int16);
+	if (!with_input && (Size) (buf->len - buf->cursor) != body)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
 				 errmsg("kmeans_model binary value has the wrong length")));
@@ -318,7 +322,7 @@ gpuclust_kmeans_model_recv(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
 				 errmsg("kmeans_model binary value has an unknown precision")));
 	m->pruned = pq_getmsgint(buf, 2) != 0;
-	m->input = pq_getmsgint(buf, 2);
+	m->input = with_input ? pq_getmsgint(buf, 2) : 0;
 	if (m->input != 0 && strcmp(gc_vector_format_name(m->input), "unknown") == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),

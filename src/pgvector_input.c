@@ -25,6 +25,7 @@
 #include "catalog/dependency.h"
 #include "catalog/pg_type.h"
 #include "commands/extension.h"
+#include "utils/lsyscache.h"
 #include "utils/syscache.h"
 
 #ifdef GC_HAVE_PGVECTOR_H
@@ -150,6 +151,7 @@ is_pgvector_type(Oid typid, const char *name)
 Oid
 gc_vector_format_of_type(Oid typid)
 {
+	typid = getBaseType(typid);
 	if (typid == FLOAT8ARRAYOID)
 		return FLOAT8OID;
 	if (typid == FLOAT4ARRAYOID)

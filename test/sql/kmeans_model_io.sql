@@ -96,7 +96,9 @@ SELECT kmeans_model_send(m) AS good,
 	   kmeans_model_send(m) || '\x00'::bytea AS long,
 	   overlay(kmeans_model_send(m) PLACING '\x7ff8000000000000'::bytea
 			   FROM length(kmeans_model_send(m)) - 7 FOR 8) AS nan_centroid,
-	   overlay(kmeans_model_send(m) PLACING '\x0007'::bytea FROM 3 FOR 2) AS odd_device
+	   overlay(kmeans_model_send(m) PLACING '\x0007'::bytea FROM 3 FOR 2) AS odd_device,
+	   substring(kmeans_model_send(m) FROM 1 FOR 96) || substring(kmeans_model_send(m) FROM 99) AS no_input,
+	   overlay(kmeans_model_send(m) PLACING '\x0005'::bytea FROM 97 FOR 2) AS odd_input
 FROM io_models WHERE id = 1;
 
 SELECT lo_from_bytea(0, io_copy_file(good)) AS io_lo FROM io_payloads \gset
@@ -138,6 +140,22 @@ TRUNCATE io_crafted;
 COPY io_crafted FROM :'io_crafted' WITH (FORMAT binary);
 SELECT c.m::jsonb->>'device' AS device, (c.m::jsonb - 'device') = (o.m::jsonb - 'device') AS rest_same
 FROM io_crafted c, (SELECT m FROM io_models WHERE id = 1) o;
+
+-- a value sent before models recorded their input type reads with input
+-- null; an unknown input code is refused
+SELECT lo_from_bytea(0, io_copy_file(no_input)) AS io_lo FROM io_payloads \gset
+SELECT lo_export(:io_lo, :'io_crafted');
+SELECT lo_unlink(:io_lo);
+TRUNCATE io_crafted;
+COPY io_crafted FROM :'io_crafted' WITH (FORMAT binary);
+SELECT o.m::jsonb->>'input' AS sent_input, c.m::jsonb->'input' AS read_input,
+	   (c.m::jsonb - 'input') = (o.m::jsonb - 'input') AS rest_same
+FROM io_crafted c, (SELECT m FROM io_models WHERE id = 1) o;
+SELECT lo_from_bytea(0, io_copy_file(odd_input)) AS io_lo FROM io_payloads \gset
+SELECT lo_export(:io_lo, :'io_crafted');
+SELECT lo_unlink(:io_lo);
+COPY io_crafted FROM :'io_crafted' WITH (FORMAT binary);
+\echo :LAST_ERROR_SQLSTATE
 
 COPY (SELECT 1 WHERE false) TO PROGRAM :'io_cleanup';
 
