@@ -28,6 +28,33 @@ CREATE AGGREGATE kmeans_gpu(vec vector, k int) (
 	FINALFUNC = kmeans_gpu_finalfn, PARALLEL = SAFE
 );
 
+-- a bigint k, as for arrays
+CREATE FUNCTION kmeans_gpu_transfn(internal, vector, bigint, jsonb) RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_transfn_vector'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION kmeans_gpu_transfn(internal, vector, bigint) RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_transfn_vector'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE AGGREGATE kmeans_gpu(vec vector, k bigint, options jsonb) (
+	SFUNC = kmeans_gpu_transfn, STYPE = internal,
+	FINALFUNC = kmeans_gpu_finalfn, PARALLEL = SAFE
+);
+
+CREATE AGGREGATE kmeans_gpu(vec vector, k bigint) (
+	SFUNC = kmeans_gpu_transfn, STYPE = internal,
+	FINALFUNC = kmeans_gpu_finalfn, PARALLEL = SAFE
+);
+
+CREATE FUNCTION kmeans_gpu_cluster(vec vector, k bigint, options jsonb) RETURNS int
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_window_vector'
+	LANGUAGE C VOLATILE WINDOW CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION kmeans_gpu_cluster(vec vector, k bigint) RETURNS int
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_window_vector'
+	LANGUAGE C VOLATILE WINDOW CALLED ON NULL INPUT PARALLEL SAFE;
+
 CREATE FUNCTION kmeans_gpu_cluster(vec vector, k int, options jsonb) RETURNS int
 	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_window_vector'
 	LANGUAGE C VOLATILE WINDOW CALLED ON NULL INPUT PARALLEL SAFE;
@@ -118,6 +145,33 @@ CREATE AGGREGATE kmeans_gpu(vec halfvec, k int) (
 	SFUNC = kmeans_gpu_transfn, STYPE = internal,
 	FINALFUNC = kmeans_gpu_finalfn, PARALLEL = SAFE
 );
+
+-- a bigint k, as for arrays
+CREATE FUNCTION kmeans_gpu_transfn(internal, halfvec, bigint, jsonb) RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_transfn_halfvec'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION kmeans_gpu_transfn(internal, halfvec, bigint) RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_transfn_halfvec'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE AGGREGATE kmeans_gpu(vec halfvec, k bigint, options jsonb) (
+	SFUNC = kmeans_gpu_transfn, STYPE = internal,
+	FINALFUNC = kmeans_gpu_finalfn, PARALLEL = SAFE
+);
+
+CREATE AGGREGATE kmeans_gpu(vec halfvec, k bigint) (
+	SFUNC = kmeans_gpu_transfn, STYPE = internal,
+	FINALFUNC = kmeans_gpu_finalfn, PARALLEL = SAFE
+);
+
+CREATE FUNCTION kmeans_gpu_cluster(vec halfvec, k bigint, options jsonb) RETURNS int
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_window_halfvec'
+	LANGUAGE C VOLATILE WINDOW CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION kmeans_gpu_cluster(vec halfvec, k bigint) RETURNS int
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_window_halfvec'
+	LANGUAGE C VOLATILE WINDOW CALLED ON NULL INPUT PARALLEL SAFE;
 
 CREATE FUNCTION kmeans_gpu_cluster(vec halfvec, k int, options jsonb) RETURNS int
 	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_window_halfvec'

@@ -26,6 +26,15 @@ SELECT (SELECT kmeans_gpu(v, 3, '{"seed": 7}')::jsonb - 'timings_ms' - 'input' F
 SELECT m::jsonb->'sizes' AS sizes, m::jsonb->'rows' AS rows, m::jsonb->'d' AS d
 FROM (SELECT kmeans_gpu(v, 3, '{"seed": 7}') AS m FROM pv_pts) s;
 
+-- a bigint k, such as a count
+SELECT (SELECT kmeans_gpu(v, (SELECT count(*) / 100 FROM pv_pts), '{"seed": 7}')::jsonb - 'timings_ms' FROM pv_pts)
+	 = (SELECT kmeans_gpu(v, 3, '{"seed": 7}')::jsonb - 'timings_ms' FROM pv_pts) AS vector_bigint_k,
+	   (SELECT kmeans_gpu(h, 3::bigint)::jsonb - 'timings_ms' FROM pv_pts)
+	 = (SELECT kmeans_gpu(h, 3)::jsonb - 'timings_ms' FROM pv_pts) AS halfvec_bigint_k,
+	   (SELECT count(*) FILTER (WHERE a <> b)
+		FROM (SELECT kmeans_gpu_cluster(v, 3::bigint) OVER () AS a, kmeans_gpu_cluster(v, 3) OVER () AS b
+			  FROM pv_pts) s) AS window_bigint_k_differences;
+
 -- window form: the same clusters row by row
 SELECT count(*) AS rows,
 	   count(*) FILTER (WHERE cv IS DISTINCT FROM cr) AS vector_differences,
@@ -60,6 +69,12 @@ SELECT count(*) AS rows,
 	   count(*) FILTER (WHERE a.cluster <> b.cluster OR a.distance <> b.distance) AS halfvec_differences
 FROM kmeans_gpu_assign('SELECT id, h FROM pv_pts', 3, '{"seed": 2}') a
 JOIN kmeans_gpu_assign('SELECT id, hr FROM pv_pts', 3, '{"seed": 2}') b USING (id);
+-- a domain over vector is a vector column
+CREATE DOMAIN pv_embedding AS vector(4);
+SELECT count(*) AS rows,
+	   count(*) FILTER (WHERE a.cluster <> b.cluster OR a.distance <> b.distance) AS domain_differences
+FROM kmeans_gpu_assign('SELECT id, v::pv_embedding FROM pv_pts', 3, '{"seed": 2}') a
+JOIN kmeans_gpu_assign('SELECT id, r FROM pv_pts', 3, '{"seed": 2}') b USING (id);
 SELECT * FROM kmeans_gpu_assign('SELECT id, v::sparsevec FROM pv_pts', 3);
 \echo :LAST_ERROR_SQLSTATE
 
@@ -184,5 +199,6 @@ SELECT * FROM kmeans_centroids_halfvec('{"k": 1, "d": 1, "sizes": [1], "centroid
 \echo :LAST_ERROR_SQLSTATE
 
 DROP TABLE pv_pts, pv_model, pv_zero, pv_mixed, pv_half, pv_big, pv_centroids;
+DROP DOMAIN pv_embedding;
 DROP EXTENSION gpuclust_pgvector;
 DROP EXTENSION vector;
