@@ -29,6 +29,7 @@
 #include "utils/syscache.h"
 
 #ifdef GC_HAVE_PGVECTOR_H
+#include "extension/vector/halfvec.h"
 #include "extension/vector/vector.h"
 #endif
 
@@ -45,6 +46,10 @@ StaticAssertDecl(offsetof(Vector, x) == VARHDRSZ + sizeof(PgvectorHeader),
 				 "pgvector's vector layout changed");
 StaticAssertDecl(sizeof(((Vector *) 0)->x[0]) == sizeof(float),
 				 "pgvector's vector holds float4");
+StaticAssertDecl(offsetof(HalfVector, x) == VARHDRSZ + sizeof(PgvectorHeader),
+				 "pgvector's halfvec layout changed");
+StaticAssertDecl(sizeof(((HalfVector *) 0)->x[0]) == sizeof(uint16),
+				 "pgvector's halfvec holds binary16");
 #endif
 
 /*
