@@ -77,8 +77,9 @@ extern void gc_input_release_at_reset(GcInput *input, MemoryContext context);
 
 /*
  * A vector's format is the element type's OID for an array (FLOAT8OID,
- * FLOAT4OID) or, for pgvector's types, whose OIDs differ from database to
- * database, one of these two values, which are no type's OID
+ * FLOAT4OID) or one of these values, which are no type's OID: pgvector's
+ * types, whose OIDs differ from database to database, and any array of
+ * numbers (the element type then comes from each value)
  */
 #define GC_PGVECTOR_VECTOR	((Oid) 1)	/* vector: int16 dim, int16, float4[dim] */
 #define GC_PGVECTOR_HALFVEC ((Oid) 2)	/* halfvec: the same with binary16 */

@@ -1,10 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * input.c
- *	  Vectors from SQL arrays (float8[] or real[]) and pgvector's types
- *	  into the row store, with every check a user can trip: multi-dimensional
- *	  or empty arrays, NULL elements, NaN or infinity, and dimensions that
- *	  differ between rows.
+ *	  Vectors from SQL arrays (float8[], real[], and the integer and numeric
+ *	  arrays of the friendly forms) and pgvector's types into the row store,
+ *	  with every check a user can trip: multi-dimensional or empty arrays,
+ *	  NULL elements, NaN or infinity, and dimensions that differ between
+ *	  rows.
  *
  * IDENTIFICATION
  *	  src/input.c
