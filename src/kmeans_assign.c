@@ -61,7 +61,7 @@ check_query_columns(TupleDesc tupdesc, Oid *format)
 	if (!OidIsValid(*format))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("the query's second column must be float8[], real[], vector or halfvec"),
+				 errmsg("the query's second column must be a vector: float8[], real[], integer[], bigint[], smallint[], numeric[], vector or halfvec"),
 				 errdetail("It is of type %s.", format_type_be(vectype))));
 }
 

@@ -161,6 +161,9 @@ gc_vector_format_of_type(Oid typid)
 		return FLOAT8OID;
 	if (typid == FLOAT4ARRAYOID)
 		return FLOAT4OID;
+	if (typid == INT4ARRAYOID || typid == INT8ARRAYOID || typid == INT2ARRAYOID ||
+		typid == NUMERICARRAYOID)
+		return GC_NUMERIC_ARRAY;
 	if (is_pgvector_type(typid, "vector"))
 		return GC_PGVECTOR_VECTOR;
 	if (is_pgvector_type(typid, "halfvec"))

@@ -53,6 +53,17 @@ SELECT kmeans_predict(m, ARRAY[200, 1]) AS cluster_int, kmeans_predict(m, ARRAY[
 	   kmeans_distance(m, ARRAY[203, 2]) = kmeans_distance(m, ARRAY[203, 2]::float8[]) AS same_distance
 FROM (SELECT kmeans_gpu(fv, 3, '{"seed": 4}') AS m FROM ft_pts) s;
 
+-- the assign functions take a number-array query column
+SELECT count(*) AS rows,
+	   count(*) FILTER (WHERE a.cluster <> b.cluster OR a.distance <> b.distance) AS integer_differences,
+	   count(*) FILTER (WHERE c.cluster <> b.cluster OR c.distance <> b.distance) AS numeric_differences
+FROM kmeans_gpu_assign('SELECT id, iv FROM ft_pts', 3, '{"seed": 4}') a
+JOIN kmeans_gpu_assign('SELECT id, fv FROM ft_pts', 3, '{"seed": 4}') b USING (id)
+JOIN kmeans_gpu_assign('SELECT id, nv FROM ft_pts', 3, '{"seed": 4}') c USING (id);
+SELECT count(*) AS rows, count(*) FILTER (WHERE a.medoid_id <> b.medoid_id OR a.distance <> b.distance) AS differences
+FROM pmedian_gpu_assign('SELECT id, bv FROM ft_pts', 3) a
+JOIN pmedian_gpu_assign('SELECT id, fv FROM ft_pts', 3) b USING (id);
+
 --
 -- What cannot be a vector is refused, naming the cast
 --
