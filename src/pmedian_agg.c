@@ -18,6 +18,8 @@
 
 PG_FUNCTION_INFO_V1(gpuclust_pmedian_transfn);
 PG_FUNCTION_INFO_V1(gpuclust_pmedian_transfn_real);
+PG_FUNCTION_INFO_V1(gpuclust_pmedian_transfn_vector);
+PG_FUNCTION_INFO_V1(gpuclust_pmedian_transfn_halfvec);
 PG_FUNCTION_INFO_V1(gpuclust_pmedian_finalfn);
 
 typedef struct PmAggState
@@ -60,7 +62,7 @@ start_state(FunctionCallInfo fcinfo, MemoryContext aggcontext)
 }
 
 static Datum
-pmedian_transfn(FunctionCallInfo fcinfo, Oid elemtype)
+pmedian_transfn(FunctionCallInfo fcinfo, Oid format)
 {
 	MemoryContext aggcontext;
 	PmAggState *state;
@@ -83,7 +85,7 @@ pmedian_transfn(FunctionCallInfo fcinfo, Oid elemtype)
 	gc_pm_input_add(&state->in, PG_ARGISNULL(ARG_ID),
 					PG_ARGISNULL(ARG_ID) ? 0 : PG_GETARG_INT64(ARG_ID),
 					PG_ARGISNULL(ARG_VEC) ? (Datum) 0 : PG_GETARG_DATUM(ARG_VEC),
-					elemtype, with_demand && PG_ARGISNULL(3),
+					format, with_demand && PG_ARGISNULL(3),
 					with_demand && !PG_ARGISNULL(3) ? PG_GETARG_FLOAT8(3) : 0.0);
 	PG_RETURN_POINTER(state);
 }
@@ -98,6 +100,19 @@ Datum
 gpuclust_pmedian_transfn_real(PG_FUNCTION_ARGS)
 {
 	return pmedian_transfn(fcinfo, FLOAT4OID);
+}
+
+/* pgvector's types, declared by the gpuclust_pgvector extension */
+Datum
+gpuclust_pmedian_transfn_vector(PG_FUNCTION_ARGS)
+{
+	return pmedian_transfn(fcinfo, GC_PGVECTOR_VECTOR);
+}
+
+Datum
+gpuclust_pmedian_transfn_halfvec(PG_FUNCTION_ARGS)
+{
+	return pmedian_transfn(fcinfo, GC_PGVECTOR_HALFVEC);
 }
 
 /*

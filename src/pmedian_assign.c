@@ -27,7 +27,7 @@ PG_FUNCTION_INFO_V1(gpuclust_pmedian_assign);
 typedef struct QueryShape
 {
 	Oid			idtype;
-	Oid			elemtype;
+	Oid			format;			/* of the vectors (gc_vector_format_of_type) */
 	bool		with_demand;
 } QueryShape;
 
@@ -48,14 +48,11 @@ check_query_columns(TupleDesc tupdesc, QueryShape *shape)
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("the query's first column must be an integer id"),
 				 errdetail("It is of type %s.", format_type_be(shape->idtype))));
-	if (vectype == FLOAT8ARRAYOID)
-		shape->elemtype = FLOAT8OID;
-	else if (vectype == FLOAT4ARRAYOID)
-		shape->elemtype = FLOAT4OID;
-	else
+	shape->format = gc_vector_format_of_type(vectype);
+	if (!OidIsValid(shape->format))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("the query's second column must be float8[] or real[]"),
+				 errmsg("the query's second column must be a vector: float8[], real[], integer[], bigint[], smallint[], numeric[], vector or halfvec"),
 				 errdetail("It is of type %s.", format_type_be(vectype))));
 	shape->with_demand = tupdesc->natts == 3;
 	if (shape->with_demand && SPI_gettypeid(tupdesc, 3) != FLOAT8OID)
@@ -106,7 +103,7 @@ on_row(HeapTuple tuple, TupleDesc desc, void *arg)
 	Datum		q = cs->shape.with_demand ? SPI_getbinval(tuple, desc, 3, &qnull) : (Datum) 0;
 
 	gc_pm_input_add(cs->in, idnull, idnull ? 0 : gc_spi_id_value(id, cs->shape.idtype),
-					vecnull ? (Datum) 0 : vec, cs->shape.elemtype, qnull,
+					vecnull ? (Datum) 0 : vec, cs->shape.format, qnull,
 					cs->shape.with_demand && !qnull ? DatumGetFloat8(q) : 0.0);
 	if (vecnull)
 	{

@@ -30,6 +30,8 @@ PG_FUNCTION_INFO_V1(gpuclust_pmedian_model_recv);
 PG_FUNCTION_INFO_V1(gpuclust_pmedian_model_send);
 PG_FUNCTION_INFO_V1(gpuclust_pmedian_predict);
 PG_FUNCTION_INFO_V1(gpuclust_pmedian_predict_real);
+PG_FUNCTION_INFO_V1(gpuclust_pmedian_predict_vector);
+PG_FUNCTION_INFO_V1(gpuclust_pmedian_predict_halfvec);
 
 #define MODEL_TYPE "pmedian_model"
 
@@ -241,13 +243,13 @@ gpuclust_pmedian_model_recv(PG_FUNCTION_ARGS)
  * model's metric (the first medoid on ties)
  */
 static int64
-predict(FunctionCallInfo fcinfo, Oid elemtype)
+predict(FunctionCallInfo fcinfo, Oid format)
 {
 	PmedianModel *m = PG_GETARG_PMEDIAN_MODEL(0);
 	GcVectorView view;
 	double	   *x;
 
-	gc_vector_view(PG_GETARG_DATUM(1), elemtype, 1, &view);
+	gc_vector_view(PG_GETARG_DATUM(1), format, 1, &view);
 	if (view.d != m->d)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_EXCEPTION),
@@ -268,4 +270,17 @@ Datum
 gpuclust_pmedian_predict_real(PG_FUNCTION_ARGS)
 {
 	PG_RETURN_INT64(predict(fcinfo, FLOAT4OID));
+}
+
+/* pgvector's types, declared by the gpuclust_pgvector extension */
+Datum
+gpuclust_pmedian_predict_vector(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT64(predict(fcinfo, GC_PGVECTOR_VECTOR));
+}
+
+Datum
+gpuclust_pmedian_predict_halfvec(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT64(predict(fcinfo, GC_PGVECTOR_HALFVEC));
 }

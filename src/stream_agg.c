@@ -25,6 +25,8 @@
 
 PG_FUNCTION_INFO_V1(gpuclust_stream_transfn);
 PG_FUNCTION_INFO_V1(gpuclust_stream_transfn_real);
+PG_FUNCTION_INFO_V1(gpuclust_stream_transfn_vector);
+PG_FUNCTION_INFO_V1(gpuclust_stream_transfn_halfvec);
 PG_FUNCTION_INFO_V1(gpuclust_stream_finalfn);
 PG_FUNCTION_INFO_V1(gpuclust_stream_merge);
 PG_FUNCTION_INFO_V1(gpuclust_stream_model);
@@ -60,7 +62,7 @@ current_state(FunctionCallInfo fcinfo, MemoryContext aggcontext)
 }
 
 static Datum
-stream_transfn(FunctionCallInfo fcinfo, Oid elemtype)
+stream_transfn(FunctionCallInfo fcinfo, Oid format)
 {
 	MemoryContext aggcontext;
 	GcStreamState *state;
@@ -78,7 +80,7 @@ stream_transfn(FunctionCallInfo fcinfo, Oid elemtype)
 	}
 	if (PG_ARGISNULL(0))
 	{
-		gc_vector_view(PG_GETARG_DATUM(1), elemtype, 1, &view);
+		gc_vector_view(PG_GETARG_DATUM(1), format, 1, &view);
 		state = start_state(fcinfo, aggcontext, view.d);
 	}
 	else
@@ -88,7 +90,7 @@ stream_transfn(FunctionCallInfo fcinfo, Oid elemtype)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("k must be the same for every row of one kmeans_stream_state")));
-		gc_vector_view(PG_GETARG_DATUM(1), elemtype, state->stream.rows + 1, &view);
+		gc_vector_view(PG_GETARG_DATUM(1), format, state->stream.rows + 1, &view);
 	}
 	if (view.d != state->stream.d)
 		ereport(ERROR,
@@ -114,6 +116,19 @@ Datum
 gpuclust_stream_transfn_real(PG_FUNCTION_ARGS)
 {
 	return stream_transfn(fcinfo, FLOAT4OID);
+}
+
+/* pgvector's types, declared by the gpuclust_pgvector extension */
+Datum
+gpuclust_stream_transfn_vector(PG_FUNCTION_ARGS)
+{
+	return stream_transfn(fcinfo, GC_PGVECTOR_VECTOR);
+}
+
+Datum
+gpuclust_stream_transfn_halfvec(PG_FUNCTION_ARGS)
+{
+	return stream_transfn(fcinfo, GC_PGVECTOR_HALFVEC);
 }
 
 /*

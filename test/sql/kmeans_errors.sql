@@ -221,7 +221,7 @@ SELECT * FROM kmeans_gpu_assign('SELECT id::text, v FROM err_pts', 2);
 \echo :LAST_ERROR_SQLSTATE
 SELECT * FROM kmeans_gpu_assign('SELECT id::float8, v FROM err_pts', 2);
 \echo :LAST_ERROR_SQLSTATE
-SELECT * FROM kmeans_gpu_assign('SELECT id, v::numeric[] FROM err_pts', 2);
+SELECT * FROM kmeans_gpu_assign('SELECT id, v::text[] FROM err_pts', 2);
 \echo :LAST_ERROR_SQLSTATE
 SELECT * FROM kmeans_gpu_assign('SELECT id, v[1] FROM err_pts', 2);
 \echo :LAST_ERROR_SQLSTATE

@@ -176,6 +176,14 @@ SELECT m::jsonb->'rows' AS rows, m::jsonb->'null_rows' AS null_rows, m::jsonb->'
 FROM (SELECT '{"k": 1, "d": 3, "rows": 5, "null_rows": 2, "iterations": 7, "converged": true,
 			   "inertia": 1.5, "device": "gpu", "sizes": [5], "centroids": [[1.5, -2, 1e-300]],
 			   "timings_ms": {"collect": 1, "transfer": 2, "seeding": 3, "iterations": 4}}'::kmeans_model AS m) s;
+-- the input type, as a fit records it (null: not recorded)
+SELECT m::jsonb->'input' AS input, m::text::kmeans_model::text = m::text AS round_trip,
+	   kmeans_model_send(m) = kmeans_model_send(m::text::kmeans_model) AS same_binary
+FROM (VALUES ('{"k": 1, "d": 1, "input": "vector", "sizes": [1], "centroids": [[2]]}'::kmeans_model),
+			 ('{"k": 1, "d": 1, "input": "real[]", "sizes": [1], "centroids": [[2]]}'),
+			 ('{"k": 1, "d": 1, "input": null, "sizes": [1], "centroids": [[2]]}')) t(m);
+SELECT '{"k": 1, "d": 1, "input": "text", "sizes": [1], "centroids": [[2]]}'::kmeans_model;
+\echo :LAST_ERROR_SQLSTATE
 -- unknown fields are ignored
 SELECT m::jsonb ? 'comment' AS kept_comment, m::jsonb->'centroids' AS centroids, m::jsonb->'sizes' AS sizes
 FROM (SELECT '{"k": 1, "d": 1, "sizes": [0], "centroids": [[2]], "comment": "hand-made"}'::kmeans_model AS m) s;

@@ -16,7 +16,7 @@ UPDATE real_pts SET v4 = v8::real[];
 SELECT count(*) AS rows, count(*) FILTER (WHERE v4::float8[] = v8) AS exact FROM real_pts;
 
 CREATE FUNCTION real_strip(m kmeans_model) RETURNS jsonb
-LANGUAGE sql IMMUTABLE AS $$ SELECT m::jsonb - 'timings_ms' $$;
+LANGUAGE sql IMMUTABLE AS $$ SELECT m::jsonb - 'timings_ms' - 'input' $$;
 
 -- the aggregate: the identical model, for several options
 SELECT name,
