@@ -11,7 +11,7 @@ EXTENSION = gpuclust
 DATA = $(wildcard sql/gpuclust--*.sql)
 MODULE_big = gpuclust
 
-ENGINE_OBJS = engine/common.o engine/rowstore.o engine/kmeans_fit.o engine/kmeans_cpu.o \
+ENGINE_OBJS = engine/common.o engine/rowstore.o engine/kmeans_fit.o engine/kmeans_hybrid.o engine/kmeans_cpu.o \
 	engine/pmedian_fit.o engine/pmedian_cpu.o engine/stream_format.o engine/stream.o
 GLUE_OBJS = src/gpuclust.o src/input.o src/options.o src/model.o \
 	src/kmeans_run.o src/kmeans_agg.o src/kmeans_window.o src/kmeans_assign.o \
@@ -32,7 +32,9 @@ PG_CPPFLAGS = -Iengine -Icuda
 
 ifeq ($(WITH_CUDA),1)
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
-CUDA_OBJS = cuda/device.o cuda/kmeans_cuda.o cuda/labeling.o cuda/labeling_tensor.o \
+CUDA_OBJS = cuda/device.o cuda/kmeans_cuda.o cuda/labelers.o cuda/labeler_simt.o \
+	cuda/labeler_float64.o cuda/labeler_tensor.o cuda/labeler_bf16.o cuda/labeler_pruned.o \
+	cuda/labeling.o cuda/labeling_tensor.o cuda/tensor_operands.o \
 	cuda/labeling_pruned.o cuda/update.o cuda/seeding.o \
 	cuda/pmedian_cuda.o cuda/pmedian_allocate.o cuda/pmedian_locate.o cuda/pmedian_swap.o
 OBJS += $(CUDA_OBJS)
@@ -50,7 +52,8 @@ endif
 BUILD_CONFIG := with_cuda=$(WITH_CUDA)
 $(shell echo '$(BUILD_CONFIG)' | cmp -s - .build-config || echo '$(BUILD_CONFIG)' > .build-config)
 
-EXTRA_CLEAN = .build-config test/engine/engine_test test/engine/pmedian_test $(CUDA_OBJS) \
+EXTRA_CLEAN = .build-config test/engine/engine_test test/engine/kmeans_bench test/engine/pmedian_test \
+	$(CUDA_OBJS) \
 	test/results test/regression.diffs test/regression.out \
 	test/fuzz/stream_decode_fuzz test/fuzz/stream_seeds test/fuzz/corpus
 
@@ -91,9 +94,14 @@ installcheck-gpu:
 
 # Engine tests without a server (CPU reference, and the GPU where usable)
 ENGINE_TEST_OBJS = $(ENGINE_OBJS) $(CUDA_OBJS)
-test/engine/engine_test: test/engine/engine_test.c $(ENGINE_TEST_OBJS)
-	$(CC) -O2 -ffp-contract=off -Wall $(if $(WERROR),-Werror) $(PG_CPPFLAGS) -o $@ $< $(ENGINE_TEST_OBJS) \
-		$(if $(filter 1,$(WITH_CUDA)),$(SHLIB_LINK)) -lm
+# (suites in engine_test.c, harness in harness.c; kmeans_bench times GPU fits for bench/)
+TEST_HARNESS = test/engine/harness.c test/engine/harness.h
+test/engine/engine_test: test/engine/engine_test.c $(TEST_HARNESS) $(ENGINE_TEST_OBJS)
+	$(CC) -O2 -ffp-contract=off -Wall $(if $(WERROR),-Werror) $(PG_CPPFLAGS) -o $@ $< \
+		test/engine/harness.c $(ENGINE_TEST_OBJS) $(if $(filter 1,$(WITH_CUDA)),$(SHLIB_LINK)) -lm
+test/engine/kmeans_bench: test/engine/kmeans_bench.c $(TEST_HARNESS) $(ENGINE_TEST_OBJS)
+	$(CC) -O2 -ffp-contract=off -Wall $(if $(WERROR),-Werror) $(PG_CPPFLAGS) -o $@ $< \
+		test/engine/harness.c $(ENGINE_TEST_OBJS) $(if $(filter 1,$(WITH_CUDA)),$(SHLIB_LINK)) -lm
 
 .PHONY: engine-check
 engine-check: test/engine/engine_test test/engine/pmedian_test
