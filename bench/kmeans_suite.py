@@ -4,10 +4,10 @@ bench/gpu-run (after bench/pack).  For each workload it writes the data once
 (float64 rows) and measures, in the same run:
 
   - our GPU per iteration: lloyd, pruned (where it applies), auto, tf32,
-    bf16 (.devpg/engine_test bench ... reading the same rows from a file),
-    and variants that force a float32 labeling kernel through
-    GPUCLUST_BENCH_KERNEL (register, tensor, tensor-streaming), so that
-    each kernel choice is measured against the others in the same run;
+    bf16 (.devpg/kmeans_bench ... reading the same rows from a file),
+    and variants that force a float32 labeling kernel with kmeans_bench's
+    last argument (register, tensor, tensor-streaming), so that each kernel
+    choice is measured against the others in the same run;
   - a PyTorch baseline on the same GPU: matmul-form distances, argmin,
     index_add update, float32 (PyTorch's default: no TF32 in matmul);
   - scikit-learn Lloyd and Elkan on the machine's cores;
@@ -63,11 +63,9 @@ def ours(name, X, k, algorithm, precision, iters, forced=None):
     path = os.path.join(DATA, name + ".f64")
     if not os.path.exists(path):
         np.ascontiguousarray(X, dtype=np.float64).tofile(path)
-    env = dict(os.environ)
-    if forced:
-        env["GPUCLUST_BENCH_KERNEL"] = forced
-    out = subprocess.run([".devpg/engine_test", "bench", str(n), str(d), str(k), "file:" + path,
-                          algorithm, precision, str(iters)], capture_output=True, text=True, env=env)
+    args = [".devpg/kmeans_bench", str(n), str(d), str(k), "file:" + path, algorithm, precision,
+            str(iters)] + ([forced] if forced else [])
+    out = subprocess.run(args, capture_output=True, text=True)
     sys.stderr.write(out.stderr)
     rec = json.loads(out.stdout.strip().splitlines()[-1])
     rec.update(workload=name, impl="gpuclust", peak_fraction=rec["tflops"] / PEAK_TFLOPS)
