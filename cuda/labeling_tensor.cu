@@ -64,6 +64,12 @@
  *	  results are discarded, and centroid columns past k start at -FLT_MAX
  *	  (or are skipped a warp's 8-column slice at a time).
  *
+ *	  This file chooses the layout and launches the passes (the screen,
+ *	  3xTF32 over its list, the exact check); the kernel templates are in
+ *	  tensor_tiles.cuh, and the operands' norms and padding and the exact
+ *	  check (refine_labels) in tensor_operands.cu.  The labelers that own
+ *	  the operands are labeler_tensor.cu and labeler_bf16.cu.
+ *
  * IDENTIFICATION
  *	  cuda/labeling_tensor.cu
  *
