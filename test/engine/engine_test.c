@@ -25,6 +25,7 @@
 #include "gc_math.h"
 #include "gc_stream.h"
 #include "harness.h"
+#include "kmeans_hybrid.h"
 #ifdef GC_WITH_CUDA
 #include "gc_cuda.h"
 #endif
@@ -177,6 +178,29 @@ run_tensor_case(int64_t n, int d, int k, double sigma)
 		  strncmp(gpu.result.kernel, "tensor_", 7) == 0, "gpu used a tensor kernel", config);
 	printf("%s: kernel %s\n", config, gpu.result.kernel ? gpu.result.kernel : "?");
 	check_same_fit(&cpu, &gpu, n, k, d, "gpu tensor float32", config);
+	{
+		/*
+		 * The kernel parameter: the streamed layout forced (exact labels
+		 * whatever the data), and the SIMT kernel forced (float32 sums of
+		 * squares: on blobs, where no label is a near tie)
+		 */
+		Fit			forced = fit_kernel(&gc_kmeans_cuda_backend, &pinned, k, 3,
+										GC_ALGORITHM_LLOYD, GC_PRECISION_FLOAT32, 30, 0.0,
+										GC_KERNEL_TENSOR_SCREENED, true);
+
+		check_same_fit(&cpu, &forced, n, k, d, "gpu tensor streamed", config);
+		free_fit(&forced);
+		if (sigma > 0)
+		{
+			forced = fit_kernel(&gc_kmeans_cuda_backend, &pinned, k, 3, GC_ALGORITHM_LLOYD,
+								GC_PRECISION_FLOAT32, 30, 0.0, GC_KERNEL_REGISTER, false);
+			check(forced.status == GC_OK && forced.result.kernel != NULL &&
+				  strcmp(forced.result.kernel, d <= 32 ? "register" : "tiled") == 0,
+				  "a forced SIMT kernel labels", config);
+			check_same_fit(&cpu, &forced, n, k, d, "gpu forced simt", config);
+			free_fit(&forced);
+		}
+	}
 	if (sigma > 0)
 	{
 		Fit			bf16 = fit_with(&gc_kmeans_cuda_backend, &pinned, k, 3, GC_ALGORITHM_LLOYD,
@@ -572,6 +596,95 @@ run_stream_format_cases(void)
 	free(bad);
 }
 
+/*
+ * The hybrid's rules as the driver applies them, for each device's
+ * constants: when pruning is tried, the GPU's probe on 1/16 of the rows,
+ * the fall-backs on work and on time, and the re-ordering once the work
+ * has settled.  The GPU's are checked here without a GPU.
+ */
+static void
+run_hybrid_rule_cases(void)
+{
+	GcKmeansParams params = {0};
+	GcHybrid	h;
+	GcStepStatus step = {0};
+	const char *config = "hybrid rules";
+
+	params.algorithm = GC_ALGORITHM_AUTO;
+	params.k = 100;
+	gc_hybrid_start(&h, &gc_hybrid_gpu_rules, &params, 1000000, 8, true);
+	check(h.use_pruned, "gpu auto prunes k = 100, n = 1M, d = 8", config);
+	check(gc_hybrid_pruned_rows(&h, 1) == 0, "no pruning in iteration 1", config);
+	check(gc_hybrid_pruned_rows(&h, 2) == 62500, "gpu probes 1/16 of the rows", config);
+	check(gc_hybrid_pruned_rows(&h, 3) == 1000000, "then prunes every row", config);
+	step.pruned_work = 0.07 * 100 * 62500;
+	check(gc_hybrid_review(&h, 62500, &step) == GC_HYBRID_KEEP, "gpu keeps pruning at 0.07 k", config);
+	step.pruned_work = 0.0705 * 100 * 1000000;
+	check(gc_hybrid_review(&h, 1000000, &step) == GC_HYBRID_REORDER,
+		  "gpu re-orders once the work settles within 5%", config);
+	step.labeling_ms = 1.0;
+	check(gc_hybrid_review(&h, 0, &step) == GC_HYBRID_KEEP && h.lloyd_label_ms == 1.0,
+		  "a Lloyd pass sets the time to beat", config);
+	step.labeling_ms = 1.5;
+	check(gc_hybrid_review(&h, 1000000, &step) == GC_HYBRID_LLOYD && !h.use_pruned,
+		  "gpu drops pruning slower than Lloyd's after re-ordering", config);
+	check(gc_hybrid_pruned_rows(&h, 9) == 0, "no pruning after the drop", config);
+
+	gc_hybrid_start(&h, &gc_hybrid_gpu_rules, &params, 1000000, 8, true);
+	step.pruned_work = 0.09 * 100 * 62500;
+	step.labeling_ms = 0.0;
+	check(gc_hybrid_review(&h, 62500, &step) == GC_HYBRID_LLOYD, "gpu drops pruning above 0.08 k",
+		  config);
+	gc_hybrid_start(&h, &gc_hybrid_gpu_rules, &params, 1000000, 8, false);
+	check(!h.use_pruned, "gpu auto does not prune on a tensor labeler", config);
+	gc_hybrid_start(&h, &gc_hybrid_gpu_rules, &params, 50000, 8, true);
+	check(!h.use_pruned, "gpu auto does not prune where k log k > 0.001 n d", config);
+	params.k = 7;
+	gc_hybrid_start(&h, &gc_hybrid_gpu_rules, &params, 1000000, 8, true);
+	check(!h.use_pruned, "gpu auto does not prune k < 8", config);
+	params.algorithm = GC_ALGORITHM_PRUNED;
+	gc_hybrid_start(&h, &gc_hybrid_gpu_rules, &params, 1000, 8, false);
+	check(h.use_pruned && gc_hybrid_pruned_rows(&h, 2) == 1000,
+		  "gpu pruned prunes every row from iteration 2", config);
+	params.k = 4097;
+	gc_hybrid_start(&h, &gc_hybrid_gpu_rules, &params, 1000000, 8, true);
+	check(!h.use_pruned, "gpu pruned stops at k = 4096", config);
+	params.k = 1;
+	gc_hybrid_start(&h, &gc_hybrid_gpu_rules, &params, 1000, 8, true);
+	check(!h.use_pruned, "gpu pruned needs k >= 2", config);
+	gc_hybrid_start(&h, &gc_hybrid_cpu_rules, &params, 1000, 8, true);
+	check(h.use_pruned, "cpu pruned takes k = 1", config);
+	params.algorithm = GC_ALGORITHM_LLOYD;
+	params.k = 100;
+	gc_hybrid_start(&h, &gc_hybrid_cpu_rules, &params, 1000000, 8, true);
+	check(!h.use_pruned, "lloyd never prunes", config);
+
+	params.algorithm = GC_ALGORITHM_AUTO;
+	params.k = 4;
+	gc_hybrid_start(&h, &gc_hybrid_cpu_rules, &params, 16, 2, true);
+	check(h.use_pruned && gc_hybrid_pruned_rows(&h, 2) == 16,
+		  "cpu auto prunes every row from iteration 2 where n >= 4 k", config);
+	gc_hybrid_start(&h, &gc_hybrid_cpu_rules, &params, 15, 2, true);
+	check(!h.use_pruned, "cpu auto needs n >= 4 k", config);
+	params.k = 3;
+	gc_hybrid_start(&h, &gc_hybrid_cpu_rules, &params, 1000, 2, true);
+	check(!h.use_pruned, "cpu auto needs k >= 4", config);
+	params.k = 100;
+	gc_hybrid_start(&h, &gc_hybrid_cpu_rules, &params, 1000, 2, true);
+	step.labeling_ms = 0.0;
+	step.pruned_work = 0.5 * 100 * 1000;
+	check(gc_hybrid_review(&h, 1000, &step) == GC_HYBRID_KEEP, "cpu keeps pruning at 0.5 n k",
+		  config);
+	check(gc_hybrid_review(&h, 1000, &step) == GC_HYBRID_KEEP, "cpu never re-orders", config);
+	step.pruned_work = 0.76 * 100 * 1000;
+	check(gc_hybrid_review(&h, 1000, &step) == GC_HYBRID_LLOYD, "cpu drops pruning above 0.75 n k",
+		  config);
+	check(strcmp(gc_kernel_name(GC_KERNEL_TENSOR_SCREENED), "tensor_screened") == 0 &&
+		  strcmp(gc_kernel_name(GC_KERNEL_REGISTER), "register") == 0 &&
+		  strcmp(gc_kernel_name(GC_KERNEL_FLOAT64), "float64") == 0,
+		  "kernel names as results report them", config);
+}
+
 int
 main(void)
 {
@@ -600,6 +713,7 @@ main(void)
 #endif
 	run_weighted_case(3000, 3, 5);
 	run_weighted_case(2000, 17, 20);
+	run_hybrid_rule_cases();
 	run_stream_format_cases();
 	run_stream_case(40000, 2, 5);
 	run_stream_case(30000, 8, 10);
