@@ -161,10 +161,10 @@ typedef enum GcPrecision
 /*
  * A GPU labeling kernel, from the choice (params.kernel, AUTO unless a
  * benchmark or a test forces one) to the launch.  AUTO picks by precision
- * and shape (cuda/labelers.cu); a forced float32 kernel is honoured where
- * the precision is float32: REGISTER and TILED ask for the SIMT kernel
- * (register up to d = 32, tiled above), the tensor ones for the TF32
- * screen.  The CPU ignores it.
+ * and shape (cuda/labelers.cu); a forced kernel is honoured where the
+ * precision is float32: REGISTER and TILED ask for the SIMT kernel
+ * (register up to d = 32, tiled above), TENSOR_SCREENED and TENSOR_3XTF32
+ * for the TF32 screen, the others for themselves.  The CPU ignores it.
  */
 typedef enum GcKernel
 {
