@@ -437,6 +437,7 @@ cuda_score(void *session, const double *centroids, int32_t *labels,
 extern "C" const GcKmeansBackend gc_kmeans_cuda_backend = {
 	"gpu",
 	&gc_hybrid_gpu_rules,
+	false,						/* the driver polls after each status read */
 	cuda_open,
 	cuda_seed_kmeanspp,
 	cuda_begin,

@@ -240,7 +240,6 @@ typedef struct GcHybridRules
 	int64_t		probe_min_rows; /* ... but at least this many rows */
 	double		max_work_ratio; /* auto: back to Lloyd's when mean work > this k */
 	double		settled;		/* re-order rows by work once mean work moves less (0: never) */
-	bool		poll_each_iteration;	/* the driver polls the interrupt hook per iteration */
 } GcHybridRules;
 
 extern const GcHybridRules gc_hybrid_cpu_rules;
@@ -280,6 +279,8 @@ typedef struct GcKmeansBackend
 {
 	const char *name;
 	const GcHybridRules *hybrid;
+	/* step polls the interrupt hook itself; else the driver, once per iteration */
+	bool		step_polls;
 	GcStatus	(*open) (const GcRows *rows, const GcFrame *frame,
 						 const GcKmeansParams *params, void **session,
 						 GcError *err);

@@ -399,6 +399,7 @@ cpu_score(void *session, const double *centroids, int32_t *labels,
 const GcKmeansBackend gc_kmeans_cpu_backend = {
 	.name = "cpu",
 	.hybrid = &gc_hybrid_cpu_rules,
+	.step_polls = true,			/* every 1,024 rows */
 	.open = cpu_open,
 	.seed_kmeanspp = cpu_seed_kmeanspp,
 	.begin = cpu_begin,

@@ -185,7 +185,6 @@ run_lloyd(const GcKmeansBackend *backend, void *session, const GcRows *rows,
 		  const GcFrame *frame, const GcKmeansParams *params, double *centroids,
 		  LloydOutcome *outcome, GcError *err)
 {
-	const GcHybridRules *rules = backend->hybrid;
 	GcRestartPlan plan = {0};
 	GcHybrid	hybrid;
 	GcStatus	status;
@@ -194,7 +193,7 @@ run_lloyd(const GcKmeansBackend *backend, void *session, const GcRows *rows,
 	if ((status = backend->begin(session, centroids, &plan, err)) != GC_OK)
 		return status;
 	outcome->kernel = plan.kernel;
-	gc_hybrid_start(&hybrid, rules, params, rows->n, rows->d, plan.can_prune);
+	gc_hybrid_start(&hybrid, backend->hybrid, params, rows->n, rows->d, plan.can_prune);
 	if (hybrid.use_pruned &&
 		(status = backend->prepare_pruning(session, &hybrid.use_pruned, err)) != GC_OK)
 		return status;
@@ -221,7 +220,7 @@ run_lloyd(const GcKmeansBackend *backend, void *session, const GcRows *rows,
 			outcome->converged = true;
 			break;
 		}
-		if (rules->poll_each_iteration && params->interrupted && params->interrupted())
+		if (!backend->step_polls && params->interrupted && params->interrupted())
 			return gc_fail(err, GC_INTERRUPTED, "interrupted in iteration %d", it);
 
 		switch (gc_hybrid_review(&hybrid, pruned_rows, &step))

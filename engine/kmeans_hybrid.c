@@ -27,8 +27,7 @@
  * The CPU: pruning pays unless nearly every centroid must be tried (a
  * distance in the pruned walk costs about what one in the scan does), so
  * auto prunes from iteration 2 wherever k >= 4 and n >= 4 k, on every row,
- * and goes back to Lloyd's when the work passes 0.75 n k.  The CPU step
- * polls the interrupt hook every 1,024 rows, not the driver.
+ * and goes back to Lloyd's when the work passes 0.75 n k.
  */
 const GcHybridRules gc_hybrid_cpu_rules = {
 	.pruned_min_k = 1,
@@ -40,7 +39,6 @@ const GcHybridRules gc_hybrid_cpu_rules = {
 	.probe_min_rows = 0,
 	.max_work_ratio = 0.75,
 	.settled = 0.0,
-	.poll_each_iteration = false,
 };
 
 /*
@@ -68,7 +66,6 @@ const GcHybridRules gc_hybrid_cpu_rules = {
  *   (the second epoch), after which a pruned labeling slower than the last
  *   measured Lloyd labeling switches back to Lloyd's for good.
  * The pruned kernel takes k up to GC_PRUNED_MAX_K (cuda/kmeans_kernels.cuh).
- * The GPU reads one status per iteration, where the driver polls.
  */
 #define PRUNE_START_RATIO 0.001
 #define PRUNE_SETTLED 0.05
@@ -88,7 +85,6 @@ const GcHybridRules gc_hybrid_gpu_rules = {
 	.probe_min_rows = PRUNE_PROBE_MIN_ROWS,
 	.max_work_ratio = PRUNE_MAX_WORK_RATIO,
 	.settled = PRUNE_SETTLED,
-	.poll_each_iteration = true,
 };
 
 /*
