@@ -14,7 +14,7 @@ EXTENSION = gpuclust gpuclust_pgvector
 DATA = $(wildcard sql/gpuclust--*.sql) $(wildcard sql/gpuclust_pgvector--*.sql)
 MODULE_big = gpuclust
 
-ENGINE_OBJS = engine/common.o engine/rowstore.o engine/kmeans_fit.o engine/kmeans_cpu.o \
+ENGINE_OBJS = engine/common.o engine/rowstore.o engine/kmeans_fit.o engine/kmeans_hybrid.o engine/kmeans_cpu.o \
 	engine/pmedian_fit.o engine/pmedian_cpu.o engine/stream_format.o engine/stream.o
 GLUE_OBJS = src/gpuclust.o src/interrupt.o src/input.o src/options.o src/model.o \
 	src/kmeans_run.o src/kmeans_agg.o src/kmeans_window.o src/kmeans_assign.o \
@@ -36,7 +36,9 @@ PG_CPPFLAGS = -Iengine -Icuda
 
 ifeq ($(WITH_CUDA),1)
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
-CUDA_OBJS = cuda/device.o cuda/kmeans_cuda.o cuda/labeling.o cuda/labeling_tensor.o \
+CUDA_OBJS = cuda/device.o cuda/kmeans_cuda.o cuda/labelers.o cuda/labeler_simt.o \
+	cuda/labeler_float64.o cuda/labeler_tensor.o cuda/labeler_bf16.o cuda/labeler_pruned.o \
+	cuda/labeling.o cuda/labeling_tensor.o cuda/tensor_operands.o \
 	cuda/labeling_pruned.o cuda/update.o cuda/seeding.o \
 	cuda/pmedian_cuda.o cuda/pmedian_allocate.o cuda/pmedian_locate.o cuda/pmedian_swap.o
 OBJS += $(CUDA_OBJS)
@@ -60,7 +62,8 @@ PG_CONFIG ?= pg_config
 BUILD_CONFIG := with_cuda=$(WITH_CUDA) $(shell $(PG_CONFIG) --version)
 $(shell echo '$(BUILD_CONFIG)' | cmp -s - .build-config || echo '$(BUILD_CONFIG)' > .build-config)
 
-EXTRA_CLEAN = .build-config $(ASAN_DIR) test/engine/engine_test test/engine/pmedian_test test/engine/cosine_test $(CUDA_OBJS) \
+EXTRA_CLEAN = .build-config $(ASAN_DIR) test/engine/engine_test test/engine/kmeans_bench \
+	test/engine/pmedian_test test/engine/cosine_test $(CUDA_OBJS) \
 	test/results test/regression.diffs test/regression.out \
 	test/fuzz/stream_decode_fuzz test/fuzz/stream_seeds test/fuzz/corpus
 
@@ -140,10 +143,16 @@ installcheck-gpu:
 
 # Engine tests without a server (CPU reference, and the GPU where usable)
 ENGINE_TEST_OBJS = $(ENGINE_OBJS) $(CUDA_OBJS)
-test/engine/engine_test: test/engine/engine_test.c $(ENGINE_TEST_OBJS)
+# (suites in engine_test.c, harness in harness.c; kmeans_bench times GPU fits for bench/)
+TEST_HARNESS = test/engine/harness.c test/engine/harness.h
+test/engine/engine_test: test/engine/engine_test.c $(TEST_HARNESS) $(ENGINE_TEST_OBJS)
 	$(call progress,CCLD)
-	$(CC) -O2 -ffp-contract=off -Wall $(if $(WERROR),-Werror) $(PG_CPPFLAGS) -o $@ $< $(ENGINE_TEST_OBJS) \
-		$(if $(filter 1,$(WITH_CUDA)),$(SHLIB_LINK)) -lm
+	$(CC) -O2 -ffp-contract=off -Wall $(if $(WERROR),-Werror) $(PG_CPPFLAGS) -o $@ $< \
+		test/engine/harness.c $(ENGINE_TEST_OBJS) $(if $(filter 1,$(WITH_CUDA)),$(SHLIB_LINK)) -lm
+test/engine/kmeans_bench: test/engine/kmeans_bench.c $(TEST_HARNESS) $(ENGINE_TEST_OBJS)
+	$(call progress,CCLD)
+	$(CC) -O2 -ffp-contract=off -Wall $(if $(WERROR),-Werror) $(PG_CPPFLAGS) -o $@ $< \
+		test/engine/harness.c $(ENGINE_TEST_OBJS) $(if $(filter 1,$(WITH_CUDA)),$(SHLIB_LINK)) -lm
 
 .PHONY: engine-check
 engine-check: test/engine/engine_test test/engine/pmedian_test test/engine/cosine_test
@@ -173,10 +182,11 @@ ASAN_DIR = build/asan
 ASAN_CFLAGS = $(ENGINE_CFLAGS) -O1 -g -fno-omit-frame-pointer \
 	-fsanitize=address,undefined -fno-sanitize-recover=undefined
 ASAN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
-$(ASAN_DIR)/%: test/engine/%.c $(ENGINE_OBJS:.o=.c) $(wildcard engine/*.h)
+$(ASAN_DIR)/%: test/engine/%.c $(ENGINE_OBJS:.o=.c) $(wildcard engine/*.h) $(TEST_HARNESS)
 	@mkdir -p $(ASAN_DIR)
 	$(call progress,CCLD,$@)
-	$(CC) $(ASAN_CFLAGS) -o $@ $< $(ENGINE_OBJS:.o=.c) -lm
+	$(CC) $(ASAN_CFLAGS) -o $@ $< $(if $(filter %engine_test,$@),test/engine/harness.c) \
+		$(ENGINE_OBJS:.o=.c) -lm
 
 .PHONY: engine-check-asan
 engine-check-asan: $(ASAN_DIR)/engine_test $(ASAN_DIR)/pmedian_test $(ASAN_DIR)/cosine_test

@@ -4,10 +4,10 @@ bench/gpu-run (after bench/pack).  For each workload it writes the data once
 (float64 rows) and measures, in the same run:
 
   - our GPU per iteration: lloyd, pruned (where it applies), auto, tf32,
-    bf16 (.devpg/engine_test bench ... reading the same rows from a file),
-    and variants that force a float32 labeling kernel through
-    GPUCLUST_BENCH_KERNEL (register, tensor, tensor-streaming), so that
-    each kernel choice is measured against the others in the same run;
+    bf16 (.devpg/kmeans_bench ... reading the same rows from a file),
+    and variants that force a float32 labeling kernel with kmeans_bench's
+    last argument (register, tensor, tensor-streaming), so that each kernel
+    choice is measured against the others in the same run;
   - a PyTorch baseline on the same GPU: matmul-form distances, argmin,
     index_add update, float32 (PyTorch's default: no TF32 in matmul);
   - scikit-learn Lloyd and Elkan on the machine's cores;
@@ -15,7 +15,11 @@ bench/gpu-run (after bench/pack).  For each workload it writes the data once
     PEAK_TFLOPS.
 
 Results: one JSON line per measurement on stdout and in $OUT/kmeans.jsonl.
-Usage: kmeans_suite.py [workload-name ...]   (default: all)
+Usage: kmeans_suite.py [--old PATH] [workload-name ...]   (default: all)
+--old PATH also runs every gpuclust variant with an earlier build's engine
+test binary (its `bench` subcommand, the kernel forced through
+GPUCLUST_BENCH_KERNEL), right after the new one, as impl "gpuclust-old",
+and prints each variant's new/old ratio of per-iteration time to stderr.
 GPUCLUST_SKIP_SKLEARN=1 leaves scikit-learn out (its rows from an earlier run stay in the report).
 """
 import gzip, json, os, subprocess, sys, time
@@ -63,17 +67,33 @@ def ours(name, X, k, algorithm, precision, iters, forced=None):
     path = os.path.join(DATA, name + ".f64")
     if not os.path.exists(path):
         np.ascontiguousarray(X, dtype=np.float64).tofile(path)
-    env = dict(os.environ)
-    if forced:
-        env["GPUCLUST_BENCH_KERNEL"] = forced
-    out = subprocess.run([".devpg/engine_test", "bench", str(n), str(d), str(k), "file:" + path,
-                          algorithm, precision, str(iters)], capture_output=True, text=True, env=env)
+    args = [".devpg/kmeans_bench", str(n), str(d), str(k), "file:" + path, algorithm, precision,
+            str(iters)] + ([forced] if forced else [])
+    out = subprocess.run(args, capture_output=True, text=True)
     sys.stderr.write(out.stderr)
     rec = json.loads(out.stdout.strip().splitlines()[-1])
     rec.update(workload=name, impl="gpuclust", peak_fraction=rec["tflops"] / PEAK_TFLOPS)
     if forced:
         rec["forced"] = forced
     emit(rec)
+    if OLD_BINARY:
+        env = dict(os.environ)
+        if forced:
+            env["GPUCLUST_BENCH_KERNEL"] = forced
+        out = subprocess.run([OLD_BINARY, "bench", str(n), str(d), str(k), "file:" + path,
+                              algorithm, precision, str(iters)], capture_output=True, text=True,
+                             env=env)
+        sys.stderr.write(out.stderr)
+        old = json.loads(out.stdout.strip().splitlines()[-1])
+        old.update(workload=name, impl="gpuclust-old", peak_fraction=old["tflops"] / PEAK_TFLOPS)
+        if forced:
+            old["forced"] = forced
+        emit(old)
+        print("ratio new/old %s %s %s %s: %.4f (%.4f / %.4f ms/it; iterations %d / %d, kernel %s / %s)"
+              % (name, algorithm, precision, forced or "-",
+                 rec["ms_per_iteration"] / old["ms_per_iteration"], rec["ms_per_iteration"],
+                 old["ms_per_iteration"], rec["iterations"], old["iterations"], rec["kernel"],
+                 old["kernel"]), file=sys.stderr, flush=True)
     return rec
 
 
@@ -163,8 +183,13 @@ WORKLOADS["embeddings-n1M-d768-k1000"] = lambda: (
     gaussian(1_000_000, 768, 1000, 0.05, 4).astype(np.float64), 1000, DENSE,
     dict(torch_iters=5, sk_iters=1, sk_algos=("lloyd",)))
 
+OLD_BINARY = None
+
 if __name__ == "__main__":
-    names = sys.argv[1:] or list(WORKLOADS)
+    args = sys.argv[1:]
+    if args[:1] == ["--old"]:
+        OLD_BINARY, args = args[1], args[2:]
+    names = args or list(WORKLOADS)
     for name in names:
         X, k, variants, extra = WORKLOADS[name]()
         print(f"== {name}: n={X.shape[0]} d={X.shape[1]} k={k}", file=sys.stderr, flush=True)

@@ -2,9 +2,11 @@
  *
  * kmeans_kernels.cuh
  *	  Launchers of the k-means kernels, each taking an explicit stream and
- *	  returning a status.  Kernels live in labeling.cu (nearest centroid),
- *	  update.cu (centroid update, scoring, layout) and seeding.cu
- *	  (k-means++).
+ *	  returning a status.  Kernels live in labeling.cu (nearest centroid,
+ *	  SIMT), labeling_tensor.cu with tensor_tiles.cuh and tensor_operands.cu
+ *	  (tensor cores), labeling_pruned.cu (Wu & Hong), update.cu (centroid
+ *	  update, scoring, layout) and seeding.cu (k-means++); the labelers
+ *	  (labeler_*.cu) call them.
  *
  * IDENTIFICATION
  *	  cuda/kmeans_kernels.cuh
@@ -61,7 +63,7 @@ typedef struct TensorPartial
 	int32_t		index;
 	int32_t		unused;
 } TensorPartial;
-bool		gc_tensor_splits(int d, int k, bool bf16);
+bool		gc_tensor_splits(int d, int k, bool bf16, bool streamed);
 
 /*
  * What the tensor kernels need for exact labels: row norms, the error
@@ -93,18 +95,15 @@ typedef struct TensorRefinement
 	int			d;
 } TensorRefinement;
 
-typedef enum GcTensorMode
-{
-	GC_TENSOR_TF32,
-	GC_TENSOR_TF32X3
-} GcTensorMode;
-
-/* float32 operands: TF32 or 3xTF32, exact when refine is not NULL */
+/*
+ * float32 operands: kernel GC_KERNEL_TENSOR_TF32 (refine unused), _3XTF32
+ * or _SCREENED (exact, with refine); streamed asks for the streamed layout
+ */
 GcStatus	launch_assign_points_tensor(const float *xp, const float *cp,
 										const float *cnorm,
 										const TensorRefinement *refine,
 										int64_t n, int ld, int k,
-										GcTensorMode mode,
+										GcKernel kernel, bool streamed,
 										int32_t *labels,
 										unsigned long long *changed,
 										TensorPartial *partials,
@@ -112,7 +111,7 @@ GcStatus	launch_assign_points_tensor(const float *xp, const float *cp,
 /* bf16 operands, with cnorm the norms of the bf16 centroids */
 GcStatus	launch_assign_points_bf16(const __nv_bfloat16 *xb, const __nv_bfloat16 *cb,
 									  const float *cnorm, int64_t n, int ld, int k,
-									  int32_t *labels, unsigned long long *changed,
+									  bool streamed, int32_t *labels, unsigned long long *changed,
 									  TensorPartial *partials,
 									  cudaStream_t stream, GcError *err);
 GcStatus	launch_row_norms(const float *x32, int64_t n, int d, float *xnorm,

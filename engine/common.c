@@ -132,3 +132,14 @@ gc_select_random_rows(const GcRows *rows, int k, uint64_t seed, int64_t *chosen,
 	free(heap);
 	return GC_OK;
 }
+
+const char *
+gc_kernel_name(GcKernel kernel)
+{
+	static const char *const names[GC_KERNEL_COUNT] = {
+		"auto", "register", "tiled", "tensor_screened", "tensor_3xtf32", "tensor_tf32",
+		"tensor_bf16", "float64"
+	};
+
+	return kernel >= 0 && kernel < GC_KERNEL_COUNT ? names[kernel] : "unknown";
+}

@@ -165,6 +165,29 @@ typedef enum GcMetric
 	GC_METRIC_EUCLIDEAN = 0,
 	GC_METRIC_COSINE			/* spherical: unit rows, centroids renormalised */
 } GcMetric;
+/*
+ * A GPU labeling kernel, from the choice (params.kernel, AUTO unless a
+ * benchmark or a test forces one) to the launch.  AUTO picks by precision
+ * and shape (cuda/labelers.cu); a forced kernel is honoured where the
+ * precision is float32: REGISTER and TILED ask for the SIMT kernel
+ * (register up to d = 32, tiled above), TENSOR_SCREENED and TENSOR_3XTF32
+ * for the TF32 screen, the others for themselves.  The CPU ignores it.
+ */
+typedef enum GcKernel
+{
+	GC_KERNEL_AUTO = 0,
+	GC_KERNEL_REGISTER,			/* SIMT, the point in registers (d <= 32) */
+	GC_KERNEL_TILED,			/* SIMT, centroid tiles in shared memory */
+	GC_KERNEL_TENSOR_SCREENED,	/* TF32 screen, 3xTF32 and exact checks */
+	GC_KERNEL_TENSOR_3XTF32,	/* 3xTF32 and exact checks (the screen's stand-in) */
+	GC_KERNEL_TENSOR_TF32,		/* TF32 alone (precision tf32) */
+	GC_KERNEL_TENSOR_BF16,		/* bf16 alone (precision bf16) */
+	GC_KERNEL_FLOAT64,			/* double (precision float64) */
+	GC_KERNEL_COUNT
+} GcKernel;
+
+/* The kernel's name as results and models report it ("register", ...) */
+extern const char *gc_kernel_name(GcKernel kernel);
 
 typedef struct GcKmeansParams
 {
@@ -178,6 +201,8 @@ typedef struct GcKmeansParams
 	GcAlgorithm algorithm;		/* default auto */
 	GcPrecision precision;		/* default float32; the CPU always uses double */
 	GcMetric	metric;			/* cosine: the rows must be unit vectors */
+	GcKernel	kernel;			/* default auto; benchmarks and tests force one */
+	bool		tensor_streamed;	/* tensor passes stream both operands (benchmarks) */
 	bool		(*interrupted) (void);	/* polled in long loops */
 } GcKmeansParams;
 
@@ -208,47 +233,89 @@ typedef struct GcKmeansResult
 } GcKmeansResult;
 
 /*
- * What one Lloyd run reports back to the driver.  The centroid update
- * itself is exact (fixed point), so both backends produce the same
- * centroids whenever their labels agree.
+ * The hybrid's rules for one device (engine/kmeans_hybrid.c): when the
+ * driver tries pruned labeling, how it probes, and when it goes back to
+ * Lloyd's.  Each backend offers its own constants, measured on it.
  */
-typedef struct GcLloydOutcome
+typedef struct GcHybridRules
 {
-	int			iterations;
-	bool		converged;
-	bool		pruned;			/* pruned labeling ran in some iteration */
-	double		distances;		/* point-centroid distances computed */
-	double		distances_lloyd;	/* what Lloyd's would have computed */
-	double		rechecked;		/* points a tensor pass sent to a more exact one */
-	double		exact_checked;	/* of which, points left to the exact check */
-	const char *kernel;			/* labeling kernel used last */
-	double		labeling_ms;	/* device time in labeling, where measured */
-	double		update_ms;		/* device time in centroid updates */
-} GcLloydOutcome;
+	int			pruned_min_k;	/* algorithm pruned: fewest centroids it prunes */
+	int			pruned_max_k;	/* any: most centroids pruned labeling takes */
+	int			auto_min_k;		/* auto: fewest centroids worth pruning */
+	int			auto_min_rows_per_k;	/* auto: n >= this k */
+	double		auto_start_ratio;	/* auto: k log2 k <= this n d (0: no test) */
+	int			probe_fraction; /* auto's first pruned pass labels n / this (0: all) */
+	int64_t		probe_min_rows; /* ... but at least this many rows */
+	double		max_work_ratio; /* auto: back to Lloyd's when mean work > this k */
+	double		settled;		/* re-order rows by work once mean work moves less (0: never) */
+} GcHybridRules;
+
+extern const GcHybridRules gc_hybrid_cpu_rules;
+extern const GcHybridRules gc_hybrid_gpu_rules;
+
+/* What a backend offers a restart, once its centroids are loaded */
+typedef struct GcRestartPlan
+{
+	const char *kernel;			/* the labeling kernel it starts with */
+	bool		can_prune;		/* its Lloyd labeling can share an iteration with pruning */
+} GcRestartPlan;
 
 /*
- * A backend: a session over one row set, seeded and iterated as many
- * times as n_init asks.  Centroids cross this interface in the caller's
- * coordinates (not centred).
+ * What one label-and-update step did: the few numbers the device sends
+ * back per iteration.  The centroid update is exact (fixed point), so
+ * both backends produce the same centroids whenever their labels agree.
+ */
+typedef struct GcStepStatus
+{
+	int64_t		changed;		/* labels that changed */
+	double		max_shift2;		/* largest squared centroid shift */
+	double		pruned_work;	/* distances computed on the pruned rows */
+	double		distances;		/* distances computed on all rows */
+	double		rechecked;		/* points a tensor pass sent to a more exact one */
+	double		exact_checked;	/* of which, points left to the exact check */
+	double		labeling_ms;	/* device time in labeling, where measured */
+	double		update_ms;		/* device time in the centroid update */
+	const char *kernel;			/* the labeling kernel of this step */
+} GcStepStatus;
+
+/*
+ * A backend: a session over one row set, offering the steps of which the
+ * driver (gc_kmeans_fit) makes restarts and iterations.  Centroids cross
+ * this interface in the caller's coordinates (not centred).
  */
 typedef struct GcKmeansBackend
 {
 	const char *name;
+	const GcHybridRules *hybrid;
+	/* step polls the interrupt hook itself; else the driver, once per iteration */
+	bool		step_polls;
 	GcStatus	(*open) (const GcRows *rows, const GcFrame *frame,
 						 const GcKmeansParams *params, void **session,
 						 GcError *err);
 	/* k-means++ seeding (order-independent exponential race) */
 	GcStatus	(*seed_kmeanspp) (void *session, const GcKmeansParams *params,
 								  uint64_t seed, int64_t *chosen, GcError *err);
-	GcStatus	(*lloyd) (void *session, const GcKmeansParams *params,
-						  double *centroids, GcLloydOutcome *outcome,
-						  GcError *err);
+	/* a restart from centroids: no labels yet */
+	GcStatus	(*begin) (void *session, const double *centroids,
+						  GcRestartPlan *plan, GcError *err);
+	/* buffers of pruned labeling; *available false where it cannot run */
+	GcStatus	(*prepare_pruning) (void *session, bool *available, GcError *err);
+
+	/*
+	 * One iteration: the first pruned_rows rows labelled by pruning from
+	 * their previous labels, the rest by Lloyd's, then the centroid update
+	 */
+	GcStatus	(*step) (void *session, int64_t pruned_rows, GcStepStatus *status,
+						 GcError *err);
+	/* rows in decreasing order of pruned work (by_work) or back in input order; NULL: none */
+	GcStatus	(*order_rows) (void *session, bool by_work, GcError *err);
+	/* the centroids the restart ended with, rows back in input order */
+	GcStatus	(*end) (void *session, double *centroids, GcError *err);
 	/* labels, distances (both optional), sizes and inertia for centroids */
 	GcStatus	(*score) (void *session, const double *centroids,
 						  int32_t *labels, double *distances, int64_t *sizes,
 						  double *inertia, GcError *err);
 	void		(*close) (void *session);
-	bool		weighted;		/* handles weighted rows */
 } GcKmeansBackend;
 
 extern const GcKmeansBackend gc_kmeans_cpu_backend;

@@ -2,9 +2,10 @@
  *
  * kmeans_cpu.c
  *	  The CPU reference backend of k-means: k-means++ seeding as an
- *	  exponential race, Lloyd iterations with exact fixed-point centroid
- *	  sums, and scoring.  It is the oracle the GPU backend is tested
- *	  against, and the fallback where no GPU exists.
+ *	  exponential race, the steps of Lloyd's iterations (labeling, plain or
+ *	  pruned, and exact fixed-point centroid sums) that the driver in
+ *	  kmeans_fit.c strings together, and scoring.  It is the oracle the
+ *	  GPU backend is tested against, and the fallback where no GPU exists.
  *
  * Distances are computed in double precision, directly as sum (x - c)^2.
  * An empty cluster keeps its previous centroid.  Under the cosine metric
@@ -39,7 +40,11 @@ typedef struct CpuSession
 	int32_t    *labels;			/* n, -1 before the first iteration */
 	long long  *sums;			/* k * d fixed-point sums */
 	long long  *counts;			/* k: weight of each cluster (rows, unweighted) */
+	double	   *centroids;		/* k * d: the restart's current centroids */
 	double	   *mean;			/* d: one updated centroid */
+	double	   *icd;			/* k * k, pruned labeling: inter-centroid distances */
+	int32_t    *rid;			/* k * k, pruned labeling: centroids ranked by distance */
+	int			iteration;		/* steps since the restart began */
 } CpuSession;
 
 static void cpu_close(void *session);
@@ -60,8 +65,10 @@ cpu_open(const GcRows *rows, const GcFrame *frame,
 	s->labels = malloc(sizeof(int32_t) * rows->n);
 	s->sums = malloc(sizeof(long long) * k * rows->d);
 	s->counts = malloc(sizeof(long long) * k);
+	s->centroids = malloc(sizeof(double) * k * rows->d);
 	s->mean = malloc(sizeof(double) * rows->d);
-	if (s->labels == NULL || s->sums == NULL || s->counts == NULL || s->mean == NULL)
+	if (s->labels == NULL || s->sums == NULL || s->counts == NULL || s->centroids == NULL ||
+		s->mean == NULL)
 	{
 		cpu_close(s);
 		return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for the CPU session");
@@ -78,7 +85,10 @@ cpu_close(void *session)
 	free(s->labels);
 	free(s->sums);
 	free(s->counts);
+	free(s->centroids);
 	free(s->mean);
+	free(s->icd);
+	free(s->rid);
 	free(s);
 }
 
@@ -221,129 +231,140 @@ nearest_pruned(const double *x, const double *centroids, int k, int d, int a,
 	return best_c;
 }
 
-/* Pruning pays on the CPU unless nearly every centroid must be tried */
-#define CPU_PRUNED_MAX_WORK_RATIO 0.75
-
 /*
- * Lloyd's iterations from the centroids given, until no label changes,
- * the largest centroid shift is at most tol times the bounding-box
- * diagonal, or max_iter.  From the second iteration on, labels may come
- * from pruned labeling, which gives the same labels with less work.
+ * A restart from centroids: every label unknown
  */
 static GcStatus
-cpu_lloyd(void *session, const GcKmeansParams *params, double *centroids,
-		  GcLloydOutcome *outcome, GcError *err)
+cpu_begin(void *session, const double *centroids, GcRestartPlan *plan, GcError *err)
+{
+	CpuSession *s = session;
+
+	for (int64_t i = 0; i < s->rows->n; i++)
+		s->labels[i] = -1;
+	memcpy(s->centroids, centroids, sizeof(double) * s->k * s->rows->d);
+	s->iteration = 0;
+	plan->kernel = "cpu";
+	plan->can_prune = true;
+	return GC_OK;
+}
+
+/* The ranked tables, allocated on first use; plain Lloyd needs none */
+static GcStatus
+cpu_prepare_pruning(void *session, bool *available, GcError *err)
+{
+	CpuSession *s = session;
+	size_t		kk = (size_t) s->k * s->k;
+
+	if (s->icd == NULL || s->rid == NULL)
+	{
+		free(s->icd);
+		free(s->rid);
+		s->icd = malloc(sizeof(double) * kk);
+		s->rid = malloc(sizeof(int32_t) * kk);
+	}
+	*available = s->icd != NULL && s->rid != NULL;
+	return GC_OK;
+}
+
+/*
+ * One iteration: rows before pruned_rows labelled by pruning from their
+ * previous labels, the others against every centroid, then the centroids
+ * moved to the means of their rows (an empty cluster keeps its centroid)
+ */
+static GcStatus
+cpu_step(void *session, int64_t pruned_rows, GcStepStatus *status, GcError *err)
 {
 	CpuSession *s = session;
 	const GcRows *rows = s->rows;
 	const GcFrame *frame = s->frame;
+	const GcKmeansParams *params = s->params;
+	double	   *centroids = s->centroids;
 	int			k = s->k,
 				d = rows->d;
-	bool		use_pruned = params->algorithm == GC_ALGORITHM_PRUNED ||
-		(params->algorithm == GC_ALGORITHM_AUTO && k >= 4 && rows->n >= 4 * (int64_t) k);
-	double	   *icd = NULL;
-	int32_t    *rid = NULL;
-	GcStatus	status = GC_OK;
+	int64_t		changed = 0,
+				work = 0,
+				pruned_work = 0;
+	double		max_shift2 = 0.0;
 
-	memset(outcome, 0, sizeof(*outcome));
-	outcome->kernel = "cpu";
-	for (int64_t i = 0; i < rows->n; i++)
-		s->labels[i] = -1;
-	if (use_pruned)
+	if (pruned_rows > 0)
+		rank_centroids(centroids, k, d, s->icd, s->rid);
+	memset(s->sums, 0, sizeof(long long) * k * d);
+	memset(s->counts, 0, sizeof(long long) * k);
+	for (int ci = 0; ci < rows->nchunks; ci++)
 	{
-		icd = malloc(sizeof(double) * k * k);
-		rid = malloc(sizeof(int32_t) * k * k);
-		if (icd == NULL || rid == NULL)
-			use_pruned = false; /* plain Lloyd needs no tables */
+		const GcChunk *chunk = &rows->chunks[ci];
+
+		for (int64_t i = 0; i < chunk->count; i++)
+		{
+			int64_t		row = chunk->first_row + i;
+			const double *x = chunk->values + (size_t) i * d;
+			int			l;
+			long long	w = gc_chunk_weight(chunk, i);
+			long long  *sum;
+
+			if (poll_interrupt(params, row))
+				return gc_fail(err, GC_INTERRUPTED, "interrupted in iteration %d",
+							   s->iteration + 1);
+			if (row < pruned_rows)
+			{
+				int64_t		before = work;
+
+				l = nearest_pruned(x, centroids, k, d, s->labels[row], s->icd, s->rid, &work);
+				pruned_work += work - before;
+			}
+			else
+			{
+				l = gc_nearest_centroid(x, centroids, k, d, NULL);
+				work += k;
+			}
+			changed += (l != s->labels[row]);
+			s->labels[row] = l;
+			s->counts[l] += w;
+			sum = s->sums + (size_t) l * d;
+			for (int j = 0; j < d; j++)
+				sum[j] += w * gc_quantize(x[j], frame->offset[j], frame->scale[j]);
+		}
 	}
 
-	for (int it = 1; it <= params->max_iter && status == GC_OK; it++)
+	for (int c = 0; c < k; c++)
 	{
-		int64_t		changed = 0,
-					work = 0;
-		double		max_shift2 = 0.0;
-		bool		prune_now = use_pruned && it > 1;
+		double	   *centroid = centroids + (size_t) c * d;
+		double		shift2 = 0.0;
 
-		if (prune_now)
-			rank_centroids(centroids, k, d, icd, rid);
-		memset(s->sums, 0, sizeof(long long) * k * d);
-		memset(s->counts, 0, sizeof(long long) * k);
-		for (int ci = 0; ci < rows->nchunks && status == GC_OK; ci++)
+		if (s->counts[c] == 0)
+			continue;			/* an empty cluster keeps its centroid */
+		for (int j = 0; j < d; j++)
+			s->mean[j] = gc_dequantize_mean(s->sums[(size_t) c * d + j], s->counts[c],
+											frame->offset[j], frame->scale[j]);
+		/* spherical k-means: the mean of unit rows, back on the sphere */
+		if (params->metric == GC_METRIC_COSINE)
+			(void) gc_unit_normalize(s->mean, d);
+		for (int j = 0; j < d; j++)
 		{
-			const GcChunk *chunk = &rows->chunks[ci];
+			double		t = s->mean[j] - centroid[j];
 
-			for (int64_t i = 0; i < chunk->count; i++)
-			{
-				int64_t		row = chunk->first_row + i;
-				const double *x = chunk->values + (size_t) i * d;
-				int			l;
-				long long	w = gc_chunk_weight(chunk, i);
-				long long  *sum;
-
-				if (poll_interrupt(params, row))
-				{
-					status = gc_fail(err, GC_INTERRUPTED, "interrupted in iteration %d", it);
-					break;
-				}
-				if (prune_now)
-					l = nearest_pruned(x, centroids, k, d, s->labels[row], icd, rid, &work);
-				else
-				{
-					l = gc_nearest_centroid(x, centroids, k, d, NULL);
-					work += k;
-				}
-				changed += (l != s->labels[row]);
-				s->labels[row] = l;
-				s->counts[l] += w;
-				sum = s->sums + (size_t) l * d;
-				for (int j = 0; j < d; j++)
-					sum[j] += w * gc_quantize(x[j], frame->offset[j], frame->scale[j]);
-			}
+			shift2 = shift2 + t * t;
+			centroid[j] = s->mean[j];
 		}
-		if (status != GC_OK)
-			break;
-		outcome->distances += (double) work;
-		outcome->distances_lloyd += (double) rows->n * k;
-		outcome->pruned |= prune_now;
-		/* the hybrid: back to plain labeling when pruning saves little */
-		if (prune_now && params->algorithm == GC_ALGORITHM_AUTO &&
-			(double) work > CPU_PRUNED_MAX_WORK_RATIO * (double) rows->n * k)
-			use_pruned = false;
-
-		for (int c = 0; c < k; c++)
-		{
-			double	   *centroid = centroids + (size_t) c * d;
-			double		shift2 = 0.0;
-
-			if (s->counts[c] == 0)
-				continue;		/* an empty cluster keeps its centroid */
-			for (int j = 0; j < d; j++)
-				s->mean[j] = gc_dequantize_mean(s->sums[(size_t) c * d + j], s->counts[c],
-												frame->offset[j], frame->scale[j]);
-			/* spherical k-means: the mean of unit rows, back on the sphere */
-			if (params->metric == GC_METRIC_COSINE)
-				(void) gc_unit_normalize(s->mean, d);
-			for (int j = 0; j < d; j++)
-			{
-				double		t = s->mean[j] - centroid[j];
-
-				shift2 = shift2 + t * t;
-				centroid[j] = s->mean[j];
-			}
-			if (shift2 > max_shift2)
-				max_shift2 = shift2;
-		}
-
-		outcome->iterations = it;
-		if (changed == 0 || sqrt(max_shift2) <= params->tol * frame->diagonal)
-		{
-			outcome->converged = true;
-			break;
-		}
+		if (shift2 > max_shift2)
+			max_shift2 = shift2;
 	}
-	free(icd);
-	free(rid);
-	return status;
+	s->iteration++;
+	status->changed = changed;
+	status->max_shift2 = max_shift2;
+	status->pruned_work = (double) pruned_work;
+	status->distances = (double) work;
+	status->kernel = "cpu";
+	return GC_OK;
+}
+
+static GcStatus
+cpu_end(void *session, double *centroids, GcError *err)
+{
+	CpuSession *s = session;
+
+	memcpy(centroids, s->centroids, sizeof(double) * s->k * s->rows->d);
+	return GC_OK;
 }
 
 /*
@@ -388,10 +409,15 @@ cpu_score(void *session, const double *centroids, int32_t *labels,
 
 const GcKmeansBackend gc_kmeans_cpu_backend = {
 	.name = "cpu",
+	.hybrid = &gc_hybrid_cpu_rules,
+	.step_polls = true,			/* every 1,024 rows */
 	.open = cpu_open,
 	.seed_kmeanspp = cpu_seed_kmeanspp,
-	.lloyd = cpu_lloyd,
+	.begin = cpu_begin,
+	.prepare_pruning = cpu_prepare_pruning,
+	.step = cpu_step,
+	.order_rows = NULL,
+	.end = cpu_end,
 	.score = cpu_score,
 	.close = cpu_close,
-	.weighted = true,
 };

@@ -2,8 +2,11 @@
  *
  * kmeans_fit.c
  *	  The k-means driver shared by every backend: the numeric frame, random
- *	  initialisation, restarts (n_init) keeping the lowest inertia, and the
- *	  final scoring pass that yields sizes, labels and distances.
+ *	  initialisation, restarts (n_init) keeping the lowest inertia, Lloyd's
+ *	  iterations with their convergence test, cancel checks and the
+ *	  hybrid's decisions, and the final scoring pass that yields sizes,
+ *	  labels and distances.  Backends offer steps (open, seed, begin, one
+ *	  label-and-update step, score, close); the loop is written once here.
  *
  * The algorithm is Lloyd's, seeded by k-means++ (Arthur & Vassilvitskii,
  * 2007) drawn as an exponential race over per-row seeded draws, so that
@@ -16,6 +19,7 @@
  */
 #include "gc_engine.h"
 #include "gc_math.h"
+#include "kmeans_hybrid.h"
 
 #include <float.h>
 #include <stdlib.h>
@@ -154,6 +158,90 @@ initial_centroids(const GcKmeansBackend *backend, void *session,
 	return status;
 }
 
+/* What one restart of Lloyd's iterations did */
+typedef struct LloydOutcome
+{
+	int			iterations;
+	bool		converged;
+	bool		pruned;			/* pruned labeling ran in some iteration */
+	double		distances;		/* point-centroid distances computed */
+	double		distances_lloyd;	/* what Lloyd's would have computed */
+	double		rechecked;		/* points a tensor pass sent to a more exact one */
+	double		exact_checked;	/* of which, points left to the exact check */
+	const char *kernel;			/* labeling kernel used last */
+	double		labeling_ms;	/* device time in labeling, where measured */
+	double		update_ms;		/* device time in centroid updates */
+} LloydOutcome;
+
+/*
+ * Lloyd's iterations from the centroids given, until no label changes,
+ * the largest centroid shift is at most tol times the bounding-box
+ * diagonal, or max_iter.  From the second iteration on, labels may come
+ * from pruned labeling, which gives the same labels with less work, as
+ * the hybrid's rules for the backend's device decide (kmeans_hybrid.c).
+ */
+static GcStatus
+run_lloyd(const GcKmeansBackend *backend, void *session, const GcRows *rows,
+		  const GcFrame *frame, const GcKmeansParams *params, double *centroids,
+		  LloydOutcome *outcome, GcError *err)
+{
+	GcRestartPlan plan = {0};
+	GcHybrid	hybrid;
+	GcStatus	status;
+
+	memset(outcome, 0, sizeof(*outcome));
+	if ((status = backend->begin(session, centroids, &plan, err)) != GC_OK)
+		return status;
+	outcome->kernel = plan.kernel;
+	gc_hybrid_start(&hybrid, backend->hybrid, params, rows->n, rows->d, plan.can_prune);
+	if (hybrid.use_pruned &&
+		(status = backend->prepare_pruning(session, &hybrid.use_pruned, err)) != GC_OK)
+		return status;
+
+	for (int it = 1; it <= params->max_iter; it++)
+	{
+		GcStepStatus step = {0};
+		int64_t		pruned_rows = gc_hybrid_pruned_rows(&hybrid, it);
+
+		status = backend->step(session, pruned_rows, &step, err);
+		outcome->labeling_ms += step.labeling_ms;
+		outcome->update_ms += step.update_ms;
+		if (status != GC_OK)
+			return status;
+		outcome->kernel = step.kernel;
+		outcome->iterations = it;
+		outcome->rechecked += step.rechecked;
+		outcome->exact_checked += step.exact_checked;
+		outcome->distances += step.distances;
+		outcome->distances_lloyd += (double) rows->n * params->k;
+		outcome->pruned |= pruned_rows > 0;
+		if (step.changed == 0 || sqrt(step.max_shift2) <= params->tol * frame->diagonal)
+		{
+			outcome->converged = true;
+			break;
+		}
+		if (!backend->step_polls && params->interrupted && params->interrupted())
+			return gc_fail(err, GC_INTERRUPTED, "interrupted in iteration %d", it);
+
+		switch (gc_hybrid_review(&hybrid, pruned_rows, &step))
+		{
+			case GC_HYBRID_KEEP:
+				break;
+			case GC_HYBRID_LLOYD:
+				if (backend->order_rows &&
+					(status = backend->order_rows(session, false, err)) != GC_OK)
+					return status;
+				break;
+			case GC_HYBRID_REORDER:
+				if (backend->order_rows &&
+					(status = backend->order_rows(session, true, err)) != GC_OK)
+					return status;
+				break;
+		}
+	}
+	return backend->end(session, centroids, err);
+}
+
 /*
  * Run params->n_init seeded restarts of Lloyd's algorithm on backend and
  * keep the one with the lowest inertia (the first, on ties).
@@ -172,9 +260,6 @@ gc_kmeans_fit(const GcKmeansBackend *backend, const GcRows *rows,
 	GcStatus	status;
 	double		t0;
 
-	if (rows->weighted && !backend->weighted)
-		return gc_fail(err, GC_ERR_DEVICE, "the %s backend does not handle weighted rows",
-					   backend->name);
 	if (rows->bad_weight)
 		return gc_fail(err, GC_ERR_RANGE,
 					   "row weights must be whole numbers from 1 to 2^53, summing below 2^62");
@@ -196,7 +281,7 @@ gc_kmeans_fit(const GcKmeansBackend *backend, const GcRows *rows,
 
 	for (int r = 0; status == GC_OK && r < params->n_init; r++)
 	{
-		GcLloydOutcome outcome;
+		LloydOutcome outcome;
 		double		inertia;
 
 		t0 = gc_now_ms();
@@ -207,7 +292,7 @@ gc_kmeans_fit(const GcKmeansBackend *backend, const GcRows *rows,
 			break;
 
 		t0 = gc_now_ms();
-		status = backend->lloyd(session, params, work, &outcome, err);
+		status = run_lloyd(backend, session, rows, &frame, params, work, &outcome, err);
 		if (status == GC_OK)
 			status = backend->score(session, work, NULL, NULL, work_sizes,
 									&inertia, err);

@@ -7,11 +7,9 @@
  *	  bit, inertia within 1e-9 relative), that known centres are
  *	  recovered, and that the result does not depend on row order.
  *
- *	  engine_test              run the checks, ending with "N passed, N failed"
- *	  engine_test bench N D K DATA ALGORITHM PRECISION MAX_ITER
- *							   time GPU fits; DATA is uniform, gauss:VARIANCE
- *							   (clusters around K uniform centres in the unit
- *							   cube) or file:PATH (N x D little-endian doubles)
+ *	  The suites; the harness (checks, generator, data, fits) is in
+ *	  harness.c, and the GPU benchmark runner in kmeans_bench.c.
+ *	  engine_test runs the checks, ending with "N passed, N failed".
  *
  * IDENTIFICATION
  *	  test/engine/engine_test.c
@@ -26,185 +24,11 @@
 #include "gc_engine.h"
 #include "gc_math.h"
 #include "gc_stream.h"
+#include "harness.h"
+#include "kmeans_hybrid.h"
 #ifdef GC_WITH_CUDA
 #include "gc_cuda.h"
 #endif
-
-static int	passed,
-			failed;
-
-static void
-check(int ok, const char *what, const char *config)
-{
-	if (ok)
-		passed++;
-	else
-	{
-		failed++;
-		printf("FAILED: %s [%s]\n", what, config);
-	}
-}
-
-static uint64_t rng_state;
-
-static double
-uniform(void)
-{
-	rng_state += UINT64_C(0x9e3779b97f4a7c15);
-	return (double) (gc_mix64(rng_state) >> 11) / 9007199254740992.0;
-}
-
-static double
-normal(void)
-{
-	double		u = uniform() + 1e-300,
-				v = uniform();
-
-	return sqrt(-2.0 * log(u)) * cos(2 * M_PI * v);
-}
-
-static void *
-plain_alloc(size_t bytes)
-{
-	return malloc(bytes);
-}
-
-/* n points around k centres in [-100, 100]^d, or uniform when sigma < 0 */
-static double *
-make_data(int64_t n, int d, int k, double sigma, double *centres, int *truth)
-{
-	double	   *x = malloc(sizeof(double) * n * d);
-
-	for (int c = 0; c < k * d; c++)
-		centres[c] = -100 + 200 * uniform();
-	for (int64_t i = 0; i < n; i++)
-	{
-		int			c = (int) (i % k);
-
-		if (truth)
-			truth[i] = c;
-		for (int j = 0; j < d; j++)
-			x[i * d + j] = sigma < 0 ? uniform() : centres[c * d + j] + sigma * normal();
-	}
-	return x;
-}
-
-static void
-load_rows(GcRows *rows, const double *x, int64_t n, int d, const int64_t *order,
-		  GcHostAlloc alloc, GcHostFree free_fn)
-{
-	GcError		err = {0};
-
-	gc_rows_init(rows, d, alloc, free_fn, &err);
-	for (int64_t i = 0; i < n; i++)
-	{
-		double	   *slot = gc_rows_reserve(rows, &err);
-
-		memcpy(slot, x + (order ? order[i] : i) * d, sizeof(double) * d);
-		gc_rows_commit(rows);
-	}
-}
-
-typedef struct Fit
-{
-	double	   *centroids;
-	int64_t    *sizes;
-	int32_t    *labels;
-	GcKmeansResult result;
-	GcStatus	status;
-} Fit;
-
-static Fit
-fit_with(const GcKmeansBackend *backend, GcRows *rows, int k, uint64_t seed,
-		 GcAlgorithm algorithm, GcPrecision precision, int max_iter, double tol)
-{
-	Fit			f;
-	GcKmeansParams params = {0};
-	GcError		err = {0};
-
-	params.k = k;
-	params.max_iter = max_iter;
-	params.tol = tol;
-	params.algorithm = algorithm;
-	params.precision = precision;
-	params.init = GC_INIT_KMEANSPP;
-	params.seed = seed;
-	params.n_init = 1;
-	f.centroids = malloc(sizeof(double) * k * rows->d);
-	f.sizes = malloc(sizeof(int64_t) * k);
-	f.labels = malloc(sizeof(int32_t) * rows->n);
-	memset(&f.result, 0, sizeof(f.result));
-	f.result.centroids = f.centroids;
-	f.result.sizes = f.sizes;
-	f.result.labels = f.labels;
-	f.status = gc_kmeans_fit(backend, rows, &params, &f.result, &err);
-	if (f.status != GC_OK)
-		printf("fit failed: %s\n", err.message);
-	return f;
-}
-
-static Fit
-fit(const GcKmeansBackend *backend, GcRows *rows, int k, uint64_t seed)
-{
-	return fit_with(backend, rows, k, seed, GC_ALGORITHM_LLOYD, GC_PRECISION_FLOAT32, 300, 1e-4);
-}
-
-/* The fit b must equal the reference a: labels, centroids to the bit, sizes */
-static void
-check_same_fit(const Fit *a, const Fit *b, int64_t n, int k, int d,
-			   const char *what, const char *config)
-{
-	int64_t		mismatched = 0;
-	char		label[160];
-
-	for (int64_t i = 0; i < n; i++)
-		mismatched += a->labels[i] != b->labels[i];
-	snprintf(label, sizeof(label), "%s: status ok", what);
-	check(b->status == GC_OK, label, config);
-	snprintf(label, sizeof(label), "%s: labels equal (%lld differ)", what, (long long) mismatched);
-	check(mismatched == 0, label, config);
-	snprintf(label, sizeof(label), "%s: centroids equal to the bit", what);
-	check(memcmp(a->centroids, b->centroids, sizeof(double) * k * d) == 0, label, config);
-	snprintf(label, sizeof(label), "%s: sizes equal", what);
-	check(memcmp(a->sizes, b->sizes, sizeof(int64_t) * k) == 0, label, config);
-	snprintf(label, sizeof(label), "%s: inertia within 1e-9", what);
-	check(fabs(a->result.inertia - b->result.inertia) <= 1e-9 * a->result.inertia, label, config);
-	snprintf(label, sizeof(label), "%s: iterations equal", what);
-	check(a->result.iterations == b->result.iterations, label, config);
-}
-
-static void
-free_fit(Fit *f)
-{
-	free(f->centroids);
-	free(f->sizes);
-	free(f->labels);
-}
-
-/* Every true cluster maps to one found cluster, and the map is 1-1 */
-static int
-recovers(const int *truth, const int32_t *labels, int64_t n, int k)
-{
-	int		   *map = malloc(sizeof(int) * k);
-	int		   *used = calloc(k, sizeof(int));
-	int			ok = 1;
-
-	for (int c = 0; c < k; c++)
-		map[c] = -1;
-	for (int64_t i = 0; i < n && ok; i++)
-	{
-		if (map[truth[i]] < 0)
-		{
-			map[truth[i]] = labels[i];
-			ok = !used[labels[i]]++;
-		}
-		else
-			ok = map[truth[i]] == labels[i];
-	}
-	free(map);
-	free(used);
-	return ok;
-}
 
 static void
 run_case(int64_t n, int d, int k)
@@ -317,9 +141,8 @@ run_case(int64_t n, int d, int k)
 #ifdef GC_WITH_CUDA
 /*
  * Exact labels from the tensor cores: float32 Lloyd on a shape that takes
- * the TF32 screen (d >= 12, k >= 128; below d = 12 the test asks for it
- * through GPUCLUST_BENCH_KERNEL, so that the narrow column steps stay
- * tested) must equal the CPU's fit to the bit, on blobs (few doubtful
+ * the TF32 screen (d >= 12, k >= 128; below d = 12 the test forces it
+ * with params.kernel, so that the narrow column steps stay tested) must equal the CPU's fit to the bit, on blobs (few doubtful
  * points) and on uniform data (many, labelled again by 3xTF32 and some
  * exactly).  On blobs, bf16 products must find the same clusters: their
  * error is far below the gaps between blobs.
@@ -348,15 +171,36 @@ run_tensor_case(int64_t n, int d, int k, double sigma)
 	load_rows(&pinned, x, n, d, NULL, gc_cuda_host_alloc, gc_cuda_host_free);
 	cpu = fit_with(&gc_kmeans_cpu_backend, &rows, k, 3, GC_ALGORITHM_LLOYD, GC_PRECISION_FLOAT32,
 				   30, 0.0);
-	if (d < 12)
-		setenv("GPUCLUST_BENCH_KERNEL", "tensor", 1);
-	gpu = fit_with(&gc_kmeans_cuda_backend, &pinned, k, 3, GC_ALGORITHM_AUTO, GC_PRECISION_FLOAT32,
-				   30, 0.0);
-	unsetenv("GPUCLUST_BENCH_KERNEL");
+	gpu = fit_kernel(&gc_kmeans_cuda_backend, &pinned, k, 3, GC_ALGORITHM_AUTO,
+					 GC_PRECISION_FLOAT32, 30, 0.0,
+					 d < 12 ? GC_KERNEL_TENSOR_SCREENED : GC_KERNEL_AUTO, false);
 	check(gpu.status == GC_OK && gpu.result.kernel != NULL &&
 		  strncmp(gpu.result.kernel, "tensor_", 7) == 0, "gpu used a tensor kernel", config);
 	printf("%s: kernel %s\n", config, gpu.result.kernel ? gpu.result.kernel : "?");
 	check_same_fit(&cpu, &gpu, n, k, d, "gpu tensor float32", config);
+	{
+		/*
+		 * The kernel parameter: the streamed layout forced (exact labels
+		 * whatever the data), and the SIMT kernel forced (float32 sums of
+		 * squares: on blobs, where no label is a near tie)
+		 */
+		Fit			forced = fit_kernel(&gc_kmeans_cuda_backend, &pinned, k, 3,
+										GC_ALGORITHM_LLOYD, GC_PRECISION_FLOAT32, 30, 0.0,
+										GC_KERNEL_TENSOR_SCREENED, true);
+
+		check_same_fit(&cpu, &forced, n, k, d, "gpu tensor streamed", config);
+		free_fit(&forced);
+		if (sigma > 0)
+		{
+			forced = fit_kernel(&gc_kmeans_cuda_backend, &pinned, k, 3, GC_ALGORITHM_LLOYD,
+								GC_PRECISION_FLOAT32, 30, 0.0, GC_KERNEL_REGISTER, false);
+			check(forced.status == GC_OK && forced.result.kernel != NULL &&
+				  strcmp(forced.result.kernel, d <= 32 ? "register" : "tiled") == 0,
+				  "a forced SIMT kernel labels", config);
+			check_same_fit(&cpu, &forced, n, k, d, "gpu forced simt", config);
+			free_fit(&forced);
+		}
+	}
 	if (sigma > 0)
 	{
 		Fit			bf16 = fit_with(&gc_kmeans_cuda_backend, &pinned, k, 3, GC_ALGORITHM_LLOYD,
@@ -382,129 +226,6 @@ run_tensor_case(int64_t n, int d, int k, double sigma)
 	free(centres);
 }
 #endif
-
-static double *
-load_file(const char *path, int64_t n, int d)
-{
-	FILE	   *f = fopen(path, "rb");
-	double	   *x = malloc(sizeof(double) * n * d);
-
-	if (f == NULL || fread(x, sizeof(double) * d, n, f) != (size_t) n)
-	{
-		printf("cannot read %lld rows of %d doubles from %s\n", (long long) n, d, path);
-		exit(2);
-	}
-	fclose(f);
-	return x;
-}
-
-/* Gaussian clusters of variance var around k uniform centres in [0,1]^d */
-static double *
-make_gaussian(int64_t n, int d, int k, double var)
-{
-	double	   *centres = malloc(sizeof(double) * k * d);
-	double	   *x = malloc(sizeof(double) * n * d);
-
-	for (int c = 0; c < k * d; c++)
-		centres[c] = uniform();
-	for (int64_t i = 0; i < n; i++)
-	{
-		int			c = (int) (uniform() * k);
-
-		for (int j = 0; j < d; j++)
-			x[i * d + j] = centres[(size_t) c * d + j] + sqrt(var) * normal();
-	}
-	free(centres);
-	return x;
-}
-
-static void
-bench(int64_t n, int d, int k, const char *data, const char *algorithm,
-	  const char *precision, int max_iter)
-{
-#ifdef GC_WITH_CUDA
-	char		why[256];
-	double	   *x;
-	GcRows		rows;
-	Fit			gpu;
-	GcAlgorithm alg = strcmp(algorithm, "lloyd") == 0 ? GC_ALGORITHM_LLOYD :
-		strcmp(algorithm, "pruned") == 0 ? GC_ALGORITHM_PRUNED : GC_ALGORITHM_AUTO;
-	GcPrecision prec = strcmp(precision, "float64") == 0 ? GC_PRECISION_FLOAT64 :
-		strcmp(precision, "tf32") == 0 ? GC_PRECISION_TF32 :
-		strcmp(precision, "bf16") == 0 ? GC_PRECISION_BF16 : GC_PRECISION_FLOAT32;
-	double		per_iteration;
-
-	rng_state = 42;
-	if (strncmp(data, "file:", 5) == 0)
-		x = load_file(data + 5, n, d);
-	else if (strncmp(data, "gauss:", 6) == 0)
-		x = make_gaussian(n, d, k, atof(data + 6));
-	else
-	{
-		double	   *centres = malloc(sizeof(double) * k * d);
-
-		x = make_data(n, d, k, -1.0, centres, NULL);
-		free(centres);
-	}
-	if (!gc_cuda_use_device(0, why, sizeof(why)))
-	{
-		printf("no GPU: %s\n", why);
-		return;
-	}
-	{
-		double		t0 = gc_now_ms(),
-					t_plain;
-
-		load_rows(&rows, x, n, d, NULL, plain_alloc, free);
-		t_plain = gc_now_ms() - t0;
-		gc_rows_release(&rows);
-		t0 = gc_now_ms();
-		load_rows(&rows, x, n, d, NULL, gc_cuda_host_alloc, gc_cuda_host_free);
-		fprintf(stderr, "row store fill n=%lld d=%d: %.1f ms pinned, %.1f ms malloc\n",
-				(long long) n, d, gc_now_ms() - t0, t_plain);
-	}
-	gpu = fit_with(&gc_kmeans_cuda_backend, &rows, k, 0, alg, prec, 2, 0.0);	/* warm-up */
-	free_fit(&gpu);
-	/*
-	 * The median of three fits: an iteration waits for the host to read its
-	 * status, whose jitter (tens of microseconds) is 10% of a 0.4 ms
-	 * iteration.  The final scoring pass costs about one iteration.
-	 */
-	{
-		double		times[3];
-
-		for (int r = 0; r < 3; r++)
-		{
-			if (r > 0)
-				free_fit(&gpu);
-			gpu = fit_with(&gc_kmeans_cuda_backend, &rows, k, 0, alg, prec, max_iter, 0.0);
-			times[r] = gpu.result.timings.iterations_ms / (gpu.result.iterations + 1);
-		}
-		per_iteration = fmax(fmin(times[0], times[1]),
-							 fmin(fmax(times[0], times[1]), times[2]));
-	}
-	printf("{\"n\": %lld, \"d\": %d, \"k\": %d, \"data\": \"%s\", \"algorithm\": \"%s\", "
-		   "\"ran\": \"%s\", \"kernel\": \"%s\", \"precision\": \"%s\", \"iterations\": %d, "
-		   "\"ms_per_iteration\": %.4f, \"tflops\": %.2f, \"skipped\": %.4f, "
-		   "\"labeling_ms_per_iteration\": %.4f, \"update_ms_per_iteration\": %.4f, "
-		   "\"transfer_ms\": %.2f, \"seeding_ms\": %.2f, \"inertia\": %.10g, "
-		   "\"rechecked\": %.4f, \"exact_checked\": %.6f}\n",
-		   (long long) n, d, k, strncmp(data, "file:", 5) == 0 ? "file" : data, algorithm,
-		   gpu.result.pruned ? "pruned" : "lloyd", gpu.result.kernel, precision,
-		   gpu.result.iterations, per_iteration,
-		   2.0 * n * k * d / (per_iteration * 1e9), gpu.result.skipped_fraction,
-		   gpu.result.timings.labeling_ms / gpu.result.iterations,
-		   gpu.result.timings.update_ms / gpu.result.iterations,
-		   gpu.result.timings.transfer_ms, gpu.result.timings.seeding_ms,
-		   gpu.result.inertia, gpu.result.rechecked_fraction, gpu.result.exact_fraction);
-	fflush(stdout);
-	free_fit(&gpu);
-	gc_rows_release(&rows);
-	free(x);
-#else
-	printf("built without CUDA\n");
-#endif
-}
 
 /*
  * Weighted rows: integer weights must give the fit of the rows repeated
@@ -875,18 +596,101 @@ run_stream_format_cases(void)
 	free(bad);
 }
 
+/*
+ * The hybrid's rules as the driver applies them, for each device's
+ * constants: when pruning is tried, the GPU's probe on 1/16 of the rows,
+ * the fall-backs on work and on time, and the re-ordering once the work
+ * has settled.  The GPU's are checked here without a GPU.
+ */
+static void
+run_hybrid_rule_cases(void)
+{
+	GcKmeansParams params = {0};
+	GcHybrid	h;
+	GcStepStatus step = {0};
+	const char *config = "hybrid rules";
+
+	params.algorithm = GC_ALGORITHM_AUTO;
+	params.k = 100;
+	gc_hybrid_start(&h, &gc_hybrid_gpu_rules, &params, 1000000, 8, true);
+	check(h.use_pruned, "gpu auto prunes k = 100, n = 1M, d = 8", config);
+	check(gc_hybrid_pruned_rows(&h, 1) == 0, "no pruning in iteration 1", config);
+	check(gc_hybrid_pruned_rows(&h, 2) == 62500, "gpu probes 1/16 of the rows", config);
+	check(gc_hybrid_pruned_rows(&h, 3) == 1000000, "then prunes every row", config);
+	step.pruned_work = 0.07 * 100 * 62500;
+	check(gc_hybrid_review(&h, 62500, &step) == GC_HYBRID_KEEP, "gpu keeps pruning at 0.07 k", config);
+	step.pruned_work = 0.0705 * 100 * 1000000;
+	check(gc_hybrid_review(&h, 1000000, &step) == GC_HYBRID_REORDER,
+		  "gpu re-orders once the work settles within 5%", config);
+	step.labeling_ms = 1.0;
+	check(gc_hybrid_review(&h, 0, &step) == GC_HYBRID_KEEP && h.lloyd_label_ms == 1.0,
+		  "a Lloyd pass sets the time to beat", config);
+	step.labeling_ms = 1.5;
+	check(gc_hybrid_review(&h, 1000000, &step) == GC_HYBRID_LLOYD && !h.use_pruned,
+		  "gpu drops pruning slower than Lloyd's after re-ordering", config);
+	check(gc_hybrid_pruned_rows(&h, 9) == 0, "no pruning after the drop", config);
+
+	gc_hybrid_start(&h, &gc_hybrid_gpu_rules, &params, 1000000, 8, true);
+	step.pruned_work = 0.09 * 100 * 62500;
+	step.labeling_ms = 0.0;
+	check(gc_hybrid_review(&h, 62500, &step) == GC_HYBRID_LLOYD, "gpu drops pruning above 0.08 k",
+		  config);
+	gc_hybrid_start(&h, &gc_hybrid_gpu_rules, &params, 1000000, 8, false);
+	check(!h.use_pruned, "gpu auto does not prune on a tensor labeler", config);
+	gc_hybrid_start(&h, &gc_hybrid_gpu_rules, &params, 50000, 8, true);
+	check(!h.use_pruned, "gpu auto does not prune where k log k > 0.001 n d", config);
+	params.k = 7;
+	gc_hybrid_start(&h, &gc_hybrid_gpu_rules, &params, 1000000, 8, true);
+	check(!h.use_pruned, "gpu auto does not prune k < 8", config);
+	params.algorithm = GC_ALGORITHM_PRUNED;
+	gc_hybrid_start(&h, &gc_hybrid_gpu_rules, &params, 1000, 8, false);
+	check(h.use_pruned && gc_hybrid_pruned_rows(&h, 2) == 1000,
+		  "gpu pruned prunes every row from iteration 2", config);
+	params.k = 4097;
+	gc_hybrid_start(&h, &gc_hybrid_gpu_rules, &params, 1000000, 8, true);
+	check(!h.use_pruned, "gpu pruned stops at k = 4096", config);
+	params.k = 1;
+	gc_hybrid_start(&h, &gc_hybrid_gpu_rules, &params, 1000, 8, true);
+	check(!h.use_pruned, "gpu pruned needs k >= 2", config);
+	gc_hybrid_start(&h, &gc_hybrid_cpu_rules, &params, 1000, 8, true);
+	check(h.use_pruned, "cpu pruned takes k = 1", config);
+	params.algorithm = GC_ALGORITHM_LLOYD;
+	params.k = 100;
+	gc_hybrid_start(&h, &gc_hybrid_cpu_rules, &params, 1000000, 8, true);
+	check(!h.use_pruned, "lloyd never prunes", config);
+
+	params.algorithm = GC_ALGORITHM_AUTO;
+	params.k = 4;
+	gc_hybrid_start(&h, &gc_hybrid_cpu_rules, &params, 16, 2, true);
+	check(h.use_pruned && gc_hybrid_pruned_rows(&h, 2) == 16,
+		  "cpu auto prunes every row from iteration 2 where n >= 4 k", config);
+	gc_hybrid_start(&h, &gc_hybrid_cpu_rules, &params, 15, 2, true);
+	check(!h.use_pruned, "cpu auto needs n >= 4 k", config);
+	params.k = 3;
+	gc_hybrid_start(&h, &gc_hybrid_cpu_rules, &params, 1000, 2, true);
+	check(!h.use_pruned, "cpu auto needs k >= 4", config);
+	params.k = 100;
+	gc_hybrid_start(&h, &gc_hybrid_cpu_rules, &params, 1000, 2, true);
+	step.labeling_ms = 0.0;
+	step.pruned_work = 0.5 * 100 * 1000;
+	check(gc_hybrid_review(&h, 1000, &step) == GC_HYBRID_KEEP, "cpu keeps pruning at 0.5 n k",
+		  config);
+	check(gc_hybrid_review(&h, 1000, &step) == GC_HYBRID_KEEP, "cpu never re-orders", config);
+	step.pruned_work = 0.76 * 100 * 1000;
+	check(gc_hybrid_review(&h, 1000, &step) == GC_HYBRID_LLOYD, "cpu drops pruning above 0.75 n k",
+		  config);
+	check(strcmp(gc_kernel_name(GC_KERNEL_TENSOR_SCREENED), "tensor_screened") == 0 &&
+		  strcmp(gc_kernel_name(GC_KERNEL_REGISTER), "register") == 0 &&
+		  strcmp(gc_kernel_name(GC_KERNEL_FLOAT64), "float64") == 0,
+		  "kernel names as results report them", config);
+}
+
 int
-main(int argc, char **argv)
+main(void)
 {
 	static const int dims[] = {1, 2, 3, 8, 17, 32, 33, 64, 128, 512};
 	static const int ks[] = {1, 2, 10, 100, 1000};
 
-	if (argc == 9 && strcmp(argv[1], "bench") == 0)
-	{
-		bench(atoll(argv[2]), atoi(argv[3]), atoi(argv[4]), argv[5], argv[6], argv[7],
-			  atoi(argv[8]));
-		return 0;
-	}
 	for (size_t a = 0; a < sizeof(dims) / sizeof(dims[0]); a++)
 		run_case(4000, dims[a], 10);
 	for (size_t b = 0; b < sizeof(ks) / sizeof(ks[0]); b++)
@@ -909,6 +713,7 @@ main(int argc, char **argv)
 #endif
 	run_weighted_case(3000, 3, 5);
 	run_weighted_case(2000, 17, 20);
+	run_hybrid_rule_cases();
 	run_stream_format_cases();
 	run_stream_case(40000, 2, 5);
 	run_stream_case(30000, 8, 10);

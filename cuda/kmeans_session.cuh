@@ -1,0 +1,136 @@
+/*-------------------------------------------------------------------------
+ *
+ * kmeans_session.cuh
+ *	  The CUDA k-means session (the rows, centroids and sums on the device
+ *	  that every step shares) and the labeler interface: each labeling
+ *	  strategy owns its buffers and offers open, refresh (after the
+ *	  centroids move), label and close; labelers.cu holds the table that
+ *	  names them by GcKernel.
+ *
+ * IDENTIFICATION
+ *	  cuda/kmeans_session.cuh
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef GC_KMEANS_SESSION_CUH
+#define GC_KMEANS_SESSION_CUH
+
+#include <cuda_runtime.h>
+
+#include "gc_engine.h"
+#include "gc_math.h"
+#include "kmeans_kernels.cuh"
+
+/* What one iteration sends back to the host: its only read per iteration */
+typedef struct IterationStatus
+{
+	unsigned long long changed;
+	unsigned long long max_shift2;	/* bits of a non-negative double */
+	unsigned long long work;	/* distances computed by pruned labeling */
+	unsigned long long doubtful;	/* points the 3xTF32 kernel re-checked */
+	unsigned long long screened;	/* points the TF32 screen doubted */
+} IterationStatus;
+
+struct Labeler;
+
+typedef struct CudaSession
+{
+	const GcRows *rows;
+	const GcFrame *frame;
+	const GcKmeansParams *params;
+	int64_t		n;
+	int			d;
+	int			k;
+	int			kpad;			/* k rounded up to GC_TENSOR_ROW_ALIGN */
+	cudaStream_t stream;
+	double	   *x64;			/* n * d, as given */
+	double	   *weights;		/* n whole-number weights; NULL when unweighted */
+	float	   *x32;			/* n * d, centred, for labeling */
+	uint64_t   *hashes;			/* n */
+	double	   *offset;			/* d */
+	double	   *scale;			/* d */
+	double	   *c64;			/* k * d */
+	double	   *c64_prev;		/* k * d, cosine metric: before the update */
+	float	   *c32;			/* k * d, centred */
+	float	   *cnorm;			/* k, padded to a multiple of 128 */
+	int32_t    *labels;			/* n */
+	int32_t    *old_labels;		/* n: the labels before this iteration */
+	int32_t    *moved;			/* n: points whose label changed */
+	unsigned int *moved_count;
+	double	   *work;			/* n: k-means++ distances, or distances */
+	unsigned long long *sums;	/* k * d, then k counts */
+	unsigned long long *race;	/* k */
+	gc_u128    *partials;		/* SCORE_PARTIALS exact inertia partials */
+	IterationStatus *status;	/* device */
+	IterationStatus *status_host;	/* page-locked */
+	cudaEvent_t phase[3];		/* labeling starts, ends, update ends */
+
+	/* Lloyd's labeling: the kernel in use and its labeler */
+	GcKernel	kernel;
+	const struct Labeler *labeler;
+	void	   *labeler_state;
+	const struct Labeler *retired;	/* the labeler handed over from, closed at the end */
+	void	   *retired_state;
+	int			iteration;		/* steps since the restart began */
+
+	/* pruned labeling (labeler_pruned.cu), opened on first use */
+	void	   *pruned;
+} CudaSession;
+
+/*
+ * A labeling strategy.  open allocates and fills what it reads besides
+ * the session's buffers (called at upload, before the session's stream
+ * is synchronised, or at a hand-over); refresh rebuilds its copies of the
+ * centroids after c64, c32 and cnorm changed; label labels every row,
+ * counting changed labels into changed (NULL: not counted) and, in an
+ * iteration (status not NULL), its re-checks into status; restart and
+ * review (both optional) say which kernel a restart starts with and which
+ * the next iteration takes, given this one's status (a labeler may hand
+ * over to another).
+ */
+typedef struct Labeler
+{
+	GcStatus	(*open) (CudaSession *s, void **state, GcError *err);
+	GcStatus	(*refresh) (CudaSession *s, void *state, GcError *err);
+	GcStatus	(*label) (CudaSession *s, void *state, unsigned long long *changed,
+						  IterationStatus *status, GcError *err);
+	GcKernel	(*restart) (CudaSession *s, void *state);
+	GcKernel	(*review) (CudaSession *s, void *state, const IterationStatus *status);
+	void		(*close) (void *state);
+} Labeler;
+
+/* labelers.cu: the labeler of a kernel, and the kernel for a fit */
+extern const Labeler *gc_labeler(GcKernel kernel);
+extern GcKernel gc_choose_kernel(const GcKmeansParams *params, int d, int k);
+/* whether the kernel's labeling can share an iteration with pruning */
+extern bool gc_kernel_is_simt(GcKernel kernel);
+
+/* One labeler per file */
+extern const Labeler gc_labeler_simt;	/* labeler_simt.cu: register and tiled */
+extern const Labeler gc_labeler_float64;	/* labeler_float64.cu */
+extern const Labeler gc_labeler_tensor_exact;	/* labeler_tensor.cu: screened, 3xTF32 */
+extern const Labeler gc_labeler_tensor_tf32;	/* labeler_tensor.cu */
+extern const Labeler gc_labeler_bf16;	/* labeler_bf16.cu */
+
+/*
+ * labeler_pruned.cu: Wu & Hong's labeling of the first rows rows (the
+ * rest by the SIMT kernel: the hybrid's probe), its work into
+ * status->work; and the second epoch's re-ordering of the rows by work
+ * (by_work) or back into input order
+ */
+extern GcStatus gc_pruned_open(CudaSession *s, void **state, GcError *err);
+extern GcStatus gc_pruned_label(CudaSession *s, void *state, int64_t rows,
+								IterationStatus *status, GcError *err);
+extern GcStatus gc_pruned_order_rows(CudaSession *s, void *state, bool by_work,
+									 GcError *err);
+extern void gc_pruned_close(void *state);
+
+/* ALLOC_OR_RETURN for a labeler's state, which must exist first */
+#define STATE_OR_RETURN(ptr, type) \
+	do { \
+		(ptr) = (type *) calloc(1, sizeof(type)); \
+		if ((ptr) == NULL) \
+			return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for a labeler"); \
+	} while (0)
+
+#endif							/* GC_KMEANS_SESSION_CUH */

@@ -1,0 +1,242 @@
+/*-------------------------------------------------------------------------
+ *
+ * labeler_tensor.cu
+ *	  The float32 tensor-core labelers (labeling_tensor.cu computes): the
+ *	  exact one (kernels tensor_screened and tensor_3xtf32, the float32
+ *	  default for large k and d) and TF32 alone (precision tf32).  Both own
+ *	  the centroids in rows of width ld (and the data, where d is not a
+ *	  multiple of the row width) and the top twos of split passes; the
+ *	  exact one adds the row norms, the lists of doubtful points and the
+ *	  error bounds of its checks.
+ *
+ * The exact labeler screens with TF32 (2.3 times 3xTF32's speed) and
+ * labels what the screen doubts again with 3xTF32 (the screen costs 1 +
+ * 2.3 f passes of TF32 for a fraction f doubted, 3xTF32 alone 2.3: it pays
+ * below f = 0.57); a screen that doubts more than SCREEN_MAX_FRACTION
+ * (early iterations on data without clusters) hands over to 3xTF32
+ * alone, and is tried again SCREEN_RETRY iterations later.  When more than
+ * DOUBTFUL_MAX_FRACTION of the points need the exact check after 3xTF32,
+ * the data defeat the product form and labeling moves to the tiled kernel
+ * (measured on an H100, bench/results/).
+ *
+ * IDENTIFICATION
+ *	  cuda/labeler_tensor.cu
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <math.h>
+#include <stdlib.h>
+
+#include "kmeans_session.cuh"
+#include "cuda_check.cuh"
+
+#define DOUBTFUL_MAX_FRACTION 0.02
+#define SCREEN_MAX_FRACTION 0.5
+#define SCREEN_RETRY 2
+
+typedef struct TensorState
+{
+	bool		exact;			/* screened and 3xTF32, not TF32 alone */
+	int			ld;				/* row width of the operands */
+	float	   *xpad;			/* x32 in rows of width ld; NULL when ld = d */
+	float	   *cpad;			/* c32 in rows of width ld */
+	TensorPartial *group_tops;	/* streamed passes: top twos per centroid group */
+	float	   *xnorm;			/* exact labels: row norms, for the error bound */
+	int32_t    *doubtful;		/* points the first tensor pass doubts */
+	unsigned int *doubtful_count;
+	float	   *cnorm_tf32;		/* screen: norms of the centroids in TF32 */
+	unsigned int *cradius_bits; /* screen: the largest of them, float bits */
+	unsigned int *count_host;	/* screen: page-locked, its count of doubts */
+	int32_t    *exact_rows;		/* screen: points for the exact check */
+	unsigned int *exact_count;
+	TensorRefinement refine;
+	int			screen_again;	/* iteration to go back to the TF32 screen */
+} TensorState;
+
+static GcStatus
+tensor_open(CudaSession *s, bool exact, void **state, GcError *err)
+{
+	TensorState *t;
+	int64_t		n = s->n;
+	int			d = s->d,
+				kpad = s->kpad;
+
+	STATE_OR_RETURN(t, TensorState);
+	*state = t;
+	t->exact = exact;
+	t->ld = gc_tensor_row_width(d, false);
+	ALLOC_OR_RETURN(t->cpad, (size_t) kpad * t->ld);
+	GC_CUDA_TRY(cudaMemsetAsync(t->cpad, 0, sizeof(float) * kpad * t->ld, s->stream), err);
+	/* rows already of width ld are read in place */
+	if (t->ld != d)
+	{
+		ALLOC_OR_RETURN(t->xpad, (size_t) n * t->ld);
+		GC_CUDA_TRY(cudaMemsetAsync(t->xpad, 0, sizeof(float) * n * t->ld, s->stream), err);
+		if (launch_pad_rows(s->x32, n, d, t->ld, t->xpad, s->stream, err) != GC_OK)
+			return err->status;
+	}
+	if (gc_tensor_splits(d, s->k, false, s->params->tensor_streamed))
+		ALLOC_OR_RETURN(t->group_tops, (size_t) n * GC_TENSOR_MAX_GROUPS);
+	if (!exact)
+		return GC_OK;
+
+	ALLOC_OR_RETURN(t->xnorm, (size_t) n);
+	ALLOC_OR_RETURN(t->doubtful, (size_t) 2 * n);
+	ALLOC_OR_RETURN(t->doubtful_count, 1);
+	if (launch_row_norms(s->x32, n, d, t->xnorm, s->stream, err) != GC_OK)
+		return err->status;
+	t->refine.xnorm = t->xnorm;
+	/* 3xTF32 products err by a few float32 roundings per term */
+	t->refine.eps_3xtf32 = (float) (ldexp(1.0, -21) * sqrt((double) d) + ldexp(1.0, -20));
+
+	/*
+	 * The screen: rounding to TF32 (2^-11) and float32 storage (2^-24)
+	 * move |x - c| by at most e (|x| + |c|), e = 2^-11 + 2^-24, so the
+	 * best a is certain when the second is e (2 |x| + |a| + C) further
+	 * (eps_tf32_lin is 2 e, plus 1/256); float32 accumulation over d
+	 * terms and the roundings of ||c||^2 and of the fma stay within
+	 * (d + 4) 2^-23 (|x| + C)^2 for a gap of two distances, taken as
+	 * (d + 16) 2^-23; C is the largest norm of the TF32 centroids,
+	 * rounded up, each iteration
+	 */
+	t->refine.eps_tf32_lin = (float) (2.0 * (ldexp(1.0, -11) + ldexp(1.0, -24)) *
+									  (1.0 + ldexp(1.0, -8)));
+	t->refine.eps_tf32_sq = (float) ((d + 16) * ldexp(1.0, -23));
+	t->refine.doubtful = t->doubtful;
+	t->refine.doubtful_count = t->doubtful_count;
+	t->refine.x64 = s->x64;
+	t->refine.c64 = s->c64;
+	t->refine.d = d;
+
+	ALLOC_OR_RETURN(t->cnorm_tf32, (size_t) kpad);
+	GC_CUDA_TRY(cudaMemsetAsync(t->cnorm_tf32, 0, sizeof(float) * kpad, s->stream), err);
+	ALLOC_OR_RETURN(t->cradius_bits, 1);
+	GC_CUDA_TRY(cudaHostAlloc((void **) &t->count_host, sizeof(unsigned int),
+							  cudaHostAllocDefault), err);
+	t->refine.cradius_bits = t->cradius_bits;
+	t->refine.count_host = t->count_host;
+	ALLOC_OR_RETURN(t->exact_rows, (size_t) 2 * n);
+	ALLOC_OR_RETURN(t->exact_count, 1);
+	t->refine.cnorm_tf32 = t->cnorm_tf32;
+	t->refine.exact = t->exact_rows;
+	t->refine.exact_count = t->exact_count;
+	return GC_OK;
+}
+
+static GcStatus
+exact_open(CudaSession *s, void **state, GcError *err)
+{
+	return tensor_open(s, true, state, err);
+}
+
+static GcStatus
+tf32_open(CudaSession *s, void **state, GcError *err)
+{
+	return tensor_open(s, false, state, err);
+}
+
+/* The padded centroids (and, for the screen, their TF32 norms) */
+static GcStatus
+tensor_refresh(CudaSession *s, void *state, GcError *err)
+{
+	TensorState *t = (TensorState *) state;
+
+	if (launch_pad_rows(s->c32, s->k, s->d, t->ld, t->cpad, s->stream, err) != GC_OK)
+		return err->status;
+	if (t->cnorm_tf32 == NULL)
+		return GC_OK;
+	return launch_tf32_norms(t->cpad, s->k, t->ld, t->cnorm_tf32, t->cradius_bits, s->stream,
+							 err);
+}
+
+static GcStatus
+tensor_label(CudaSession *s, void *state, unsigned long long *changed,
+			 IterationStatus *status, GcError *err)
+{
+	TensorState *t = (TensorState *) state;
+
+	t->refine.x64 = s->x64;		/* re-ordering swaps the buffers */
+	if (launch_assign_points_tensor(t->xpad != NULL ? t->xpad : s->x32, t->cpad, s->cnorm,
+									t->exact ? &t->refine : NULL, s->n, t->ld, s->k,
+									s->kernel, s->params->tensor_streamed, s->labels,
+									changed, t->group_tops, s->stream, err) != GC_OK)
+		return err->status;
+	if (status == NULL || !t->exact)
+		return GC_OK;
+	if (s->kernel == GC_KERNEL_TENSOR_3XTF32)
+		GC_CUDA_TRY(cudaMemcpyAsync(&status->doubtful, t->doubtful_count, sizeof(unsigned int),
+									cudaMemcpyDeviceToDevice, s->stream), err);
+	else
+	{
+		GC_CUDA_TRY(cudaMemcpyAsync(&status->screened, t->doubtful_count, sizeof(unsigned int),
+									cudaMemcpyDeviceToDevice, s->stream), err);
+		GC_CUDA_TRY(cudaMemcpyAsync(&status->doubtful, t->exact_count, sizeof(unsigned int),
+									cudaMemcpyDeviceToDevice, s->stream), err);
+	}
+	return GC_OK;
+}
+
+/* every restart starts from the screen; 3xTF32 alone is its stand-in */
+static GcKernel
+exact_restart(CudaSession *s, void *state)
+{
+	((TensorState *) state)->screen_again = 0;
+	return GC_KERNEL_TENSOR_SCREENED;
+}
+
+static GcKernel
+exact_review(CudaSession *s, void *state, const IterationStatus *st)
+{
+	TensorState *t = (TensorState *) state;
+	int			it = s->iteration;
+
+	if (s->kernel == GC_KERNEL_TENSOR_SCREENED &&
+		(double) st->screened > SCREEN_MAX_FRACTION * (double) s->n)
+	{
+		t->screen_again = it + SCREEN_RETRY;
+		return GC_KERNEL_TENSOR_3XTF32;
+	}
+	if ((double) st->doubtful > DOUBTFUL_MAX_FRACTION * (double) s->n)
+		return GC_KERNEL_TILED;
+	if (s->kernel == GC_KERNEL_TENSOR_3XTF32 && t->screen_again > 0 && it >= t->screen_again)
+		return GC_KERNEL_TENSOR_SCREENED;
+	return s->kernel;
+}
+
+static void
+tensor_close(void *state)
+{
+	TensorState *t = (TensorState *) state;
+
+	cudaFree(t->xpad);
+	cudaFree(t->cpad);
+	cudaFree(t->group_tops);
+	cudaFree(t->xnorm);
+	cudaFree(t->doubtful);
+	cudaFree(t->doubtful_count);
+	cudaFree(t->cnorm_tf32);
+	cudaFree(t->cradius_bits);
+	if (t->count_host)
+		cudaFreeHost(t->count_host);
+	cudaFree(t->exact_rows);
+	cudaFree(t->exact_count);
+	free(t);
+}
+
+const Labeler gc_labeler_tensor_exact = {
+	exact_open,
+	tensor_refresh,
+	tensor_label,
+	exact_restart,
+	exact_review,
+	tensor_close,
+};
+
+const Labeler gc_labeler_tensor_tf32 = {
+	tf32_open,
+	tensor_refresh,
+	tensor_label,
+	NULL,
+	NULL,
+	tensor_close,
+};

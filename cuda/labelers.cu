@@ -1,0 +1,90 @@
+/*-------------------------------------------------------------------------
+ *
+ * labelers.cu
+ *	  The table of Lloyd's labelers, by GcKernel, and the choice of the
+ *	  kernel for a fit from its precision, its shape and the kernel the
+ *	  parameters force (benchmarks and tests; GC_KERNEL_AUTO otherwise).
+ *	  A new labeler gets a GcKernel, a file of its own (labeler_*.cu) and
+ *	  a row here.
+ *
+ * IDENTIFICATION
+ *	  cuda/labelers.cu
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "kmeans_session.cuh"
+
+/*
+ * Kernel choice for float32, measured on an H100 (bench/results/): the
+ * tensor cores pay from k = 128 (KDD Cup, d = 38: k = 23 tiled 0.19 ms of
+ * labeling, k = 100 3xTF32 on heavy-tailed data 3.5 ms, mostly exact
+ * re-checks) and from d = TENSOR_MIN_D.  The TF32 screen costs about 15
+ * instructions per distance whatever d (the top-two epilogue, operand
+ * loads, accumulator starts) at 55% of the issue rate (128 registers:
+ * 16 warps per multiprocessor); the register kernel 2 d + 3 at 82%.  At
+ * d = 8 the register kernel wins (n = 4M, k = 400: 1.25 against 1.39 ms
+ * of labeling); at d = 12 the screen (1.70 against 2.40 ms; d = 12 to 16
+ * share rows of 16 floats), and at d = 32 (245,760 points, k = 1024: 0.35
+ * against 0.83 ms).  Below, the register kernel (d <= 32) or the tiled
+ * one.
+ */
+#define TENSOR_MIN_K 128
+#define TENSOR_MIN_D 12
+
+static const Labeler *const labelers[GC_KERNEL_COUNT] = {
+	NULL,						/* GC_KERNEL_AUTO: chosen first */
+	&gc_labeler_simt,			/* GC_KERNEL_REGISTER */
+	&gc_labeler_simt,			/* GC_KERNEL_TILED */
+	&gc_labeler_tensor_exact,	/* GC_KERNEL_TENSOR_SCREENED */
+	&gc_labeler_tensor_exact,	/* GC_KERNEL_TENSOR_3XTF32 */
+	&gc_labeler_tensor_tf32,	/* GC_KERNEL_TENSOR_TF32 */
+	&gc_labeler_bf16,			/* GC_KERNEL_TENSOR_BF16 */
+	&gc_labeler_float64,		/* GC_KERNEL_FLOAT64 */
+};
+
+const Labeler *
+gc_labeler(GcKernel kernel)
+{
+	return labelers[kernel];
+}
+
+bool
+gc_kernel_is_simt(GcKernel kernel)
+{
+	return kernel == GC_KERNEL_REGISTER || kernel == GC_KERNEL_TILED;
+}
+
+/*
+ * The Lloyd labeling kernel for this precision and shape.  A forced
+ * float32 kernel (params->kernel) lets the benchmarks measure one against
+ * the other in the same run: register or tiled, the SIMT kernel for d;
+ * a tensor kernel, the TF32 screen.
+ */
+GcKernel
+gc_choose_kernel(const GcKmeansParams *params, int d, int k)
+{
+	GcKernel	simt = d <= GC_REGISTER_MAX_DIM ? GC_KERNEL_REGISTER : GC_KERNEL_TILED;
+
+	if (params->precision == GC_PRECISION_FLOAT64)
+		return GC_KERNEL_FLOAT64;
+	if (params->precision == GC_PRECISION_TF32)
+		return GC_KERNEL_TENSOR_TF32;
+	if (params->precision == GC_PRECISION_BF16)
+		return GC_KERNEL_TENSOR_BF16;
+	switch (params->kernel)
+	{
+		case GC_KERNEL_REGISTER:
+		case GC_KERNEL_TILED:
+			return simt;
+		case GC_KERNEL_TENSOR_SCREENED:
+		case GC_KERNEL_TENSOR_3XTF32:
+			return GC_KERNEL_TENSOR_SCREENED;
+		case GC_KERNEL_TENSOR_TF32:
+		case GC_KERNEL_TENSOR_BF16:
+		case GC_KERNEL_FLOAT64:
+			return params->kernel;
+		default:
+			break;
+	}
+	return k >= TENSOR_MIN_K && d >= TENSOR_MIN_D ? GC_KERNEL_TENSOR_SCREENED : simt;
+}

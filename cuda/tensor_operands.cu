@@ -1,0 +1,237 @@
+/*-------------------------------------------------------------------------
+ *
+ * tensor_operands.cu
+ *	  What the tensor-core labeling reads besides the product tiles: the
+ *	  operands in rows of width ld (float32 or bf16 copies), the norms of
+ *	  the centroids as the products see them (and the largest, for the
+ *	  screen's bound), the rows' norms, and the exact check of the points a
+ *	  tensor pass doubts (refine_labels, double without FMA, as the CPU
+ *	  reference computes).
+ *
+ * IDENTIFICATION
+ *	  cuda/tensor_operands.cu
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "tensor_tiles.cuh"
+
+#define REFINE_THREADS 128
+#define REFINE_BLOCKS 1024
+
+/*
+ * The exact nearest centroid of each doubtful point: one block per point,
+ * threads over the centroids, distances as the CPU reference computes them
+ */
+__global__ void
+__launch_bounds__(REFINE_THREADS)
+refine_labels_kernel(const double *__restrict__ x64, const double *__restrict__ c64,
+					 int d, int k, const int32_t *__restrict__ doubtful,
+					 const unsigned int *doubtful_count, int32_t *__restrict__ labels,
+					 unsigned long long *changed)
+{
+	__shared__ double best_d2[REFINE_THREADS];
+	__shared__ int best_c[REFINE_THREADS];
+	unsigned	count = *doubtful_count;
+
+	for (unsigned e = blockIdx.x; e < count; e += gridDim.x)
+	{
+		int64_t		row = doubtful[2 * e];
+		int			previous = doubtful[2 * e + 1];
+		double		mine = DBL_MAX;
+		int			mine_c = k;
+
+		for (int c = threadIdx.x; c < k; c += blockDim.x)
+		{
+			double		s = gc_sqdist_exact(x64 + row * d, c64 + (int64_t) c * d, d);
+
+			if (s < mine)
+			{
+				mine = s;
+				mine_c = c;
+			}
+		}
+		best_d2[threadIdx.x] = mine;
+		best_c[threadIdx.x] = mine_c;
+		__syncthreads();
+		for (int half = blockDim.x / 2; half > 0; half >>= 1)
+		{
+			if (threadIdx.x < half)
+			{
+				double		o = best_d2[threadIdx.x + half];
+				int			oc = best_c[threadIdx.x + half];
+
+				if (o < best_d2[threadIdx.x] || (o == best_d2[threadIdx.x] && oc < best_c[threadIdx.x]))
+				{
+					best_d2[threadIdx.x] = o;
+					best_c[threadIdx.x] = oc;
+				}
+			}
+			__syncthreads();
+		}
+		if (threadIdx.x == 0)
+		{
+			labels[row] = best_c[0];
+			if (changed != NULL && best_c[0] != previous)
+				atomicAdd(changed, 1ULL);
+		}
+		__syncthreads();
+	}
+}
+
+/* Norm of every centred row */
+__global__ void
+row_norms_kernel(const float *__restrict__ x32, int64_t n, int d, float *__restrict__ xnorm)
+{
+	for (int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; i < n;
+		 i += (int64_t) gridDim.x * blockDim.x)
+	{
+		float		s = 0.0f;
+
+		for (int j = 0; j < d; j++)
+			s = fmaf(x32[i * d + j], x32[i * d + j], s);
+		xnorm[i] = sqrtf(s);
+	}
+}
+
+GcStatus
+launch_row_norms(const float *x32, int64_t n, int d, float *xnorm, cudaStream_t stream,
+				 GcError *err)
+{
+	row_norms_kernel<<<1024, 256, 0, stream>>>(x32, n, d, xnorm);
+	GC_CUDA_LAUNCHED("row_norms", err);
+	return GC_OK;
+}
+
+GcStatus
+launch_refine_labels(const TensorRefinement *refine, int k, const int32_t *list,
+					 const unsigned int *list_count, int32_t *labels,
+					 unsigned long long *changed, cudaStream_t stream, GcError *err)
+{
+	refine_labels_kernel<<<REFINE_BLOCKS, REFINE_THREADS, 0, stream>>>(
+		refine->x64, refine->c64, refine->d, k, list, list_count, labels, changed);
+	GC_CUDA_LAUNCHED("refine_labels", err);
+	return GC_OK;
+}
+
+/* A float as the tensor cores read it: rounded to TF32, or a bf16 value */
+__device__ __forceinline__ double
+operand_value(float v)
+{
+	return __uint_as_float(to_tf32(v));
+}
+
+__device__ __forceinline__ double
+operand_value(__nv_bfloat16 v)
+{
+	return __bfloat162float(v);
+}
+
+/*
+ * ||c||^2 of every centroid as the products see it (TF32-rounded floats,
+ * or bf16 values), one warp per centroid, and the largest |c| into
+ * *largest_bits (zeroed first) when it is not NULL
+ */
+template <typename T>
+__global__ void
+operand_norms_kernel(const T *__restrict__ cp, int k, int ld, float *__restrict__ norms,
+					 unsigned int *largest_bits)
+{
+	int			lane = threadIdx.x & 31;
+
+	for (int c = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); c < k;
+		 c += gridDim.x * (blockDim.x >> 5))
+	{
+		double		s = 0.0;
+
+		for (int j = lane; j < ld; j += 32)
+		{
+			double		v = operand_value(cp[(int64_t) c * ld + j]);
+
+			s += v * v;
+		}
+		for (int off = 16; off > 0; off >>= 1)
+			s += __shfl_down_sync(0xffffffffu, s, off);
+		if (lane == 0)
+		{
+			norms[c] = (float) s;
+			/* the largest |c|, rounded up; float bits of values >= 0 order as integers */
+			if (largest_bits != NULL)
+				atomicMax(largest_bits, __float_as_uint((float) (sqrt(s) * (1.0 + 0x1p-10))));
+		}
+	}
+}
+
+GcStatus
+launch_tf32_norms(const float *cp, int k, int ld, float *norms, unsigned int *largest_bits,
+				  cudaStream_t stream, GcError *err)
+{
+	GC_CUDA_TRY(cudaMemsetAsync(largest_bits, 0, sizeof(unsigned int), stream), err);
+	operand_norms_kernel<float><<<(k + 7) / 8, 256, 0, stream>>>(cp, k, ld, norms, largest_bits);
+	GC_CUDA_LAUNCHED("tf32_norms", err);
+	return GC_OK;
+}
+
+GcStatus
+launch_bf16_norms(const __nv_bfloat16 *cb, int k, int ld, float *norms, cudaStream_t stream,
+				  GcError *err)
+{
+	operand_norms_kernel<__nv_bfloat16><<<(k + 7) / 8, 256, 0, stream>>>(cb, k, ld, norms, NULL);
+	GC_CUDA_LAUNCHED("bf16_norms", err);
+	return GC_OK;
+}
+
+__device__ __forceinline__ void
+store_operand(float *dst, float v)
+{
+	*dst = v;
+}
+
+__device__ __forceinline__ void
+store_operand(__nv_bfloat16 *dst, float v)
+{
+	*dst = __float2bfloat16_rn(v);
+}
+
+/* Copy rows of width d into a zeroed buffer of rows of width ld, as floats or bf16 */
+template <typename T>
+__global__ void
+pad_rows_kernel(const float *__restrict__ src, int64_t rows, int d, int ld,
+				T *__restrict__ dst)
+{
+	int64_t		total = rows * d;
+
+	for (int64_t e = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; e < total;
+		 e += (int64_t) gridDim.x * blockDim.x)
+	{
+		int64_t		r = e / d;
+
+		store_operand(dst + r * ld + (e - r * d), src[e]);
+	}
+}
+
+template <typename T>
+static GcStatus
+launch_pad(const float *src, int64_t rows, int d, int ld, T *dst, cudaStream_t stream,
+		   GcError *err)
+{
+	int64_t		blocks = (rows * d + 255) / 256;
+
+	pad_rows_kernel<T><<<(unsigned) (blocks < 65535 ? (blocks > 0 ? blocks : 1) : 65535), 256, 0, stream>>>(
+		src, rows, d, ld, dst);
+	GC_CUDA_LAUNCHED("pad_rows", err);
+	return GC_OK;
+}
+
+GcStatus
+launch_pad_rows(const float *src, int64_t rows, int d, int ld, float *dst,
+				cudaStream_t stream, GcError *err)
+{
+	return launch_pad<float>(src, rows, d, ld, dst, stream, err);
+}
+
+GcStatus
+launch_pad_rows(const float *src, int64_t rows, int d, int ld, __nv_bfloat16 *dst,
+				cudaStream_t stream, GcError *err)
+{
+	return launch_pad<__nv_bfloat16>(src, rows, d, ld, dst, stream, err);
+}

@@ -1,0 +1,68 @@
+/*-------------------------------------------------------------------------
+ *
+ * harness.h
+ *	  The engine tests' harness (harness.c): checks that count passes and
+ *	  failures, a seeded generator, data, row stores and fits.
+ *
+ * IDENTIFICATION
+ *	  test/engine/harness.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef GC_TEST_HARNESS_H
+#define GC_TEST_HARNESS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "gc_engine.h"
+#include "gc_math.h"
+
+/* Checks: each counts as passed or failed, a failure printed with config */
+extern int	passed,
+			failed;
+extern void check(int ok, const char *what, const char *config);
+
+/* A seeded generator: uniform in [0, 1) and standard normal */
+extern uint64_t rng_state;
+extern double uniform(void);
+extern double normal(void);
+
+extern void *plain_alloc(size_t bytes);
+
+/* n points around k centres in [-100, 100]^d, or uniform when sigma < 0 */
+extern double *make_data(int64_t n, int d, int k, double sigma, double *centres, int *truth);
+/* Gaussian clusters of variance var around k uniform centres in [0,1]^d */
+extern double *make_gaussian(int64_t n, int d, int k, double var);
+/* n rows of d little-endian doubles; exits when the file is short */
+extern double *load_file(const char *path, int64_t n, int d);
+/* rows from x, in the order given (NULL: as they are) */
+extern void load_rows(GcRows *rows, const double *x, int64_t n, int d, const int64_t *order,
+					  GcHostAlloc alloc, GcHostFree free_fn);
+
+typedef struct Fit
+{
+	double	   *centroids;
+	int64_t    *sizes;
+	int32_t    *labels;
+	GcKmeansResult result;
+	GcStatus	status;
+} Fit;
+
+/* A k-means++ fit, one restart, with a forced kernel */
+extern Fit	fit_kernel(const GcKmeansBackend *backend, GcRows *rows, int k, uint64_t seed,
+					   GcAlgorithm algorithm, GcPrecision precision, int max_iter, double tol,
+					   GcKernel kernel, bool tensor_streamed);
+/* The same with the kernel chosen for the fit */
+extern Fit	fit_with(const GcKmeansBackend *backend, GcRows *rows, int k, uint64_t seed,
+					 GcAlgorithm algorithm, GcPrecision precision, int max_iter, double tol);
+/* Lloyd, float32, 300 iterations, tol 1e-4 */
+extern Fit	fit(const GcKmeansBackend *backend, GcRows *rows, int k, uint64_t seed);
+/* The fit b must equal the reference a: labels, centroids to the bit, sizes */
+extern void check_same_fit(const Fit *a, const Fit *b, int64_t n, int k, int d,
+						   const char *what, const char *config);
+extern void free_fit(Fit *f);
+/* Every true cluster maps to one found cluster, and the map is 1-1 */
+extern int	recovers(const int *truth, const int32_t *labels, int64_t n, int k);
+
+#endif							/* GC_TEST_HARNESS_H */
