@@ -11,6 +11,7 @@
  *-------------------------------------------------------------------------
  */
 #include "gpuclust.h"
+#include "partial_state.h"
 
 #include <stdlib.h>
 
@@ -69,6 +70,7 @@ _PG_init(void)
 							&gc_pinned_cache_mb, 256, 0, 1024 * 1024,
 							PGC_USERSET, GUC_UNIT_MB, NULL, assign_pinned_cache_mb, NULL);
 	MarkGUCPrefixReserved("gpuclust");
+	gc_partial_init();
 }
 
 static void *

@@ -66,6 +66,7 @@ typedef struct GcInput
 	int64		seen_rows;		/* rows seen, NULL or not, for messages */
 	int64		first_rowno;	/* number of the first non-NULL row */
 	GcDevice	device;
+	bool		device_fixed;	/* device set by the caller: keep it */
 } GcInput;
 
 extern void gc_input_init(GcInput *input);
@@ -125,7 +126,9 @@ typedef struct KmeansModel
 	double		update_ms;
 	int16		precision;		/* GcPrecision */
 	int16		pruned;			/* pruned labeling ran */
-	int32		padding;
+	int16		partial_states; /* partial states combined (parallel plan) */
+	int16		shared_memory_states;	/* of which handed over in shared
+										 * memory */
 	double		skipped_fraction;	/* distance computations pruning skipped */
 	char		kernel[16];		/* labeling kernel, NUL-terminated */
 	/* int64 sizes[k], then double centroids[k * d] */

@@ -97,6 +97,9 @@ gpuclust_kmeans_model_out(PG_FUNCTION_ARGS)
 	appendStringInfo(&buf, ", \"precision\": \"%s\", \"distances_skipped\": ",
 					 gc_precision_name((GcPrecision) m->precision));
 	gc_model_append_float8(&buf, m->skipped_fraction);
+	if (m->partial_states > 0)
+		appendStringInfo(&buf, ", \"parallel\": {\"partial_states\": %d, \"shared_memory\": %d}",
+						 m->partial_states, m->shared_memory_states);
 	appendStringInfoString(&buf, ", \"timings_ms\": {\"collect\": ");
 	gc_model_append_float8(&buf, m->collect_ms);
 	appendStringInfoString(&buf, ", \"transfer\": ");
@@ -190,6 +193,12 @@ gpuclust_kmeans_model_in(PG_FUNCTION_ARGS)
 			strncmp(gc_precision_name((GcPrecision) p), v->val.string.val, v->val.string.len) == 0)
 			m->precision = p;
 	m->skipped_fraction = gc_model_number(obj, MODEL_TYPE, "distances_skipped", false);
+	v = gc_model_field(obj, MODEL_TYPE, "parallel", jbvBinary, false);
+	if (v && JsonContainerIsObject(v->val.binary.data))
+	{
+		m->partial_states = (int16) Min(gc_model_count(v->val.binary.data, MODEL_TYPE, "partial_states", false), PG_INT16_MAX);
+		m->shared_memory_states = (int16) Min(gc_model_count(v->val.binary.data, MODEL_TYPE, "shared_memory", false), m->partial_states);
+	}
 	v = gc_model_field(obj, MODEL_TYPE, "timings_ms", jbvBinary, false);
 	if (v && JsonContainerIsObject(v->val.binary.data))
 	{
