@@ -67,6 +67,22 @@ FROM serial_groups s
 JOIN (SELECT g, kmeans_gpu(v, 3, '{"seed": 2}') AS m FROM pt GROUP BY g) p USING (g)
 ORDER BY g;
 
+-- partitionwise aggregation serializes partial states without workers
+SET max_parallel_workers_per_gather = 0;
+SET enable_partitionwise_aggregate = on;
+CREATE TABLE ppt (id int, v float8[]) PARTITION BY RANGE (id);
+CREATE TABLE ppt_1 PARTITION OF ppt FOR VALUES FROM (MINVALUE) TO (20000);
+CREATE TABLE ppt_2 PARTITION OF ppt FOR VALUES FROM (20000) TO (MAXVALUE);
+INSERT INTO ppt SELECT id, v FROM pt;
+ANALYZE ppt;
+EXPLAIN (COSTS OFF) SELECT kmeans_gpu(v, 4) FROM ppt;
+SELECT model_core(kmeans_gpu(v, 4)) = model_core(:'s1') AS partitionwise_same,
+	   (kmeans_gpu(v, 4)::text::jsonb->'parallel'->>'partial_states')::int AS partial_states
+FROM ppt;
+RESET enable_partitionwise_aggregate;
+DROP TABLE ppt;
+SET max_parallel_workers_per_gather = 2;
+
 -- a LIMIT above the aggregate leaves partial states unread
 SELECT g FROM (SELECT g, kmeans_gpu(v, 3) FROM pt GROUP BY g) s ORDER BY g LIMIT 1;
 
