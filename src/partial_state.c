@@ -15,9 +15,9 @@
  *   naming it.  The leader maps the segment and its row store borrows the
  *   rows in place: nothing is copied again and nothing passes through the
  *   Gather tuple queue.
- * - Inline (no preload, tiny states, or no segment to be had): the rows
- *   are copied into the serialized bytea itself (at most 1 GB) and the
- *   leader copies them into its row store.
+ * - Inline (no preload, tiny states, no segment to be had, or /dev/shm
+ *   too full to hold one): the rows are copied into the serialized bytea
+ *   itself (at most 1 GB) and the leader copies them into its row store.
  *
  * Lifetime of a segment.  The serializing process records (handle, leader
  * pid) in the registry, a small array in the extension's shared memory,
@@ -48,11 +48,13 @@
 #include "partial_state.h"
 
 #include <sys/mman.h>
+#include <sys/statvfs.h>
 
 #include "access/xact.h"
 #include "common/hashfn.h"
 #include "miscadmin.h"
 #include "port/atomics.h"
+#include "storage/dsm_impl.h"
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
 #include "storage/proc.h"
@@ -343,8 +345,25 @@ write_rows(GcRows *rows, char *dest)
 }
 
 /*
+ * Whether /dev/shm can hold a segment of bytes.  POSIX segments live there,
+ * and containers often make it small (64 MB): creating a segment it cannot
+ * hold fails with an obscure error, so a share that would not fit takes
+ * the inline path instead.
+ */
+static bool
+segment_fits(Size bytes)
+{
+	struct statvfs fs;
+
+	if (dynamic_shared_memory_type != DSM_IMPL_POSIX ||
+		statvfs("/dev/shm", &fs) != 0)
+		return true;
+	return (uint64) fs.f_bavail * fs.f_frsize >= (uint64) bytes + ((uint64) 16 << 20);
+}
+
+/*
  * Put the rows in a new pinned, registered segment; false when no segment
- * or registry slot is free
+ * or registry slot is free, or /dev/shm cannot hold it
  */
 static bool
 serialize_to_segment(GcRows *rows, GcPartialHeader *header)
@@ -353,6 +372,8 @@ serialize_to_segment(GcRows *rows, GcPartialHeader *header)
 	int			slot;
 	char	   *base;
 
+	if (!segment_fits(sizeof(GcPartialHeader) + header->data_bytes))
+		return false;
 	segment = dsm_create(sizeof(GcPartialHeader) + header->data_bytes,
 						 DSM_CREATE_NULL_IF_MAXSEGMENTS);
 	if (segment == NULL)
@@ -430,7 +451,7 @@ gc_partial_serialize(GcRows *rows, const void *meta, Size meta_bytes)
 							   header.n, header.d),
 					 registry == NULL ?
 					 errhint("Add gpuclust to shared_preload_libraries so that workers hand their rows over in shared memory, or SET max_parallel_workers_per_gather = 0.") :
-					 errhint("No dynamic shared memory segment was free; SET max_parallel_workers_per_gather = 0 to collect the rows in one process.")));
+					 errhint("No dynamic shared memory segment was free, or /dev/shm is too small to hold the share: enlarge /dev/shm, or SET max_parallel_workers_per_gather = 0 to collect the rows in one process.")));
 		total += header.data_bytes;
 	}
 	result = palloc(total);
