@@ -56,6 +56,17 @@ FROM (SELECT :'p1'::kmeans_model::text::jsonb AS m) s;
 -- the text form keeps the parallel counts
 SELECT (:'p1'::kmeans_model)::text::kmeans_model::text = (:'p1'::kmeans_model)::text AS text_round_trip;
 
+-- on the device gpuclust.device = auto picks (the GPU where one is usable,
+-- reading rows borrowed from shared memory), the same equality
+RESET gpuclust.device;
+SET max_parallel_workers_per_gather = 0;
+SELECT kmeans_gpu(v, 4, '{"seed": 1}') AS a1, kmeans_gpu(r, 5, '{"seed": 1}') AS a2 FROM pt \gset
+SET max_parallel_workers_per_gather = 2;
+SELECT model_core(kmeans_gpu(v, 4, '{"seed": 1}')) = model_core(:'a1') AS auto_float8_same,
+	   model_core(kmeans_gpu(r, 5, '{"seed": 1}')) = model_core(:'a2') AS auto_real_same
+FROM pt;
+SET gpuclust.device = cpu;
+
 -- one model per group: small partial states
 SET max_parallel_workers_per_gather = 0;
 CREATE TEMP TABLE serial_groups AS
