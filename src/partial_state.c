@@ -40,6 +40,12 @@
  * its leader's callback ran.  A backend crash resets shared memory and
  * the registry with it.
  *
+ * Costs: a worker copies its rows once more (into the segment, freeing its
+ * own chunks as it goes); the leader copies nothing, but the rows it
+ * borrows are pageable memory, so a GPU upload of them is staged by the
+ * driver (registering the mapping with cudaHostRegister would let the
+ * upload read it directly; not done).
+ *
  * IDENTIFICATION
  *	  src/partial_state.c
  *
