@@ -8,15 +8,16 @@
  *
  * Two paths, chosen per partial state by the serializing process:
  *
- * - Shared memory (gpuclust in shared_preload_libraries): the rows are
- *   laid out contiguously in one dynamic shared memory segment (header,
+ * - Shared memory (gpuclust in shared_preload_libraries, or PostgreSQL 17
+ *   and later, where the registry below lives in a named DSM segment
+ *   instead of the main shared memory): the rows are laid out contiguously in one dynamic shared memory segment (header,
  *   bounding box, values, hashes, weights), the segment is pinned so that
  *   it outlives the worker, and the serialized state is a few dozen bytes
  *   naming it.  The leader maps the segment and its row store borrows the
  *   rows in place: nothing is copied again and nothing passes through the
  *   Gather tuple queue.
- * - Inline (no preload, tiny states, no segment to be had, or /dev/shm
- *   too full to hold one): the rows are copied into the serialized bytea
+ * - Inline (15 and 16 without the preload, tiny states, no segment to be
+ *   had, or /dev/shm too full to hold one): the rows are copied into the serialized bytea
  *   itself (at most 1 GB) and the leader copies them into its row store.
  *
  * Lifetime of a segment.  The serializing process records (handle, leader
@@ -38,7 +39,13 @@
  * callbacks; workers are normally gone even earlier, when the executor
  * shuts down the Gather node.  So no worker can register a segment after
  * its leader's callback ran.  A backend crash resets shared memory and
- * the registry with it.
+ * the registry with it.  Without the preload a leader that never ran
+ * gpuclust's code in the query (no leader participation and an error
+ * before the Finalize Aggregate read anything) may have no registry
+ * attached, and its callback cannot see the entries; so before making a
+ * segment every process also sweeps the entries whose leader has ended
+ * the transaction recorded with them (its local transaction id changed,
+ * or it exited).
  *
  * Costs: a worker copies its rows once more (into the segment, freeing its
  * own chunks as it goes); the leader copies nothing, but the rows it
@@ -64,9 +71,13 @@
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
 #include "storage/proc.h"
+#include "storage/procarray.h"
 #include "storage/shmem.h"
 #include "storage/spin.h"
 #include "utils/memutils.h"
+#if GC_HAVE_DSM_REGISTRY
+#include "storage/dsm_registry.h"
+#endif
 
 #define GC_PARTIAL_MAGIC		0x47435053	/* "GCPS" */
 #define GC_PARTIAL_VERSION		1
@@ -106,6 +117,7 @@ typedef struct GcPartialSlot
 {
 	dsm_handle	handle;
 	int			leader_pid;		/* 0: free */
+	LocalTransactionId leader_lxid; /* the leader's transaction */
 	bool		pinned;
 } GcPartialSlot;
 
@@ -129,6 +141,16 @@ partial_shmem_request(void)
 }
 
 static void
+registry_init(void *ptr)
+{
+	GcPartialRegistry *fresh = (GcPartialRegistry *) ptr;
+
+	memset(fresh, 0, sizeof(GcPartialRegistry));
+	SpinLockInit(&fresh->mutex);
+	pg_atomic_init_u32(&fresh->used, 0);
+}
+
+static void
 partial_shmem_startup(void)
 {
 	bool		found;
@@ -139,12 +161,29 @@ partial_shmem_startup(void)
 	registry = ShmemInitStruct("gpuclust partial states",
 							   sizeof(GcPartialRegistry), &found);
 	if (!found)
-	{
-		memset(registry, 0, sizeof(GcPartialRegistry));
-		SpinLockInit(&registry->mutex);
-		pg_atomic_init_u32(&registry->used, 0);
-	}
+		registry_init(registry);
 	LWLockRelease(AddinShmemInitLock);
+}
+
+/*
+ * The registry: in the main shared memory when gpuclust is preloaded,
+ * else (PostgreSQL 17 and later) in a named DSM segment that the first
+ * process to need it creates; NULL on 15 and 16 without the preload
+ */
+static GcPartialRegistry *
+get_registry(void)
+{
+#if GC_HAVE_DSM_REGISTRY
+	if (registry == NULL && IsUnderPostmaster)
+	{
+		bool		found;
+
+		registry = GetNamedDSMSegment("gpuclust partial states",
+									  sizeof(GcPartialRegistry),
+									  registry_init, &found);
+	}
+#endif
+	return registry;
 }
 
 /*
@@ -185,39 +224,86 @@ partial_xact_callback(XactEvent event, void *arg)
 }
 
 /*
- * Called from _PG_init: the registry exists only when gpuclust is in
- * shared_preload_libraries
+ * Called from _PG_init (in the postmaster when preloaded: the backends
+ * inherit the hooks, the registry and the callback)
  */
 void
 gc_partial_init(void)
 {
-	if (!process_shared_preload_libraries_in_progress)
-		return;
-	prev_shmem_request_hook = shmem_request_hook;
-	shmem_request_hook = partial_shmem_request;
-	prev_shmem_startup_hook = shmem_startup_hook;
-	shmem_startup_hook = partial_shmem_startup;
+	if (process_shared_preload_libraries_in_progress)
+	{
+		prev_shmem_request_hook = shmem_request_hook;
+		shmem_request_hook = partial_shmem_request;
+		prev_shmem_startup_hook = shmem_startup_hook;
+		shmem_startup_hook = partial_shmem_startup;
+	}
 	RegisterXactCallback(partial_xact_callback, NULL);
 }
 
 bool
 gc_partial_registry_available(void)
 {
-	return registry != NULL;
+	return get_registry() != NULL;
 }
 
-/* The parallel leader's pid in a worker, our own in the leader */
-static int
-leader_pid(void)
+/* The parallel leader in a worker, this backend otherwise */
+static PGPROC *
+leader_proc(void)
 {
-	PGPROC	   *leader = MyProc ? MyProc->lockGroupLeader : NULL;
+	return MyProc && MyProc->lockGroupLeader ? MyProc->lockGroupLeader : MyProc;
+}
 
-	return leader ? leader->pid : MyProcPid;
+/*
+ * Clear the entries whose leader's transaction has ended (the leader
+ * exited, or moved on without running its callback: without the preload
+ * a leader that never ran gpuclust's code has no registry attached),
+ * unpinning their segments
+ */
+static void
+sweep_stale_entries(void)
+{
+	GcPartialSlot seen[GC_PARTIAL_SLOTS];
+	int			nseen = 0;
+
+	if (pg_atomic_read_u32(&registry->used) == 0)
+		return;
+	SpinLockAcquire(&registry->mutex);
+	for (int i = 0; i < GC_PARTIAL_SLOTS; i++)
+		if (registry->slots[i].leader_pid != 0)
+			seen[nseen++] = registry->slots[i];
+	SpinLockRelease(&registry->mutex);
+
+	for (int e = 0; e < nseen; e++)
+	{
+		PGPROC	   *leader = BackendPidGetProc(seen[e].leader_pid);
+		bool		cleared = false;
+
+		if (leader != NULL && GC_PROC_LXID(leader) == seen[e].leader_lxid)
+			continue;
+		SpinLockAcquire(&registry->mutex);
+		for (int i = 0; i < GC_PARTIAL_SLOTS && !cleared; i++)
+		{
+			GcPartialSlot *slot = &registry->slots[i];
+
+			if (slot->leader_pid == seen[e].leader_pid && slot->handle == seen[e].handle &&
+				slot->leader_lxid == seen[e].leader_lxid && slot->pinned == seen[e].pinned)
+			{
+				memset(slot, 0, sizeof(GcPartialSlot));
+				pg_atomic_fetch_sub_u32(&registry->used, 1);
+				cleared = true;
+			}
+		}
+		SpinLockRelease(&registry->mutex);
+		/* unpinned: its maker failed before pinning, and it died with it */
+		if (cleared && seen[e].pinned)
+			dsm_unpin_segment(seen[e].handle);
+	}
 }
 
 static int
 registry_insert(dsm_handle handle)
 {
+	PGPROC	   *leader = leader_proc();
 	int			slot = -1;
 
 	SpinLockAcquire(&registry->mutex);
@@ -226,7 +312,8 @@ registry_insert(dsm_handle handle)
 		if (registry->slots[i].leader_pid == 0)
 		{
 			registry->slots[i].handle = handle;
-			registry->slots[i].leader_pid = leader_pid();
+			registry->slots[i].leader_pid = leader->pid;
+			registry->slots[i].leader_lxid = GC_PROC_LXID(leader);
 			registry->slots[i].pinned = false;
 			pg_atomic_fetch_add_u32(&registry->used, 1);
 			slot = i;
@@ -380,6 +467,7 @@ serialize_to_segment(GcRows *rows, GcPartialHeader *header)
 
 	if (!segment_fits(sizeof(GcPartialHeader) + header->data_bytes))
 		return false;
+	sweep_stale_entries();
 	segment = dsm_create(sizeof(GcPartialHeader) + header->data_bytes,
 						 DSM_CREATE_NULL_IF_MAXSEGMENTS);
 	if (segment == NULL)
@@ -441,7 +529,7 @@ gc_partial_serialize(GcRows *rows, const void *meta, Size meta_bytes)
 		header.data_bytes = rows_bytes(rows->d, rows->n, rows->weighted);
 	}
 
-	if (!(header.n > 0 && registry != NULL &&
+	if (!(header.n > 0 && MyProc != NULL && get_registry() != NULL &&
 		  header.data_bytes >= GC_PARTIAL_MIN_SEGMENT_BYTES &&
 		  serialize_to_segment(rows, &header)))
 		header.checksum = header_checksum(&header);
@@ -532,7 +620,7 @@ gc_partial_deserialize(bytea *serialized, GcPartialRows *out)
 		int			slot;
 		GcPartialHeader stored;
 
-		if (registry == NULL || (slot = registry_find_mine(header.handle)) < 0)
+		if (get_registry() == NULL || (slot = registry_find_mine(header.handle)) < 0)
 			corrupt_state("Its shared memory segment is not registered to this process.");
 		segment = dsm_attach(header.handle);
 		if (segment == NULL)

@@ -1,6 +1,7 @@
 -- kmeans_gpu under a parallel plan: partial states combined in the leader
 -- give the serial plan's model, bit for bit, with or without gpuclust in
--- shared_preload_libraries (rows in shared memory, or copied inline).
+-- shared_preload_libraries (rows in shared memory, or, on PostgreSQL 15
+-- and 16 without it, copied inline).
 SET gpuclust.device = cpu;
 
 CREATE TABLE pt (id int, g int, v float8[], r real[]);
@@ -18,12 +19,14 @@ ANALYZE pt;
 CREATE FUNCTION model_core(m kmeans_model) RETURNS jsonb
 	LANGUAGE sql IMMUTABLE AS $$ SELECT m::text::jsonb - 'timings_ms' - 'parallel' $$;
 -- the parallel collection as expected: at least one partial state, and
--- rows in shared memory exactly when gpuclust is preloaded
+-- rows in shared memory exactly when gpuclust is preloaded or the server
+-- has the DSM registry (PostgreSQL 17 and later)
 CREATE FUNCTION parallel_ok(m kmeans_model) RETURNS boolean
 	LANGUAGE sql STABLE AS $$
 	SELECT (m::text::jsonb->'parallel'->>'partial_states')::int >= 1
 	   AND ((m::text::jsonb->'parallel'->>'shared_memory')::int > 0) =
-		   (current_setting('shared_preload_libraries') ~ 'gpuclust') $$;
+		   (current_setting('shared_preload_libraries') ~ 'gpuclust' OR
+			current_setting('server_version_num')::int >= 170000) $$;
 
 SET parallel_setup_cost = 0;
 SET parallel_tuple_cost = 0;
