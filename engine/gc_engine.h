@@ -79,6 +79,7 @@ typedef struct GcChunk
 	int64_t		first_row;		/* index of this chunk's first row */
 	int64_t		count;			/* rows used */
 	int64_t		capacity;		/* rows allocated */
+	bool		borrowed;		/* memory owned elsewhere: never freed here */
 } GcChunk;
 
 typedef struct GcRows
@@ -107,6 +108,17 @@ extern void gc_rows_set_weighted(GcRows *rows);
 extern void gc_rows_commit_weighted(GcRows *rows, double weight);
 extern double gc_rows_weight(const GcRows *rows, int64_t i);
 extern const double *gc_rows_get(const GcRows *rows, int64_t i);
+/*
+ * Append src->count rows held in src's arrays as one chunk (a partial
+ * state's rows, gathered from another process): lo, hi and total_weight
+ * describe them.  A borrowed chunk is used in place and never freed by
+ * the store; any other chunk must come from the store's allocator and is
+ * freed with it.
+ */
+extern GcStatus gc_rows_append_chunk(GcRows *rows, const GcChunk *src,
+									 const double *lo, const double *hi,
+									 int64_t total_weight, bool bad_weight,
+									 GcError *err);
 extern uint64_t gc_rows_hash(const GcRows *rows, int64_t i);
 extern void gc_rows_release(GcRows *rows);
 

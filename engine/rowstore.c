@@ -8,6 +8,8 @@
  * Chunks double from GC_FIRST_CHUNK_BYTES up to GC_MAX_CHUNK_BYTES, so a
  * ten-row query allocates kilobytes and four million rows need a handful
  * of allocations; rows are written once, in place, and never copied.
+ * Whole chunks written elsewhere (the rows a parallel worker collected)
+ * join a store with gc_rows_append_chunk, borrowed in place.
  *
  * IDENTIFICATION
  *	  engine/rowstore.c
@@ -21,6 +23,8 @@
 
 #define GC_FIRST_CHUNK_BYTES	((size_t) 64 * 1024)
 #define GC_MAX_CHUNK_BYTES		((size_t) 64 * 1024 * 1024)
+
+static GcChunk *new_chunk_slot(GcRows *rows, GcError *err);
 
 /*
  * Initialize an empty store of d-dimensional rows
@@ -78,18 +82,9 @@ add_chunk(GcRows *rows, GcError *err)
 			bytes = rows->max_bytes - held;
 	}
 
-	if (rows->nchunks == rows->maxchunks)
-	{
-		int			newmax = rows->maxchunks ? rows->maxchunks * 2 : 16;
-		GcChunk    *grown = realloc(rows->chunks, sizeof(GcChunk) * newmax);
-
-		if (grown == NULL)
-			return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for the chunk list");
-		rows->chunks = grown;
-		rows->maxchunks = newmax;
-	}
-
-	chunk = &rows->chunks[rows->nchunks];
+	chunk = new_chunk_slot(rows, err);
+	if (chunk == NULL)
+		return GC_ERR_HOST_MEMORY;
 	memset(chunk, 0, sizeof(*chunk));
 	chunk->capacity = (int64_t) (bytes / row_bytes);
 	chunk->first_row = rows->n;
@@ -194,6 +189,61 @@ gc_rows_commit_weighted(GcRows *rows, double weight)
 }
 
 /*
+ * Grow the chunk list by one entry
+ */
+static GcChunk *
+new_chunk_slot(GcRows *rows, GcError *err)
+{
+	if (rows->nchunks == rows->maxchunks)
+	{
+		int			newmax = rows->maxchunks ? rows->maxchunks * 2 : 16;
+		GcChunk    *grown = realloc(rows->chunks, sizeof(GcChunk) * newmax);
+
+		if (grown == NULL)
+		{
+			gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for the chunk list");
+			return NULL;
+		}
+		rows->chunks = grown;
+		rows->maxchunks = newmax;
+	}
+	return &rows->chunks[rows->nchunks];
+}
+
+GcStatus
+gc_rows_append_chunk(GcRows *rows, const GcChunk *src, const double *lo,
+					 const double *hi, int64_t total_weight, bool bad_weight,
+					 GcError *err)
+{
+	GcChunk    *chunk;
+	int			d = rows->d;
+
+	if (src->count == 0)
+		return GC_OK;
+	chunk = new_chunk_slot(rows, err);
+	if (chunk == NULL)
+		return GC_ERR_HOST_MEMORY;
+	*chunk = *src;
+	chunk->capacity = src->count;	/* full: later rows go to a new chunk */
+	chunk->first_row = rows->n;
+	if (!rows->weighted)
+		chunk->weights = NULL;
+	rows->nchunks++;
+
+	for (int j = 0; j < d; j++)
+	{
+		if (rows->n == 0 || lo[j] < rows->lo[j])
+			rows->lo[j] = lo[j];
+		if (rows->n == 0 || hi[j] > rows->hi[j])
+			rows->hi[j] = hi[j];
+	}
+	rows->n += src->count;
+	rows->total_weight += total_weight;
+	rows->bad_weight |= bad_weight;
+	return GC_OK;
+}
+
+/*
  * Find the chunk holding row i (chunks are few: a binary search is plenty)
  */
 static const GcChunk *
@@ -249,6 +299,8 @@ gc_rows_release(GcRows *rows)
 {
 	for (int c = 0; c < rows->nchunks; c++)
 	{
+		if (rows->chunks[c].borrowed)
+			continue;
 		rows->free(rows->chunks[c].values);
 		rows->free(rows->chunks[c].hashes);
 		if (rows->chunks[c].weights)

@@ -57,24 +57,47 @@ CREATE FUNCTION kmeans_gpu_finalfn(internal) RETURNS kmeans_model
 	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_finalfn'
 	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
 
+-- Parallel plans: a partial state is a handle on the rows one process
+-- collected (in shared memory when gpuclust is preloaded); these functions
+-- take any kmeans_gpu state, whatever the element type of the vectors.
+CREATE FUNCTION kmeans_gpu_combinefn(internal, internal) RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_combinefn'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION kmeans_gpu_serialfn(internal) RETURNS bytea
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_serialfn'
+	LANGUAGE C STRICT PARALLEL SAFE;
+
+CREATE FUNCTION kmeans_gpu_deserialfn(bytea, internal) RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_deserialfn'
+	LANGUAGE C STRICT PARALLEL SAFE;
+
 CREATE AGGREGATE kmeans_gpu(vec float8[], k int, options jsonb) (
 	SFUNC = kmeans_gpu_transfn, STYPE = internal,
-	FINALFUNC = kmeans_gpu_finalfn, PARALLEL = SAFE
+	FINALFUNC = kmeans_gpu_finalfn, COMBINEFUNC = kmeans_gpu_combinefn,
+	SERIALFUNC = kmeans_gpu_serialfn, DESERIALFUNC = kmeans_gpu_deserialfn,
+	PARALLEL = SAFE
 );
 
 CREATE AGGREGATE kmeans_gpu(vec float8[], k int) (
 	SFUNC = kmeans_gpu_transfn, STYPE = internal,
-	FINALFUNC = kmeans_gpu_finalfn, PARALLEL = SAFE
+	FINALFUNC = kmeans_gpu_finalfn, COMBINEFUNC = kmeans_gpu_combinefn,
+	SERIALFUNC = kmeans_gpu_serialfn, DESERIALFUNC = kmeans_gpu_deserialfn,
+	PARALLEL = SAFE
 );
 
 CREATE AGGREGATE kmeans_gpu(vec real[], k int, options jsonb) (
 	SFUNC = kmeans_gpu_transfn, STYPE = internal,
-	FINALFUNC = kmeans_gpu_finalfn, PARALLEL = SAFE
+	FINALFUNC = kmeans_gpu_finalfn, COMBINEFUNC = kmeans_gpu_combinefn,
+	SERIALFUNC = kmeans_gpu_serialfn, DESERIALFUNC = kmeans_gpu_deserialfn,
+	PARALLEL = SAFE
 );
 
 CREATE AGGREGATE kmeans_gpu(vec real[], k int) (
 	SFUNC = kmeans_gpu_transfn, STYPE = internal,
-	FINALFUNC = kmeans_gpu_finalfn, PARALLEL = SAFE
+	FINALFUNC = kmeans_gpu_finalfn, COMBINEFUNC = kmeans_gpu_combinefn,
+	SERIALFUNC = kmeans_gpu_serialfn, DESERIALFUNC = kmeans_gpu_deserialfn,
+	PARALLEL = SAFE
 );
 
 -- Vectors of any number type and a bigint k.  ARRAY[1, 2] is integer[],
@@ -93,12 +116,16 @@ CREATE FUNCTION kmeans_gpu_transfn(internal, integer[], int) RETURNS internal
 
 CREATE AGGREGATE kmeans_gpu(vec integer[], k int, options jsonb) (
 	SFUNC = kmeans_gpu_transfn, STYPE = internal,
-	FINALFUNC = kmeans_gpu_finalfn, PARALLEL = SAFE
+	FINALFUNC = kmeans_gpu_finalfn, COMBINEFUNC = kmeans_gpu_combinefn,
+	SERIALFUNC = kmeans_gpu_serialfn, DESERIALFUNC = kmeans_gpu_deserialfn,
+	PARALLEL = SAFE
 );
 
 CREATE AGGREGATE kmeans_gpu(vec integer[], k int) (
 	SFUNC = kmeans_gpu_transfn, STYPE = internal,
-	FINALFUNC = kmeans_gpu_finalfn, PARALLEL = SAFE
+	FINALFUNC = kmeans_gpu_finalfn, COMBINEFUNC = kmeans_gpu_combinefn,
+	SERIALFUNC = kmeans_gpu_serialfn, DESERIALFUNC = kmeans_gpu_deserialfn,
+	PARALLEL = SAFE
 );
 
 CREATE FUNCTION kmeans_gpu_transfn(internal, bigint[], int, jsonb) RETURNS internal
@@ -111,12 +138,16 @@ CREATE FUNCTION kmeans_gpu_transfn(internal, bigint[], int) RETURNS internal
 
 CREATE AGGREGATE kmeans_gpu(vec bigint[], k int, options jsonb) (
 	SFUNC = kmeans_gpu_transfn, STYPE = internal,
-	FINALFUNC = kmeans_gpu_finalfn, PARALLEL = SAFE
+	FINALFUNC = kmeans_gpu_finalfn, COMBINEFUNC = kmeans_gpu_combinefn,
+	SERIALFUNC = kmeans_gpu_serialfn, DESERIALFUNC = kmeans_gpu_deserialfn,
+	PARALLEL = SAFE
 );
 
 CREATE AGGREGATE kmeans_gpu(vec bigint[], k int) (
 	SFUNC = kmeans_gpu_transfn, STYPE = internal,
-	FINALFUNC = kmeans_gpu_finalfn, PARALLEL = SAFE
+	FINALFUNC = kmeans_gpu_finalfn, COMBINEFUNC = kmeans_gpu_combinefn,
+	SERIALFUNC = kmeans_gpu_serialfn, DESERIALFUNC = kmeans_gpu_deserialfn,
+	PARALLEL = SAFE
 );
 
 CREATE FUNCTION kmeans_gpu_transfn(internal, smallint[], int, jsonb) RETURNS internal
@@ -129,12 +160,16 @@ CREATE FUNCTION kmeans_gpu_transfn(internal, smallint[], int) RETURNS internal
 
 CREATE AGGREGATE kmeans_gpu(vec smallint[], k int, options jsonb) (
 	SFUNC = kmeans_gpu_transfn, STYPE = internal,
-	FINALFUNC = kmeans_gpu_finalfn, PARALLEL = SAFE
+	FINALFUNC = kmeans_gpu_finalfn, COMBINEFUNC = kmeans_gpu_combinefn,
+	SERIALFUNC = kmeans_gpu_serialfn, DESERIALFUNC = kmeans_gpu_deserialfn,
+	PARALLEL = SAFE
 );
 
 CREATE AGGREGATE kmeans_gpu(vec smallint[], k int) (
 	SFUNC = kmeans_gpu_transfn, STYPE = internal,
-	FINALFUNC = kmeans_gpu_finalfn, PARALLEL = SAFE
+	FINALFUNC = kmeans_gpu_finalfn, COMBINEFUNC = kmeans_gpu_combinefn,
+	SERIALFUNC = kmeans_gpu_serialfn, DESERIALFUNC = kmeans_gpu_deserialfn,
+	PARALLEL = SAFE
 );
 
 CREATE FUNCTION kmeans_gpu_transfn(internal, numeric[], int, jsonb) RETURNS internal
@@ -147,12 +182,16 @@ CREATE FUNCTION kmeans_gpu_transfn(internal, numeric[], int) RETURNS internal
 
 CREATE AGGREGATE kmeans_gpu(vec numeric[], k int, options jsonb) (
 	SFUNC = kmeans_gpu_transfn, STYPE = internal,
-	FINALFUNC = kmeans_gpu_finalfn, PARALLEL = SAFE
+	FINALFUNC = kmeans_gpu_finalfn, COMBINEFUNC = kmeans_gpu_combinefn,
+	SERIALFUNC = kmeans_gpu_serialfn, DESERIALFUNC = kmeans_gpu_deserialfn,
+	PARALLEL = SAFE
 );
 
 CREATE AGGREGATE kmeans_gpu(vec numeric[], k int) (
 	SFUNC = kmeans_gpu_transfn, STYPE = internal,
-	FINALFUNC = kmeans_gpu_finalfn, PARALLEL = SAFE
+	FINALFUNC = kmeans_gpu_finalfn, COMBINEFUNC = kmeans_gpu_combinefn,
+	SERIALFUNC = kmeans_gpu_serialfn, DESERIALFUNC = kmeans_gpu_deserialfn,
+	PARALLEL = SAFE
 );
 
 CREATE FUNCTION kmeans_gpu_transfn(internal, anyarray, bigint, jsonb) RETURNS internal
@@ -165,12 +204,16 @@ CREATE FUNCTION kmeans_gpu_transfn(internal, anyarray, bigint) RETURNS internal
 
 CREATE AGGREGATE kmeans_gpu(vec anyarray, k bigint, options jsonb) (
 	SFUNC = kmeans_gpu_transfn, STYPE = internal,
-	FINALFUNC = kmeans_gpu_finalfn, PARALLEL = SAFE
+	FINALFUNC = kmeans_gpu_finalfn, COMBINEFUNC = kmeans_gpu_combinefn,
+	SERIALFUNC = kmeans_gpu_serialfn, DESERIALFUNC = kmeans_gpu_deserialfn,
+	PARALLEL = SAFE
 );
 
 CREATE AGGREGATE kmeans_gpu(vec anyarray, k bigint) (
 	SFUNC = kmeans_gpu_transfn, STYPE = internal,
-	FINALFUNC = kmeans_gpu_finalfn, PARALLEL = SAFE
+	FINALFUNC = kmeans_gpu_finalfn, COMBINEFUNC = kmeans_gpu_combinefn,
+	SERIALFUNC = kmeans_gpu_serialfn, DESERIALFUNC = kmeans_gpu_deserialfn,
+	PARALLEL = SAFE
 );
 
 -- Using a model

@@ -20,12 +20,16 @@ CREATE FUNCTION kmeans_gpu_transfn(internal, vector, int) RETURNS internal
 
 CREATE AGGREGATE kmeans_gpu(vec vector, k int, options jsonb) (
 	SFUNC = kmeans_gpu_transfn, STYPE = internal,
-	FINALFUNC = kmeans_gpu_finalfn, PARALLEL = SAFE
+	FINALFUNC = kmeans_gpu_finalfn, COMBINEFUNC = kmeans_gpu_combinefn,
+	SERIALFUNC = kmeans_gpu_serialfn, DESERIALFUNC = kmeans_gpu_deserialfn,
+	PARALLEL = SAFE
 );
 
 CREATE AGGREGATE kmeans_gpu(vec vector, k int) (
 	SFUNC = kmeans_gpu_transfn, STYPE = internal,
-	FINALFUNC = kmeans_gpu_finalfn, PARALLEL = SAFE
+	FINALFUNC = kmeans_gpu_finalfn, COMBINEFUNC = kmeans_gpu_combinefn,
+	SERIALFUNC = kmeans_gpu_serialfn, DESERIALFUNC = kmeans_gpu_deserialfn,
+	PARALLEL = SAFE
 );
 
 -- a bigint k, as for arrays
@@ -39,12 +43,16 @@ CREATE FUNCTION kmeans_gpu_transfn(internal, vector, bigint) RETURNS internal
 
 CREATE AGGREGATE kmeans_gpu(vec vector, k bigint, options jsonb) (
 	SFUNC = kmeans_gpu_transfn, STYPE = internal,
-	FINALFUNC = kmeans_gpu_finalfn, PARALLEL = SAFE
+	FINALFUNC = kmeans_gpu_finalfn, COMBINEFUNC = kmeans_gpu_combinefn,
+	SERIALFUNC = kmeans_gpu_serialfn, DESERIALFUNC = kmeans_gpu_deserialfn,
+	PARALLEL = SAFE
 );
 
 CREATE AGGREGATE kmeans_gpu(vec vector, k bigint) (
 	SFUNC = kmeans_gpu_transfn, STYPE = internal,
-	FINALFUNC = kmeans_gpu_finalfn, PARALLEL = SAFE
+	FINALFUNC = kmeans_gpu_finalfn, COMBINEFUNC = kmeans_gpu_combinefn,
+	SERIALFUNC = kmeans_gpu_serialfn, DESERIALFUNC = kmeans_gpu_deserialfn,
+	PARALLEL = SAFE
 );
 
 CREATE FUNCTION kmeans_gpu_cluster(vec vector, k bigint, options jsonb) RETURNS int
@@ -138,12 +146,16 @@ CREATE FUNCTION kmeans_gpu_transfn(internal, halfvec, int) RETURNS internal
 
 CREATE AGGREGATE kmeans_gpu(vec halfvec, k int, options jsonb) (
 	SFUNC = kmeans_gpu_transfn, STYPE = internal,
-	FINALFUNC = kmeans_gpu_finalfn, PARALLEL = SAFE
+	FINALFUNC = kmeans_gpu_finalfn, COMBINEFUNC = kmeans_gpu_combinefn,
+	SERIALFUNC = kmeans_gpu_serialfn, DESERIALFUNC = kmeans_gpu_deserialfn,
+	PARALLEL = SAFE
 );
 
 CREATE AGGREGATE kmeans_gpu(vec halfvec, k int) (
 	SFUNC = kmeans_gpu_transfn, STYPE = internal,
-	FINALFUNC = kmeans_gpu_finalfn, PARALLEL = SAFE
+	FINALFUNC = kmeans_gpu_finalfn, COMBINEFUNC = kmeans_gpu_combinefn,
+	SERIALFUNC = kmeans_gpu_serialfn, DESERIALFUNC = kmeans_gpu_deserialfn,
+	PARALLEL = SAFE
 );
 
 -- a bigint k, as for arrays
@@ -157,12 +169,16 @@ CREATE FUNCTION kmeans_gpu_transfn(internal, halfvec, bigint) RETURNS internal
 
 CREATE AGGREGATE kmeans_gpu(vec halfvec, k bigint, options jsonb) (
 	SFUNC = kmeans_gpu_transfn, STYPE = internal,
-	FINALFUNC = kmeans_gpu_finalfn, PARALLEL = SAFE
+	FINALFUNC = kmeans_gpu_finalfn, COMBINEFUNC = kmeans_gpu_combinefn,
+	SERIALFUNC = kmeans_gpu_serialfn, DESERIALFUNC = kmeans_gpu_deserialfn,
+	PARALLEL = SAFE
 );
 
 CREATE AGGREGATE kmeans_gpu(vec halfvec, k bigint) (
 	SFUNC = kmeans_gpu_transfn, STYPE = internal,
-	FINALFUNC = kmeans_gpu_finalfn, PARALLEL = SAFE
+	FINALFUNC = kmeans_gpu_finalfn, COMBINEFUNC = kmeans_gpu_combinefn,
+	SERIALFUNC = kmeans_gpu_serialfn, DESERIALFUNC = kmeans_gpu_deserialfn,
+	PARALLEL = SAFE
 );
 
 CREATE FUNCTION kmeans_gpu_cluster(vec halfvec, k bigint, options jsonb) RETURNS int

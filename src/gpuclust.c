@@ -13,6 +13,7 @@
  *-------------------------------------------------------------------------
  */
 #include "gpuclust.h"
+#include "partial_state.h"
 
 #include <limits.h>
 #include <stdlib.h>
@@ -89,6 +90,7 @@ _PG_init(void)
 							&gc_max_fit_memory_mb, 4096, 0, INT_MAX,
 							PGC_SUSET, GUC_UNIT_MB, NULL, NULL, NULL);
 	MarkGUCPrefixReserved("gpuclust");
+	gc_partial_init();
 }
 
 /*

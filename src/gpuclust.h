@@ -69,6 +69,7 @@ typedef struct GcInput
 	Oid			format;			/* of the first non-NULL row's vector */
 	bool		unit;			/* cosine metric: rows scaled to unit length */
 	GcDevice	device;
+	bool		device_fixed;	/* device set by the caller: keep it */
 } GcInput;
 
 extern void gc_input_init(GcInput *input);
@@ -168,6 +169,8 @@ typedef struct KmeansModel
 	int16		fitted_on;		/* GcFittedOn */
 	int16		metric;			/* GcMetric */
 	int16		input;			/* type of the vectors fitted: gc_model_input_code */
+	int32		partial_states; /* partial states combined (parallel plan) */
+	int32		shared_memory_states;	/* of which handed over in shared memory */
 	double		skipped_fraction;	/* distance computations pruning skipped */
 	char		kernel[GC_KERNEL_NAME_BYTES];	/* labeling kernel, NUL-padded */
 	/* int64 sizes[k], then double centroids[k * d] */

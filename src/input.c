@@ -307,7 +307,8 @@ gc_input_add(GcInput *input, Datum vector, Oid format)
 	d = view.d;
 	if (!input->started)
 	{
-		gc_choose_device(&input->device);
+		if (!input->device_fixed)
+			gc_choose_device(&input->device);
 		if (gc_rows_init(&input->rows, d, input->device.alloc,
 						 input->device.free, &err) != GC_OK)
 			gc_raise(&err);

@@ -5,6 +5,16 @@
  *	  to the row store (pinned host memory when the GPU will run the fit)
  *	  and the final function fits the model.
  *
+ * Under a parallel plan each process collects its share of the rows into
+ * plain host memory (a worker never touches the GPU), the serial function
+ * hands them to the leader (partial_state.c: in shared memory when gpuclust
+ * is preloaded), and the combine function joins the shares into the
+ * leader's row store, borrowing rows in place.  The fit does not depend on
+ * the order of the rows (seeding draws from per-row hashes, centroid sums
+ * are exact), so the model equals the serial plan's.  The functions work
+ * on the state alone, whatever the element type of the vectors, so every
+ * aggregate whose transition state is a KmeansAggState can name them.
+ *
  * IDENTIFICATION
  *	  src/kmeans_agg.c
  *
@@ -12,7 +22,10 @@
  */
 #include "gpuclust.h"
 
+#include "partial_state.h"
+
 #include "catalog/pg_type.h"
+#include "nodes/execnodes.h"
 
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_transfn);
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_transfn_real);
@@ -20,19 +33,54 @@ PG_FUNCTION_INFO_V1(gpuclust_kmeans_transfn_numeric);
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_transfn_vector);
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_transfn_halfvec);
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_finalfn);
+PG_FUNCTION_INFO_V1(gpuclust_kmeans_serialfn);
+PG_FUNCTION_INFO_V1(gpuclust_kmeans_deserialfn);
+PG_FUNCTION_INFO_V1(gpuclust_kmeans_combinefn);
+
+/* rows are labelled with int32 */
+#define GC_MAX_ROWS ((int64) PG_INT32_MAX)
 
 typedef struct KmeansAggState
 {
 	GcInput		input;
 	GcKmeansOptions opts;
 	double		started_ms;		/* when the first row arrived */
+	int32		k;
+	Jsonb	   *options;		/* the options argument; NULL when none */
+	bool		serialized;		/* the rows went to a partial state */
+	int			partial_states; /* partial states combined into this one */
+	int			shared_memory_states;	/* of which came in shared memory */
+	GcPartialSegments *segments;	/* segments whose rows are borrowed */
+	GcPartialRows *partial;		/* deserialized: the rows are here */
 } KmeansAggState;
+
+/* What a partial state carries besides its rows */
+typedef struct KmeansPartialMeta
+{
+	int32		k;
+	int32		options_bytes;	/* the options jsonb follows; 0 when none */
+	Oid			format;			/* of the process's first non-NULL vector */
+	int64		null_rows;
+	int64		seen_rows;
+	double		started_ms;
+} KmeansPartialMeta;
 
 /* k, declared integer or bigint */
 static int
 k_argument(FunctionCallInfo fcinfo)
 {
 	return gc_k_value(PG_GETARG_DATUM(2), get_fn_expr_argtype(fcinfo->flinfo, 2));
+}
+
+/*
+ * True when this aggregate's states will be serialized: a partial
+ * aggregate under a parallel plan
+ */
+static bool
+collects_partial_state(FunctionCallInfo fcinfo)
+{
+	return fcinfo->context && IsA(fcinfo->context, AggState) &&
+		DO_AGGSPLIT_SERIALIZE(((AggState *) fcinfo->context)->aggsplit);
 }
 
 /*
@@ -50,10 +98,18 @@ start_state(FunctionCallInfo fcinfo, MemoryContext aggcontext)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("k must not be NULL")));
 	if (PG_NARGS() > 3 && !PG_ARGISNULL(3))
-		options = PG_GETARG_JSONB_P(3);
-	gc_parse_kmeans_options(options, k_argument(fcinfo), &state->opts);
+		options = PG_GETARG_JSONB_P_COPY(3);
+	state->k = k_argument(fcinfo);
+	gc_parse_kmeans_options(options, state->k, &state->opts);
+	state->options = options;
 	gc_input_init(&state->input);
 	state->input.unit = state->opts.params.metric == GC_METRIC_COSINE;
+	if (collects_partial_state(fcinfo))
+	{
+		/* the leader's fit chooses the device; plain memory here */
+		gc_use_cpu_device(&state->input.device);
+		state->input.device_fixed = true;
+	}
 	gc_input_release_at_reset(&state->input, aggcontext);
 	state->started_ms = gc_now_ms();
 	MemoryContextSwitchTo(oldcontext);
@@ -78,6 +134,8 @@ kmeans_transfn(FunctionCallInfo fcinfo, Oid format)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("k must be the same for every row of one kmeans_gpu")));
+		if (state->serialized)
+			elog(ERROR, "kmeans_gpu partial state used after it was serialized");
 	}
 
 	if (PG_ARGISNULL(1))
@@ -126,13 +184,179 @@ Datum
 gpuclust_kmeans_finalfn(PG_FUNCTION_ARGS)
 {
 	KmeansAggState *state;
+	KmeansModel *model;
 
 	if (PG_ARGISNULL(0))
 		PG_RETURN_NULL();
 	state = (KmeansAggState *) PG_GETARG_POINTER(0);
 	if (!state->input.started)
 		PG_RETURN_NULL();
-	PG_RETURN_POINTER(gc_run_kmeans(&state->input, &state->opts,
-									gc_now_ms() - state->started_ms,
-									NULL, NULL));
+	model = gc_run_kmeans(&state->input, &state->opts,
+						  gc_now_ms() - state->started_ms, NULL, NULL);
+	model->partial_states = state->partial_states;
+	model->shared_memory_states = state->shared_memory_states;
+	PG_RETURN_POINTER(model);
+}
+
+/*
+ * The partial state of one process as bytea: k, the options, the row
+ * counts and the rows themselves (released here, as they are handed on)
+ */
+Datum
+gpuclust_kmeans_serialfn(PG_FUNCTION_ARGS)
+{
+	KmeansAggState *state = (KmeansAggState *) PG_GETARG_POINTER(0);
+	int32		options_bytes = state->options ? VARSIZE(state->options) : 0;
+	Size		meta_bytes = sizeof(KmeansPartialMeta) + options_bytes;
+	char	   *meta = palloc0(meta_bytes);
+	KmeansPartialMeta header;
+	bytea	   *result;
+
+	if (!AggCheckCallContext(fcinfo, NULL))
+		elog(ERROR, "kmeans_gpu serial function called in non-aggregate context");
+	if (state->serialized || state->partial != NULL)
+		elog(ERROR, "kmeans_gpu partial state serialized twice");
+	header.k = state->k;
+	header.options_bytes = options_bytes;
+	header.format = state->input.format;
+	header.null_rows = state->input.null_rows;
+	header.seen_rows = state->input.seen_rows;
+	header.started_ms = state->started_ms;
+	memcpy(meta, &header, sizeof(header));
+	if (options_bytes > 0)
+		memcpy(meta + sizeof(header), state->options, options_bytes);
+	result = gc_partial_serialize(state->input.started ? &state->input.rows : NULL,
+								  meta, meta_bytes);
+	state->serialized = true;
+	gc_input_release(&state->input);
+	PG_RETURN_BYTEA_P(result);
+}
+
+/*
+ * A partial state read back in the leader: its rows stay where they are
+ * (a mapped segment or the bytea) until the combine function adopts them
+ */
+Datum
+gpuclust_kmeans_deserialfn(PG_FUNCTION_ARGS)
+{
+	bytea	   *serialized = PG_GETARG_BYTEA_PP(0);
+	KmeansAggState *state;
+	KmeansPartialMeta header;
+
+	if (!AggCheckCallContext(fcinfo, NULL))
+		elog(ERROR, "kmeans_gpu deserial function called in non-aggregate context");
+	state = palloc0(sizeof(KmeansAggState));
+	state->partial = palloc(sizeof(GcPartialRows));
+	gc_partial_deserialize(serialized, state->partial);
+	if (state->partial->meta_bytes < sizeof(header))
+		elog(ERROR, "kmeans_gpu partial state is too short");
+	memcpy(&header, state->partial->meta, sizeof(header));
+	if (header.options_bytes < 0 ||
+		state->partial->meta_bytes != sizeof(header) + header.options_bytes ||
+		(header.options_bytes > 0 && header.options_bytes < VARHDRSZ))
+		elog(ERROR, "kmeans_gpu partial state has a malformed header");
+	state->k = header.k;
+	state->input.format = header.format;
+	state->input.null_rows = header.null_rows;
+	state->input.seen_rows = header.seen_rows;
+	state->started_ms = header.started_ms;
+	if (header.options_bytes > 0)
+	{
+		state->options = palloc(header.options_bytes);
+		memcpy(state->options, state->partial->meta + sizeof(header), header.options_bytes);
+		if (VARSIZE(state->options) != (Size) header.options_bytes)
+			elog(ERROR, "kmeans_gpu partial state has malformed options");
+	}
+	PG_RETURN_POINTER(state);
+}
+
+/*
+ * The leader's state, made by the first partial state to arrive: the same
+ * k and options, its rows in memory the fit's device reads
+ */
+static KmeansAggState *
+start_combined_state(KmeansAggState *first, MemoryContext aggcontext)
+{
+	MemoryContext oldcontext = MemoryContextSwitchTo(aggcontext);
+	KmeansAggState *state = palloc0(sizeof(KmeansAggState));
+
+	state->k = first->k;
+	if (first->options)
+	{
+		state->options = palloc(VARSIZE(first->options));
+		memcpy(state->options, first->options, VARSIZE(first->options));
+	}
+	gc_parse_kmeans_options(state->options, state->k, &state->opts);
+	gc_input_init(&state->input);
+	gc_input_release_at_reset(&state->input, aggcontext);
+	state->segments = gc_partial_segments_create(aggcontext);
+	state->started_ms = first->started_ms;
+	MemoryContextSwitchTo(oldcontext);
+	return state;
+}
+
+/*
+ * Join a deserialized partial state into the leader's state
+ */
+Datum
+gpuclust_kmeans_combinefn(PG_FUNCTION_ARGS)
+{
+	MemoryContext aggcontext;
+	KmeansAggState *state = PG_ARGISNULL(0) ? NULL : (KmeansAggState *) PG_GETARG_POINTER(0);
+	KmeansAggState *other = PG_ARGISNULL(1) ? NULL : (KmeansAggState *) PG_GETARG_POINTER(1);
+	GcPartialRows *part;
+	GcInput    *input;
+
+	if (!AggCheckCallContext(fcinfo, &aggcontext))
+		elog(ERROR, "kmeans_gpu combine function called in non-aggregate context");
+	if (other == NULL)
+	{
+		if (state == NULL)
+			PG_RETURN_NULL();
+		PG_RETURN_POINTER(state);
+	}
+	part = other->partial;
+	if (part == NULL || (state != NULL && state->partial != NULL))
+		elog(ERROR, "kmeans_gpu combine function expects deserialized partial states");
+	if (state == NULL)
+		state = start_combined_state(other, aggcontext);
+	else if (other->k != state->k)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("k must be the same for every row of one kmeans_gpu")));
+
+	input = &state->input;
+	input->null_rows += other->input.null_rows;
+	input->seen_rows += other->input.seen_rows;
+	state->started_ms = Min(state->started_ms, other->started_ms);
+	state->partial_states++;
+	if (part->n > 0)
+	{
+		if (!input->started)
+		{
+			GcError		err = {0};
+
+			gc_choose_device(&input->device);
+			if (gc_rows_init(&input->rows, part->d, input->device.alloc,
+							 input->device.free, &err) != GC_OK)
+				gc_raise(&err);
+			input->started = true;
+			input->format = other->input.format;
+		}
+		else if (part->d != input->rows.d)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_EXCEPTION),
+					 errmsg("vectors of %d and of %d dimensions cannot be clustered together",
+							input->rows.d, part->d),
+					 errdetail("Parallel workers read vectors of both dimensions."),
+					 errhint("All vectors clustered together must have the same dimension.")));
+		if (input->rows.n + part->n > GC_MAX_ROWS)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("cannot cluster more than " INT64_FORMAT " rows", GC_MAX_ROWS)));
+		gc_partial_append(&input->rows, part, state->segments);
+		if (part->segment != NULL)
+			state->shared_memory_states++;
+	}
+	PG_RETURN_POINTER(state);
 }

@@ -126,6 +126,8 @@ static const GcModelField model_fields[] = {
 	E("precision_requested", precision_requested, precision_name, GC_PRECISION_BF16 + 1),
 	E("metric", metric, metric_name, GC_METRIC_COSINE + 1),
 	E("input", input, input_name, lengthof(input_formats)),
+	F("partial_states", GC_FIELD_INT32, GC_PLACE_TOP, partial_states),
+	F("shared_memory_states", GC_FIELD_INT32, GC_PLACE_TOP, shared_memory_states),
 	F("distances_skipped", GC_FIELD_FRACTION, GC_PLACE_TOP, skipped_fraction),
 	F("collect", GC_FIELD_DOUBLE, GC_PLACE_TIMINGS, collect_ms),
 	F("transfer", GC_FIELD_DOUBLE, GC_PLACE_TIMINGS, transfer_ms),

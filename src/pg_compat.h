@@ -11,6 +11,10 @@
  * - 18 changed pg_b64_encode/decode to take uint8 buffers (char before):
  *   gc_b64_encode/decode pass the bytes through void *, which C converts
  *   to either.
+ * - 17 moved a backend's local transaction id into PGPROC.vxid
+ *   (GC_PROC_LXID) and added the DSM registry (GetNamedDSMSegment), which
+ *   gives extensions shared memory without shared_preload_libraries
+ *   (GC_HAVE_DSM_REGISTRY).
  *
  * IDENTIFICATION
  *	  src/pg_compat.h
@@ -25,6 +29,14 @@
 #endif
 
 #define GC_NORETURN __attribute__((noreturn))
+
+#if PG_VERSION_NUM >= 170000
+#define GC_PROC_LXID(proc) ((proc)->vxid.lxid)
+#define GC_HAVE_DSM_REGISTRY 1
+#else
+#define GC_PROC_LXID(proc) ((proc)->lxid)
+#define GC_HAVE_DSM_REGISTRY 0
+#endif
 
 #define gc_b64_encode(src, len, dst, dstlen) \
 	pg_b64_encode((void *) (src), (len), (void *) (dst), (dstlen))

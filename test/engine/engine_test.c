@@ -685,6 +685,101 @@ run_hybrid_rule_cases(void)
 		  "kernel names as results report them", config);
 }
 
+/*
+ * Rows gathered from partial stores (as parallel workers' shares reach the
+ * leader): appended as whole chunks, borrowed or owned, in another order
+ * than the original, then grown by ordinary rows.  The fit must equal the
+ * fit of the rows loaded one by one, to the bit.
+ */
+static void
+run_partial_case(int64_t n, int d, int k)
+{
+	double	   *centres = malloc(sizeof(double) * k * d);
+	double	   *x = make_data(n, d, k, 3.0, centres, NULL);
+	int64_t		bounds[4] = {0, n / 3, n / 2, n - 5};
+	int			order[3] = {2, 0, 1};
+	double	   *values[3];
+	uint64_t   *hashes[3];
+	GcRows		whole,
+				combined;
+	GcError		err = {0};
+	char		config[64];
+	int			status_ok = 1;
+	const GcKmeansBackend *backends[2] = {&gc_kmeans_cpu_backend, NULL};
+
+#ifdef GC_WITH_CUDA
+	backends[1] = &gc_kmeans_cuda_backend;
+#endif
+	snprintf(config, sizeof(config), "partial n=%lld d=%d k=%d", (long long) n, d, k);
+	load_rows(&whole, x, n, d, NULL, plain_alloc, free);
+	gc_rows_init(&combined, d, plain_alloc, free, &err);
+	for (int p = 0; p < 3; p++)
+	{
+		int			s = order[p];
+		int64_t		count = bounds[s + 1] - bounds[s];
+		GcRows		part;
+		GcChunk		chunk = {0};
+		int64_t		at = 0;
+
+		load_rows(&part, x + bounds[s] * d, count, d, NULL, plain_alloc, free);
+		values[s] = malloc(sizeof(double) * d * count);
+		hashes[s] = malloc(sizeof(uint64_t) * count);
+		for (int c = 0; c < part.nchunks; c++)
+		{
+			memcpy(values[s] + at * d, part.chunks[c].values,
+				   sizeof(double) * d * part.chunks[c].count);
+			memcpy(hashes[s] + at, part.chunks[c].hashes,
+				   sizeof(uint64_t) * part.chunks[c].count);
+			at += part.chunks[c].count;
+		}
+		chunk.values = values[s];
+		chunk.hashes = hashes[s];
+		chunk.count = count;
+		chunk.borrowed = s != 1;	/* share 1 is owned: the store frees it */
+		status_ok &= gc_rows_append_chunk(&combined, &chunk, part.lo, part.hi,
+										  part.total_weight, false, &err) == GC_OK;
+		gc_rows_release(&part);
+	}
+	for (int64_t i = bounds[3]; i < n; i++)
+	{
+		double	   *slot = gc_rows_reserve(&combined, &err);
+
+		memcpy(slot, x + i * d, sizeof(double) * d);
+		gc_rows_commit(&combined);
+	}
+	check(status_ok && combined.n == n && combined.total_weight == n,
+		  "combined store holds every row", config);
+	check(combined.nchunks == 4 && combined.chunks[1].first_row == bounds[3] - bounds[2] &&
+		  combined.chunks[3].first_row == bounds[3],
+		  "shares are whole chunks and later rows start a new one", config);
+	check(memcmp(combined.lo, whole.lo, sizeof(double) * d) == 0 &&
+		  memcmp(combined.hi, whole.hi, sizeof(double) * d) == 0,
+		  "combined bounding box equals the whole's", config);
+	check(gc_rows_hash(&combined, 0) == gc_rows_hash(&whole, bounds[2]),
+		  "a share's rows keep their hashes", config);
+	for (int b = 0; b < 2 && backends[b]; b++)
+	{
+		Fit			a = fit(backends[b], &whole, k, 5),
+					c = fit(backends[b], &combined, k, 5);
+
+		check(c.status == GC_OK && memcmp(a.centroids, c.centroids, sizeof(double) * k * d) == 0,
+			  "combined fit: centroids equal to the bit", config);
+		check(memcmp(a.sizes, c.sizes, sizeof(int64_t) * k) == 0, "combined fit: sizes equal", config);
+		check(a.result.inertia == c.result.inertia && a.result.iterations == c.result.iterations,
+			  "combined fit: inertia and iterations equal", config);
+		free_fit(&a);
+		free_fit(&c);
+	}
+	gc_rows_release(&combined);
+	free(values[0]);
+	free(hashes[0]);
+	free(values[2]);
+	free(hashes[2]);
+	gc_rows_release(&whole);
+	free(x);
+	free(centres);
+}
+
 int
 main(void)
 {
@@ -711,6 +806,8 @@ main(void)
 	run_tensor_case(4000, 400, 200, 0.5);
 	run_tensor_case(3000, 1024, 160, 0.5);	/* bf16 streamed too */
 #endif
+	run_partial_case(20000, 8, 12);
+	run_partial_case(3000, 33, 40);
 	run_weighted_case(3000, 3, 5);
 	run_weighted_case(2000, 17, 20);
 	run_hybrid_rule_cases();

@@ -1,0 +1,769 @@
+/*-------------------------------------------------------------------------
+ *
+ * partial_state.c
+ *	  The serialized partial states of the clustering aggregates under a
+ *	  parallel plan: how a process's rows (a row store) reach the leader's
+ *	  Finalize Aggregate, and the registry that keeps the shared memory
+ *	  holding them from outliving the query.
+ *
+ * Two paths, chosen per partial state by the serializing process:
+ *
+ * - Shared memory (gpuclust in shared_preload_libraries, or PostgreSQL 17
+ *   and later, where the registry below lives in a named DSM segment
+ *   instead of the main shared memory): the rows are laid out contiguously in one dynamic shared memory segment (header,
+ *   bounding box, values, hashes, weights), the segment is pinned so that
+ *   it outlives the worker, and the serialized state is a few dozen bytes
+ *   naming it.  The leader maps the segment and its row store borrows the
+ *   rows in place: nothing is copied again and nothing passes through the
+ *   Gather tuple queue.
+ * - Inline (15 and 16 without the preload, tiny states, no segment to be
+ *   had, or /dev/shm too full to hold one): the rows are copied into the serialized bytea
+ *   itself (at most 1 GB) and the leader copies them into its row store.
+ *
+ * Lifetime of a segment.  The serializing process records (handle, leader
+ * pid) in the registry, a small array in the extension's shared memory,
+ * then pins the segment and marks the entry pinned.  The leader's
+ * deserialize function checks that the handle is registered to it (a
+ * forged bytea cannot map another session's memory), maps the segment,
+ * unpins it and clears the entry: from then on the segment lives exactly
+ * as long as the leader's mapping, which belongs to the current resource
+ * owner (released at the end of the query, or on error or cancel) and is
+ * detached earlier, when the combined state's memory context is reset.
+ * A segment whose tuple the leader never reads (an error, a cancel, a
+ * LIMIT above the aggregate) stays registered, and the leader's
+ * transaction callback unpins every pinned entry it still owns at
+ * XACT_EVENT_COMMIT, XACT_EVENT_PREPARE and XACT_EVENT_ABORT.  Ordering:
+ * CommitTransaction calls AtEOXact_Parallel (which waits for any
+ * remaining workers to exit) before the COMMIT callbacks, and
+ * AbortTransaction cleans up parallel workers before calling the ABORT
+ * callbacks; workers are normally gone even earlier, when the executor
+ * shuts down the Gather node.  So no worker can register a segment after
+ * its leader's callback ran.  A backend crash resets shared memory and
+ * the registry with it.  Without the preload a leader that never ran
+ * gpuclust's code in the query (no leader participation and an error
+ * before the Finalize Aggregate read anything) may have no registry
+ * attached, and its callback cannot see the entries; so before making a
+ * segment every process also sweeps the entries whose leader has ended
+ * the transaction recorded with them (its local transaction id changed,
+ * or it exited).
+ *
+ * Costs: a worker copies its rows once more (into the segment, freeing its
+ * own chunks as it goes); the leader copies nothing, but the rows it
+ * borrows are pageable memory, so a GPU upload of them is staged by the
+ * driver (registering the mapping with cudaHostRegister would let the
+ * upload read it directly; not done).
+ *
+ * IDENTIFICATION
+ *	  src/partial_state.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "partial_state.h"
+
+#include <sys/mman.h>
+#include <sys/statvfs.h>
+
+#include "access/xact.h"
+#include "common/hashfn.h"
+#include "miscadmin.h"
+#include "port/atomics.h"
+#include "storage/dsm_impl.h"
+#include "storage/ipc.h"
+#include "storage/lwlock.h"
+#include "storage/proc.h"
+#include "storage/procarray.h"
+#include "storage/shmem.h"
+#include "storage/spin.h"
+#include "utils/memutils.h"
+#if GC_HAVE_DSM_REGISTRY
+#include "storage/dsm_registry.h"
+#endif
+
+#define GC_PARTIAL_MAGIC		0x47435053	/* "GCPS" */
+#define GC_PARTIAL_VERSION		1
+#define GC_PARTIAL_WEIGHTED		0x0001
+#define GC_PARTIAL_BAD_WEIGHT	0x0002
+#define GC_PARTIAL_IN_SEGMENT	0x0004
+
+/* Segments held for leaders at once, server-wide */
+#define GC_PARTIAL_SLOTS		1024
+
+/*
+ * Below this many bytes of rows, copying them through the tuple queue is
+ * cheaper than a segment (and spares segments when a GROUP BY makes many
+ * small groups).
+ */
+#define GC_PARTIAL_MIN_SEGMENT_BYTES ((Size) 64 * 1024)
+
+/*
+ * The header that starts the serialized state and, when the rows are in a
+ * segment, the segment too.  checksum covers the fields before it.
+ */
+typedef struct GcPartialHeader
+{
+	uint32		magic;
+	uint16		version;
+	uint16		flags;
+	int32		d;
+	uint32		handle;			/* dsm_handle when IN_SEGMENT */
+	int64		n;
+	int64		total_weight;
+	uint64		meta_bytes;
+	uint64		data_bytes;
+	uint64		checksum;
+} GcPartialHeader;
+
+typedef struct GcPartialSlot
+{
+	dsm_handle	handle;
+	int			leader_pid;		/* 0: free */
+	LocalTransactionId leader_lxid; /* the leader's transaction */
+	bool		pinned;
+} GcPartialSlot;
+
+typedef struct GcPartialRegistry
+{
+	slock_t		mutex;
+	pg_atomic_uint32 used;
+	GcPartialSlot slots[GC_PARTIAL_SLOTS];
+} GcPartialRegistry;
+
+static GcPartialRegistry *registry = NULL;
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+static void
+partial_shmem_request(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	RequestAddinShmemSpace(MAXALIGN(sizeof(GcPartialRegistry)));
+}
+
+static void
+registry_init(void *ptr)
+{
+	GcPartialRegistry *fresh = (GcPartialRegistry *) ptr;
+
+	memset(fresh, 0, sizeof(GcPartialRegistry));
+	SpinLockInit(&fresh->mutex);
+	pg_atomic_init_u32(&fresh->used, 0);
+}
+
+static void
+partial_shmem_startup(void)
+{
+	bool		found;
+
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	registry = ShmemInitStruct("gpuclust partial states",
+							   sizeof(GcPartialRegistry), &found);
+	if (!found)
+		registry_init(registry);
+	LWLockRelease(AddinShmemInitLock);
+}
+
+/*
+ * The registry: in the main shared memory when gpuclust is preloaded,
+ * else (PostgreSQL 17 and later) in a named DSM segment that the first
+ * process to need it creates; NULL on 15 and 16 without the preload
+ */
+static GcPartialRegistry *
+get_registry(void)
+{
+#if GC_HAVE_DSM_REGISTRY
+	if (registry == NULL && IsUnderPostmaster)
+	{
+		bool		found;
+
+		registry = GetNamedDSMSegment("gpuclust partial states",
+									  sizeof(GcPartialRegistry),
+									  registry_init, &found);
+	}
+#endif
+	return registry;
+}
+
+/*
+ * Unpin every segment still registered to this backend as leader: rows a
+ * worker handed over that no Finalize Aggregate read
+ */
+static void
+partial_xact_callback(XactEvent event, void *arg)
+{
+	if (event != XACT_EVENT_COMMIT && event != XACT_EVENT_ABORT &&
+		event != XACT_EVENT_PREPARE)
+		return;
+	if (registry == NULL)
+		return;
+	pg_memory_barrier();
+	while (pg_atomic_read_u32(&registry->used) > 0)
+	{
+		GcPartialSlot found = {0};
+
+		SpinLockAcquire(&registry->mutex);
+		for (int i = 0; i < GC_PARTIAL_SLOTS; i++)
+		{
+			if (registry->slots[i].leader_pid == MyProcPid)
+			{
+				found = registry->slots[i];
+				memset(&registry->slots[i], 0, sizeof(GcPartialSlot));
+				pg_atomic_fetch_sub_u32(&registry->used, 1);
+				break;
+			}
+		}
+		SpinLockRelease(&registry->mutex);
+		if (found.leader_pid == 0)
+			break;
+		/* cleared first: a failure here cannot make a second unpin */
+		if (found.pinned)
+			dsm_unpin_segment(found.handle);
+	}
+}
+
+/*
+ * Called from _PG_init (in the postmaster when preloaded: the backends
+ * inherit the hooks, the registry and the callback)
+ */
+void
+gc_partial_init(void)
+{
+	if (process_shared_preload_libraries_in_progress)
+	{
+		prev_shmem_request_hook = shmem_request_hook;
+		shmem_request_hook = partial_shmem_request;
+		prev_shmem_startup_hook = shmem_startup_hook;
+		shmem_startup_hook = partial_shmem_startup;
+	}
+	RegisterXactCallback(partial_xact_callback, NULL);
+}
+
+bool
+gc_partial_registry_available(void)
+{
+	return get_registry() != NULL;
+}
+
+/* The parallel leader in a worker, this backend otherwise */
+static PGPROC *
+leader_proc(void)
+{
+	return MyProc && MyProc->lockGroupLeader ? MyProc->lockGroupLeader : MyProc;
+}
+
+/*
+ * Clear the entries whose leader's transaction has ended (the leader
+ * exited, or moved on without running its callback: without the preload
+ * a leader that never ran gpuclust's code has no registry attached),
+ * unpinning their segments
+ */
+static void
+sweep_stale_entries(void)
+{
+	GcPartialSlot seen[GC_PARTIAL_SLOTS];
+	int			nseen = 0;
+
+	if (pg_atomic_read_u32(&registry->used) == 0)
+		return;
+	SpinLockAcquire(&registry->mutex);
+	for (int i = 0; i < GC_PARTIAL_SLOTS; i++)
+		if (registry->slots[i].leader_pid != 0)
+			seen[nseen++] = registry->slots[i];
+	SpinLockRelease(&registry->mutex);
+
+	for (int e = 0; e < nseen; e++)
+	{
+		PGPROC	   *leader = BackendPidGetProc(seen[e].leader_pid);
+		bool		cleared = false;
+
+		if (leader != NULL && GC_PROC_LXID(leader) == seen[e].leader_lxid)
+			continue;
+		SpinLockAcquire(&registry->mutex);
+		for (int i = 0; i < GC_PARTIAL_SLOTS && !cleared; i++)
+		{
+			GcPartialSlot *slot = &registry->slots[i];
+
+			if (slot->leader_pid == seen[e].leader_pid && slot->handle == seen[e].handle &&
+				slot->leader_lxid == seen[e].leader_lxid && slot->pinned == seen[e].pinned)
+			{
+				memset(slot, 0, sizeof(GcPartialSlot));
+				pg_atomic_fetch_sub_u32(&registry->used, 1);
+				cleared = true;
+			}
+		}
+		SpinLockRelease(&registry->mutex);
+		/* unpinned: its maker failed before pinning, and it died with it */
+		if (cleared && seen[e].pinned)
+			dsm_unpin_segment(seen[e].handle);
+	}
+}
+
+static int
+registry_insert(dsm_handle handle)
+{
+	PGPROC	   *leader = leader_proc();
+	int			slot = -1;
+
+	SpinLockAcquire(&registry->mutex);
+	for (int i = 0; i < GC_PARTIAL_SLOTS; i++)
+	{
+		if (registry->slots[i].leader_pid == 0)
+		{
+			registry->slots[i].handle = handle;
+			registry->slots[i].leader_pid = leader->pid;
+			registry->slots[i].leader_lxid = GC_PROC_LXID(leader);
+			registry->slots[i].pinned = false;
+			pg_atomic_fetch_add_u32(&registry->used, 1);
+			slot = i;
+			break;
+		}
+	}
+	SpinLockRelease(&registry->mutex);
+	return slot;
+}
+
+static void
+registry_mark_pinned(int slot)
+{
+	SpinLockAcquire(&registry->mutex);
+	registry->slots[slot].pinned = true;
+	SpinLockRelease(&registry->mutex);
+}
+
+static void
+registry_remove(int slot)
+{
+	SpinLockAcquire(&registry->mutex);
+	memset(&registry->slots[slot], 0, sizeof(GcPartialSlot));
+	pg_atomic_fetch_sub_u32(&registry->used, 1);
+	SpinLockRelease(&registry->mutex);
+}
+
+/* The slot of a pinned segment registered to this backend, or -1 */
+static int
+registry_find_mine(dsm_handle handle)
+{
+	int			slot = -1;
+
+	SpinLockAcquire(&registry->mutex);
+	for (int i = 0; i < GC_PARTIAL_SLOTS; i++)
+	{
+		if (registry->slots[i].leader_pid == MyProcPid &&
+			registry->slots[i].handle == handle && registry->slots[i].pinned)
+		{
+			slot = i;
+			break;
+		}
+	}
+	SpinLockRelease(&registry->mutex);
+	return slot;
+}
+
+/*
+ * Map all of a segment's pages at once (Linux 5.14 and later): one call
+ * instead of a page fault per 4 kB page as the rows are written or read.
+ * Only a hint: older kernels refuse it and the pages fault in as usual.
+ */
+static void
+prefault(dsm_segment *segment, bool for_write)
+{
+#if defined(MADV_POPULATE_WRITE) && defined(MADV_POPULATE_READ)
+	char	   *start = dsm_segment_address(segment);
+	uintptr_t	page = (uintptr_t) sysconf(_SC_PAGESIZE);
+	uintptr_t	aligned = (uintptr_t) start & ~(page - 1);
+
+	(void) madvise((void *) aligned,
+				   dsm_segment_map_length(segment) + ((uintptr_t) start - aligned),
+				   for_write ? MADV_POPULATE_WRITE : MADV_POPULATE_READ);
+#endif
+}
+
+static uint64
+header_checksum(const GcPartialHeader *header)
+{
+	return hash_bytes_extended((const unsigned char *) header,
+							   offsetof(GcPartialHeader, checksum),
+							   GC_PARTIAL_MAGIC);
+}
+
+/* Bytes of the rows section: bounding box, values, hashes, weights */
+static uint64
+rows_bytes(int d, int64 n, bool weighted)
+{
+	return sizeof(double) * 2 * (uint64) d +
+		(uint64) n * (sizeof(double) * (uint64) d + sizeof(uint64) +
+					  (weighted ? sizeof(double) : 0));
+}
+
+/*
+ * Write the rows section at dest, releasing each chunk of rows once it is
+ * copied, so that the copy never doubles the memory held
+ */
+static void
+write_rows(GcRows *rows, char *dest)
+{
+	int			d = rows->d;
+	char	   *values = dest + sizeof(double) * 2 * d;
+	char	   *hashes = values + sizeof(double) * (Size) d * rows->n;
+	char	   *weights = hashes + sizeof(uint64) * (Size) rows->n;
+
+	memcpy(dest, rows->lo, sizeof(double) * d);
+	memcpy(dest + sizeof(double) * d, rows->hi, sizeof(double) * d);
+	for (int c = 0; c < rows->nchunks; c++)
+	{
+		GcChunk    *chunk = &rows->chunks[c];
+		Size		count = (Size) chunk->count;
+
+		memcpy(values, chunk->values, sizeof(double) * d * count);
+		memcpy(hashes, chunk->hashes, sizeof(uint64) * count);
+		values += sizeof(double) * d * count;
+		hashes += sizeof(uint64) * count;
+		if (rows->weighted)
+		{
+			memcpy(weights, chunk->weights, sizeof(double) * count);
+			weights += sizeof(double) * count;
+		}
+		if (!chunk->borrowed)
+		{
+			rows->free(chunk->values);
+			rows->free(chunk->hashes);
+			if (chunk->weights)
+				rows->free(chunk->weights);
+			chunk->borrowed = true; /* gone: gc_rows_release skips it */
+		}
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/*
+ * Whether /dev/shm can hold a segment of bytes.  POSIX segments live there,
+ * and containers often make it small (64 MB): creating a segment it cannot
+ * hold fails with an obscure error, so a share that would not fit takes
+ * the inline path instead.
+ */
+static bool
+segment_fits(Size bytes)
+{
+	struct statvfs fs;
+
+	if (dynamic_shared_memory_type != DSM_IMPL_POSIX ||
+		statvfs("/dev/shm", &fs) != 0)
+		return true;
+	return (uint64) fs.f_bavail * fs.f_frsize >= (uint64) bytes + ((uint64) 16 << 20);
+}
+
+/*
+ * Put the rows in a new pinned, registered segment; false when no segment
+ * or registry slot is free, or /dev/shm cannot hold it
+ */
+static bool
+serialize_to_segment(GcRows *rows, GcPartialHeader *header)
+{
+	dsm_segment *segment;
+	int			slot;
+	char	   *base;
+
+	if (!segment_fits(sizeof(GcPartialHeader) + header->data_bytes))
+		return false;
+	sweep_stale_entries();
+	segment = dsm_create(sizeof(GcPartialHeader) + header->data_bytes,
+						 DSM_CREATE_NULL_IF_MAXSEGMENTS);
+	if (segment == NULL)
+		return false;
+	slot = registry_insert(dsm_segment_handle(segment));
+	if (slot < 0)
+	{
+		dsm_detach(segment);
+		return false;
+	}
+	header->flags |= GC_PARTIAL_IN_SEGMENT;
+	header->handle = dsm_segment_handle(segment);
+	header->checksum = header_checksum(header);
+	base = dsm_segment_address(segment);
+	prefault(segment, true);
+	PG_TRY();
+	{
+		write_rows(rows, base + sizeof(GcPartialHeader));
+	}
+	PG_CATCH();
+	{
+		/* not pinned yet: the segment goes with this process's mapping */
+		registry_remove(slot);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	memcpy(base, header, sizeof(GcPartialHeader));
+	dsm_pin_segment(segment);
+	registry_mark_pinned(slot);
+	/* the leader may be this very process: it must map the segment anew */
+	dsm_detach(segment);
+	return true;
+}
+
+/*
+ * Serialize a partial state: meta_bytes of the aggregate's own bytes and
+ * the rows (NULL when none were collected), which are released as they
+ * are copied
+ */
+bytea *
+gc_partial_serialize(GcRows *rows, const void *meta, Size meta_bytes)
+{
+	GcPartialHeader header;
+	Size		total;
+	bytea	   *result;
+	char	   *p;
+
+	memset(&header, 0, sizeof(header));
+	header.magic = GC_PARTIAL_MAGIC;
+	header.version = GC_PARTIAL_VERSION;
+	header.meta_bytes = meta_bytes;
+	if (rows != NULL && rows->n > 0)
+	{
+		header.d = rows->d;
+		header.n = rows->n;
+		header.total_weight = rows->total_weight;
+		header.flags = (rows->weighted ? GC_PARTIAL_WEIGHTED : 0) |
+			(rows->bad_weight ? GC_PARTIAL_BAD_WEIGHT : 0);
+		header.data_bytes = rows_bytes(rows->d, rows->n, rows->weighted);
+	}
+
+	if (!(header.n > 0 && MyProc != NULL && get_registry() != NULL &&
+		  header.data_bytes >= GC_PARTIAL_MIN_SEGMENT_BYTES &&
+		  serialize_to_segment(rows, &header)))
+		header.checksum = header_checksum(&header);
+
+	total = VARHDRSZ + sizeof(header) + meta_bytes;
+	if ((header.flags & GC_PARTIAL_IN_SEGMENT) == 0)
+	{
+		if (header.data_bytes > MaxAllocSize - total)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("a parallel worker's share of the rows is too large to pass to the leader"),
+					 errdetail("The share holds " INT64_FORMAT " rows of %d dimensions; rows copied through the tuple queue are limited to 1 GB.",
+							   header.n, header.d),
+					 registry == NULL ?
+					 errhint("Add gpuclust to shared_preload_libraries so that workers hand their rows over in shared memory, or SET max_parallel_workers_per_gather = 0.") :
+					 errhint("No dynamic shared memory segment was free, or /dev/shm is too small to hold the share: enlarge /dev/shm, or SET max_parallel_workers_per_gather = 0 to collect the rows in one process.")));
+		total += header.data_bytes;
+	}
+	result = palloc(total);
+	SET_VARSIZE(result, total);
+	p = VARDATA(result);
+	memcpy(p, &header, sizeof(header));
+	p += sizeof(header);
+	if (meta_bytes > 0)
+		memcpy(p, meta, meta_bytes);
+	p += meta_bytes;
+	if ((header.flags & GC_PARTIAL_IN_SEGMENT) == 0 && header.n > 0)
+		write_rows(rows, p);
+	return result;
+}
+
+static void
+corrupt_state(const char *detail)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_DATA_CORRUPTED),
+			 errmsg("invalid gpuclust partial aggregate state"),
+			 errdetail("%s", detail)));
+}
+
+/*
+ * Read a serialized partial state back.  Rows in a segment are mapped
+ * (out->segment) and the segment unpinned, so that it dies with the
+ * mapping; inline rows stay in the bytea.
+ */
+void
+gc_partial_deserialize(bytea *serialized, GcPartialRows *out)
+{
+	Size		len = VARSIZE_ANY_EXHDR(serialized);
+	const char *p = VARDATA_ANY(serialized);
+	GcPartialHeader header;
+	bool		in_segment;
+
+	memset(out, 0, sizeof(*out));
+	if (len < sizeof(header))
+		corrupt_state("The state is too short.");
+	memcpy(&header, p, sizeof(header));
+	if (header.magic != GC_PARTIAL_MAGIC || header.version != GC_PARTIAL_VERSION ||
+		header.checksum != header_checksum(&header))
+		corrupt_state("The state's header is not valid.");
+	in_segment = (header.flags & GC_PARTIAL_IN_SEGMENT) != 0;
+	if (header.n < 0 || header.d < 0 || header.d > GC_MAX_DIM ||
+		(header.n > 0) != (header.d > 0) ||
+		header.meta_bytes > len - sizeof(header) ||
+		(header.n > 0 && header.n > (int64) (MaxAllocHugeSize / sizeof(double) / header.d)) ||
+		(header.n > 0 &&
+		 header.data_bytes != rows_bytes(header.d, header.n,
+										 (header.flags & GC_PARTIAL_WEIGHTED) != 0)) ||
+		(in_segment && header.n == 0) ||
+		len != sizeof(header) + header.meta_bytes + (in_segment ? 0 : header.data_bytes))
+		corrupt_state("The state's sizes do not agree.");
+
+	out->d = header.d;
+	out->n = header.n;
+	out->total_weight = header.total_weight;
+	out->weighted = (header.flags & GC_PARTIAL_WEIGHTED) != 0;
+	out->bad_weight = (header.flags & GC_PARTIAL_BAD_WEIGHT) != 0;
+	out->meta = p + sizeof(header);
+	out->meta_bytes = header.meta_bytes;
+	if (!in_segment)
+	{
+		out->data = p + sizeof(header) + header.meta_bytes;
+		return;
+	}
+
+	{
+		dsm_segment *segment;
+		int			slot;
+		GcPartialHeader stored;
+
+		if (get_registry() == NULL || (slot = registry_find_mine(header.handle)) < 0)
+			corrupt_state("Its shared memory segment is not registered to this process.");
+		segment = dsm_attach(header.handle);
+		if (segment == NULL)
+			corrupt_state("Its shared memory segment no longer exists.");
+		/* now the mapping keeps it; no entry left to unpin it twice */
+		dsm_unpin_segment(header.handle);
+		registry_remove(slot);
+		out->segment = segment;
+		memcpy(&stored, dsm_segment_address(segment), sizeof(stored));
+		if (dsm_segment_map_length(segment) < sizeof(header) + header.data_bytes ||
+			memcmp(&stored, &header, sizeof(header)) != 0)
+			corrupt_state("Its shared memory segment does not match it.");
+		prefault(segment, false);
+		out->data = (const char *) dsm_segment_address(segment) + sizeof(header);
+	}
+}
+
+static void
+detach_segments(void *arg)
+{
+	GcPartialSegments *keep = (GcPartialSegments *) arg;
+
+	for (int i = 0; i < keep->count; i++)
+	{
+		/* on error the resource owner may have detached it already */
+		if (dsm_find_mapping(keep->handles[i]) == keep->segments[i])
+			dsm_detach(keep->segments[i]);
+	}
+	keep->count = 0;
+}
+
+/*
+ * A list of mapped segments, detached when context is reset or deleted
+ * (the end of the query, normally), so that the rows they hold outlive
+ * the combine function but not the aggregate
+ */
+GcPartialSegments *
+gc_partial_segments_create(MemoryContext context)
+{
+	GcPartialSegments *keep = MemoryContextAllocZero(context, sizeof(GcPartialSegments));
+	MemoryContextCallback *cb = MemoryContextAlloc(context, sizeof(*cb));
+
+	keep->max = 8;
+	keep->segments = MemoryContextAlloc(context, sizeof(dsm_segment *) * keep->max);
+	keep->handles = MemoryContextAlloc(context, sizeof(dsm_handle) * keep->max);
+	cb->func = detach_segments;
+	cb->arg = keep;
+	MemoryContextRegisterResetCallback(context, cb);
+	return keep;
+}
+
+static void
+keep_segment(GcPartialSegments *keep, dsm_segment *segment)
+{
+	if (keep->count == keep->max)
+	{
+		keep->max *= 2;
+		keep->segments = repalloc(keep->segments, sizeof(dsm_segment *) * keep->max);
+		keep->handles = repalloc(keep->handles, sizeof(dsm_handle) * keep->max);
+	}
+	keep->segments[keep->count] = segment;
+	keep->handles[keep->count] = dsm_segment_handle(segment);
+	keep->count++;
+}
+
+/*
+ * Add a partial state's rows to rows (of the same dimension, initialised
+ * by the caller): borrowed in place from a segment, which keep then holds,
+ * or copied from the bytea into the store's own memory
+ */
+void
+gc_partial_append(GcRows *rows, const GcPartialRows *part, GcPartialSegments *keep)
+{
+	int			d = part->d;
+	Size		n = (Size) part->n;
+	const char *values = part->data + sizeof(double) * 2 * d;
+	const char *hashes = values + sizeof(double) * d * n;
+	const char *weights = hashes + sizeof(uint64) * n;
+	double	   *lo;
+	double	   *hi;
+	GcChunk		chunk;
+	GcError		err = {0};
+
+	if (part->n == 0)
+		return;
+	lo = palloc(sizeof(double) * d);
+	hi = palloc(sizeof(double) * d);
+	Assert(rows->d == d);
+	if (rows->nchunks == 0 && part->weighted)
+		gc_rows_set_weighted(rows);
+	if (rows->weighted != part->weighted)
+		elog(ERROR, "cannot combine weighted and unweighted partial states");
+	memcpy(lo, part->data, sizeof(double) * d);
+	memcpy(hi, part->data + sizeof(double) * d, sizeof(double) * d);
+
+	memset(&chunk, 0, sizeof(chunk));
+	chunk.count = part->n;
+	if (part->segment != NULL)
+	{
+		/* aligned: the segment's address is, and so is every section */
+		chunk.values = (double *) values;
+		chunk.hashes = (uint64_t *) hashes;
+		chunk.weights = part->weighted ? (double *) weights : NULL;
+		chunk.borrowed = true;
+		keep_segment(keep, part->segment);
+	}
+	else
+	{
+		chunk.values = rows->alloc(sizeof(double) * d * n);
+		chunk.hashes = rows->alloc(sizeof(uint64) * n);
+		chunk.weights = part->weighted ? rows->alloc(sizeof(double) * n) : NULL;
+		if (chunk.values == NULL || chunk.hashes == NULL ||
+			(part->weighted && chunk.weights == NULL))
+		{
+			if (chunk.values)
+				rows->free(chunk.values);
+			if (chunk.hashes)
+				rows->free(chunk.hashes);
+			if (chunk.weights)
+				rows->free(chunk.weights);
+			ereport(ERROR,
+					(errcode(ERRCODE_OUT_OF_MEMORY),
+					 errmsg("out of host memory in gpuclust"),
+					 errdetail("Could not allocate memory for " INT64_FORMAT " rows of a partial state.",
+							   part->n)));
+		}
+		memcpy(chunk.values, values, sizeof(double) * d * n);
+		memcpy(chunk.hashes, hashes, sizeof(uint64) * n);
+		if (part->weighted)
+			memcpy(chunk.weights, weights, sizeof(double) * n);
+	}
+	if (gc_rows_append_chunk(rows, &chunk, lo, hi, part->total_weight,
+							 part->bad_weight, &err) != GC_OK)
+	{
+		if (!chunk.borrowed)
+		{
+			rows->free(chunk.values);
+			rows->free(chunk.hashes);
+			if (chunk.weights)
+				rows->free(chunk.weights);
+		}
+		gc_raise(&err);
+	}
+	pfree(lo);
+	pfree(hi);
+}

@@ -1,0 +1,143 @@
+-- kmeans_gpu under a parallel plan: partial states combined in the leader
+-- give the serial plan's model, bit for bit, with or without gpuclust in
+-- shared_preload_libraries (rows in shared memory, or, on PostgreSQL 15
+-- and 16 without it, copied inline).
+SET gpuclust.device = cpu;
+
+CREATE TABLE pt (id int, g int, v float8[], r real[]);
+-- 40,000 rows in 4 blobs; every 997th vector NULL
+INSERT INTO pt
+SELECT i, i % 3,
+	   CASE WHEN i % 997 = 0 THEN NULL ELSE
+	   ARRAY(SELECT (i % 4) * 10 + sin(i * 1.7 + j * 3.1) FROM generate_series(1, 8) j) END,
+	   CASE WHEN i % 997 = 0 THEN NULL ELSE
+	   ARRAY(SELECT ((i % 4) * 10 + cos(i * 0.3 + j))::real FROM generate_series(1, 8) j) END
+FROM generate_series(1, 40000) i;
+ANALYZE pt;
+
+-- the model without the timings and the parallel collection's counts
+CREATE FUNCTION model_core(m kmeans_model) RETURNS jsonb
+	LANGUAGE sql IMMUTABLE AS $$ SELECT m::text::jsonb - 'timings_ms' - 'partial_states' - 'shared_memory_states' $$;
+-- the parallel collection as expected: at least one partial state, and
+-- rows in shared memory exactly when gpuclust is preloaded or the server
+-- has the DSM registry (PostgreSQL 17 and later)
+CREATE FUNCTION parallel_ok(m kmeans_model) RETURNS boolean
+	LANGUAGE sql STABLE AS $$
+	SELECT (m::text::jsonb->>'partial_states')::int >= 1
+	   AND ((m::text::jsonb->>'shared_memory_states')::int > 0) =
+		   (current_setting('shared_preload_libraries') ~ 'gpuclust' OR
+			current_setting('server_version_num')::int >= 170000) $$;
+
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SET max_parallel_workers_per_gather = 2;
+
+EXPLAIN (COSTS OFF) SELECT kmeans_gpu(v, 4) FROM pt;
+EXPLAIN (COSTS OFF) SELECT kmeans_gpu(r, 4, '{"seed": 3}') FROM pt;
+
+-- serial and parallel models, every overload
+SET max_parallel_workers_per_gather = 0;
+SELECT kmeans_gpu(v, 4) AS s1, kmeans_gpu(v, 5, '{"seed": 11, "init": "random", "n_init": 2}') AS s2,
+	   kmeans_gpu(r, 4) AS s3, kmeans_gpu(r, 6, '{"seed": 5, "max_iter": 3}') AS s4
+FROM pt \gset
+SET max_parallel_workers_per_gather = 2;
+SELECT kmeans_gpu(v, 4) AS p1, kmeans_gpu(v, 5, '{"seed": 11, "init": "random", "n_init": 2}') AS p2,
+	   kmeans_gpu(r, 4) AS p3, kmeans_gpu(r, 6, '{"seed": 5, "max_iter": 3}') AS p4
+FROM pt \gset
+
+SELECT model_core(:'s1') = model_core(:'p1') AS float8_same,
+	   model_core(:'s2') = model_core(:'p2') AS float8_options_same,
+	   model_core(:'s3') = model_core(:'p3') AS real_same,
+	   model_core(:'s4') = model_core(:'p4') AS real_options_same;
+SELECT parallel_ok(:'p1') AS p1, parallel_ok(:'p2') AS p2,
+	   parallel_ok(:'p3') AS p3, parallel_ok(:'p4') AS p4,
+	   (:'s1'::kmeans_model)::text::jsonb->>'partial_states' <> '0' AS serial_says_parallel;
+SELECT (m->>'rows')::int AS rows, (m->>'null_rows')::int AS null_rows, m->'sizes' AS sizes
+FROM (SELECT :'p1'::kmeans_model::text::jsonb AS m) s;
+
+-- the text form keeps the parallel counts
+SELECT (:'p1'::kmeans_model)::text::kmeans_model::text = (:'p1'::kmeans_model)::text AS text_round_trip;
+
+-- on the device gpuclust.device = auto picks (the GPU where one is usable,
+-- reading rows borrowed from shared memory), the same equality
+RESET gpuclust.device;
+SET max_parallel_workers_per_gather = 0;
+SELECT kmeans_gpu(v, 4, '{"seed": 1}') AS a1, kmeans_gpu(r, 5, '{"seed": 1}') AS a2 FROM pt \gset
+SET max_parallel_workers_per_gather = 2;
+SELECT model_core(kmeans_gpu(v, 4, '{"seed": 1}')) = model_core(:'a1') AS auto_float8_same,
+	   model_core(kmeans_gpu(r, 5, '{"seed": 1}')) = model_core(:'a2') AS auto_real_same
+FROM pt;
+SET gpuclust.device = cpu;
+
+-- one model per group: small partial states
+SET max_parallel_workers_per_gather = 0;
+CREATE TEMP TABLE serial_groups AS
+SELECT g, model_core(kmeans_gpu(v, 3, '{"seed": 2}')) AS m FROM pt GROUP BY g;
+SET max_parallel_workers_per_gather = 2;
+EXPLAIN (COSTS OFF) SELECT g, kmeans_gpu(v, 3, '{"seed": 2}') FROM pt GROUP BY g;
+SELECT s.g, s.m = model_core(p.m) AS same
+FROM serial_groups s
+JOIN (SELECT g, kmeans_gpu(v, 3, '{"seed": 2}') AS m FROM pt GROUP BY g) p USING (g)
+ORDER BY g;
+
+-- partitionwise aggregation serializes partial states without workers
+SET max_parallel_workers_per_gather = 0;
+SET enable_partitionwise_aggregate = on;
+CREATE TABLE ppt (id int, v float8[]) PARTITION BY RANGE (id);
+CREATE TABLE ppt_1 PARTITION OF ppt FOR VALUES FROM (MINVALUE) TO (20000);
+CREATE TABLE ppt_2 PARTITION OF ppt FOR VALUES FROM (20000) TO (MAXVALUE);
+INSERT INTO ppt SELECT id, v FROM pt;
+ANALYZE ppt;
+EXPLAIN (COSTS OFF) SELECT kmeans_gpu(v, 4) FROM ppt;
+SELECT model_core(kmeans_gpu(v, 4)) = model_core(:'s1') AS partitionwise_same,
+	   (kmeans_gpu(v, 4)::text::jsonb->>'partial_states')::int AS partial_states
+FROM ppt;
+RESET enable_partitionwise_aggregate;
+DROP TABLE ppt;
+SET max_parallel_workers_per_gather = 2;
+
+-- a LIMIT above the aggregate leaves partial states unread
+SELECT g FROM (SELECT g, kmeans_gpu(v, 3) FROM pt GROUP BY g) s ORDER BY g LIMIT 1;
+
+-- few rows: most processes see none; no rows or only NULLs: NULL
+SELECT model_core(kmeans_gpu(v, 1)) = (SELECT model_core(kmeans_gpu(v, 1)) FROM pt WHERE id = 5) AS one_row_same
+FROM pt WHERE id = 5;
+SELECT kmeans_gpu(v, 2) IS NULL AS empty FROM pt WHERE id < 0;
+SELECT kmeans_gpu(v, 2) IS NULL AS all_null FROM pt WHERE id % 997 = 0;
+
+-- errors: the same SQLSTATE as the serial plan (row numbers count the
+-- rows each process read, so only the SQLSTATE is shown)
+\set VERBOSITY sqlstate
+SELECT kmeans_gpu(v, 50000) FROM pt;
+SELECT kmeans_gpu(v, 4, '{"max_iter": "many"}') FROM pt;
+SELECT kmeans_gpu(v, CASE WHEN id = 30000 THEN 3 ELSE 4 END) FROM pt;
+CREATE TABLE bad (id int, v float8[]);
+INSERT INTO bad SELECT id, v FROM pt;
+ANALYZE bad;
+EXPLAIN (COSTS OFF) SELECT kmeans_gpu(v, 4) FROM bad;
+UPDATE bad SET v = ARRAY[1, 2, 3] WHERE id = 35000;
+SELECT kmeans_gpu(v, 4) FROM bad;
+UPDATE bad SET v = ARRAY[1, 2, NULL, 4, 5, 6, 7, 8] WHERE id = 35000;
+SELECT kmeans_gpu(v, 4) FROM bad;
+UPDATE bad SET v = ARRAY[1, 2, 'NaN', 4, 5, 6, 7, 8]::float8[] WHERE id = 35000;
+SELECT kmeans_gpu(v, 4) FROM bad;
+-- the same statements with a serial plan
+SET max_parallel_workers_per_gather = 0;
+SELECT kmeans_gpu(v, 50000) FROM pt;
+SELECT kmeans_gpu(v, CASE WHEN id = 30000 THEN 3 ELSE 4 END) FROM pt;
+SELECT kmeans_gpu(v, 4) FROM bad;
+UPDATE bad SET v = ARRAY[1, 2, 3] WHERE id = 35000;
+SELECT kmeans_gpu(v, 4) FROM bad;
+UPDATE bad SET v = ARRAY[1, 2, NULL, 4, 5, 6, 7, 8] WHERE id = 35000;
+SELECT kmeans_gpu(v, 4) FROM bad;
+SET max_parallel_workers_per_gather = 2;
+\set VERBOSITY default
+
+-- after errors, the next parallel run is unaffected
+SELECT model_core(kmeans_gpu(v, 4)) = model_core(:'s1') AS same_after_errors FROM pt;
+
+DROP TABLE bad;
+DROP TABLE pt;
+DROP FUNCTION model_core(kmeans_model);
+DROP FUNCTION parallel_ok(kmeans_model);
