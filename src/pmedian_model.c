@@ -32,7 +32,10 @@ PG_FUNCTION_INFO_V1(gpuclust_pmedian_predict);
 PG_FUNCTION_INFO_V1(gpuclust_pmedian_predict_real);
 
 /* The model's doubles after the header, in text and binary order */
-#define MODEL_FLOATS 11
+#define MODEL_FLOATS 13
+
+/* The first of them that is a timing */
+#define FIRST_TIMING 4
 
 #define MODEL_TYPE "pmedian_model"
 
@@ -40,8 +43,8 @@ static double *
 model_floats(PmedianModel *m, const char **names)
 {
 	static const char *const field_names[MODEL_FLOATS] = {
-		"objective", "violation", "capacity", "collect", "transfer", "seeding",
-		"sample", "global", "small", "location", "improve"
+		"objective", "violation", "capacity", "repair_cost", "collect", "transfer",
+		"seeding", "sample", "global", "small", "location", "improve", "repair"
 	};
 
 	if (names)
@@ -93,10 +96,11 @@ gpuclust_pmedian_model_out(PG_FUNCTION_ARGS)
 	initStringInfo(&buf);
 	appendStringInfo(&buf, "{\"p\": %d, \"d\": %d, \"metric\": \"%s\", \"method\": \"%s\", "
 					 "\"rows\": " INT64_FORMAT ", \"null_rows\": " INT64_FORMAT
-					 ", \"iterations\": %d, \"swaps\": %d, \"converged\": %s, \"objective\": ",
+					 ", \"iterations\": %d, \"improve\": \"%s\", \"swaps\": %d, \"converged\": %s, \"objective\": ",
 					 m->p, m->d, gc_pmedian_metric_name(m->metric),
 					 gc_pmedian_method_name(m->method), m->rows, m->null_rows,
-					 m->iterations, m->swaps, m->converged ? "true" : "false");
+					 m->iterations, gc_pmedian_improve_name(m->improvement), m->swaps,
+					 m->converged ? "true" : "false");
 	gc_model_append_float8(&buf, m->objective);
 	appendStringInfoString(&buf, ", \"capacity\": ");
 	if (m->capacitated)
@@ -105,15 +109,18 @@ gpuclust_pmedian_model_out(PG_FUNCTION_ARGS)
 		appendStringInfoString(&buf, "null");
 	appendStringInfoString(&buf, ", \"violation\": ");
 	gc_model_append_float8(&buf, m->violation);
+	appendStringInfo(&buf, ", \"capacity_mode\": %s, \"repair_cost\": ",
+					 !m->capacitated ? "null" : m->hard_capacity ? "\"hard\"" : "\"soft\"");
+	gc_model_append_float8(&buf, m->repair_cost);
 	appendStringInfo(&buf, ", \"device\": \"%s\", \"timings_ms\": {",
 					 m->device == GC_KIND_GPU ? "gpu" : "cpu");
 	{
 		const char *names[MODEL_FLOATS];
 		double	   *f = model_floats(m, names);
 
-		for (int i = 3; i < MODEL_FLOATS; i++)
+		for (int i = FIRST_TIMING; i < MODEL_FLOATS; i++)
 		{
-			appendStringInfo(&buf, "%s\"%s\": ", i > 3 ? ", " : "", names[i]);
+			appendStringInfo(&buf, "%s\"%s\": ", i > FIRST_TIMING ? ", " : "", names[i]);
 			gc_model_append_float8(&buf, f[i]);
 		}
 	}
@@ -196,6 +203,18 @@ method_name(int i)
 	return gc_pmedian_method_name((GcPmMethod) i);
 }
 
+static const char *
+improve_name(int i)
+{
+	return gc_pmedian_improve_name((GcPmImprove) i);
+}
+
+static const char *
+capacity_mode_name(int i)
+{
+	return i ? "hard" : "soft";
+}
+
 /*
  * Read the medoid ids, penalties and vectors of a model's text form
  */
@@ -252,6 +271,9 @@ gpuclust_pmedian_model_in(PG_FUNCTION_ARGS)
 	m = gc_pmedian_model_alloc((int) p, (int) d);
 	m->metric = model_name(obj, "metric", metric_name, 4);
 	m->method = model_name(obj, "method", method_name, 3);
+	m->improvement = model_name(obj, "improve", improve_name, GC_PM_IMPROVE_FULL + 1);
+	m->hard_capacity = model_name(obj, "capacity_mode", capacity_mode_name, 2);
+	m->repair_cost = gc_model_number(obj, MODEL_TYPE, "repair_cost", false);
 	m->rows = gc_model_count(obj, MODEL_TYPE, "rows", false);
 	m->null_rows = gc_model_count(obj, MODEL_TYPE, "null_rows", false);
 	m->iterations = (int32) Min(gc_model_count(obj, MODEL_TYPE, "iterations", false), PG_INT32_MAX);
@@ -271,7 +293,7 @@ gpuclust_pmedian_model_in(PG_FUNCTION_ARGS)
 		const char *names[MODEL_FLOATS];
 		double	   *f = model_floats(m, names);
 
-		for (int i = 3; i < MODEL_FLOATS; i++)
+		for (int i = FIRST_TIMING; i < MODEL_FLOATS; i++)
 			f[i] = gc_model_number(v->val.binary.data, MODEL_TYPE, names[i], false);
 	}
 	read_medoids(obj, m);
@@ -290,6 +312,8 @@ gpuclust_pmedian_model_send(PG_FUNCTION_ARGS)
 	pq_sendint16(&buf, m->device);
 	pq_sendint16(&buf, m->metric);
 	pq_sendint16(&buf, m->method);
+	pq_sendint16(&buf, m->improvement);
+	pq_sendint16(&buf, m->hard_capacity);
 	pq_sendint32(&buf, m->p);
 	pq_sendint32(&buf, m->d);
 	pq_sendint32(&buf, m->iterations);
@@ -317,6 +341,8 @@ gpuclust_pmedian_model_recv(PG_FUNCTION_ARGS)
 	int			device = pq_getmsgint(buf, 2);
 	int			metric = pq_getmsgint(buf, 2);
 	int			method = pq_getmsgint(buf, 2);
+	int			improvement = pq_getmsgint(buf, 2);
+	int			hard_capacity = pq_getmsgint(buf, 2);
 	int			p = (int32) pq_getmsgint(buf, 4);
 	int			d = (int32) pq_getmsgint(buf, 4);
 	PmedianModel *m;
@@ -326,7 +352,8 @@ gpuclust_pmedian_model_recv(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
 				 errmsg("unsupported pmedian_model version %d", version)));
-	if (metric < 0 || metric > GC_PM_COSINE || method < 0 || method > GC_PM_THREE_PHASE)
+	if (metric < 0 || metric > GC_PM_COSINE || method < 0 || method > GC_PM_THREE_PHASE ||
+		improvement < 0 || improvement > GC_PM_IMPROVE_FULL || hard_capacity < 0 || hard_capacity > 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
 				 errmsg("pmedian_model binary value has an unknown metric or method")));
@@ -341,6 +368,8 @@ gpuclust_pmedian_model_recv(PG_FUNCTION_ARGS)
 	m->device = device == GC_KIND_GPU ? GC_KIND_GPU : GC_KIND_CPU;
 	m->metric = metric;
 	m->method = method;
+	m->improvement = improvement;
+	m->hard_capacity = hard_capacity;
 	m->iterations = pq_getmsgint(buf, 4);
 	m->swaps = pq_getmsgint(buf, 4);
 	m->converged = pq_getmsgint(buf, 4) != 0;
