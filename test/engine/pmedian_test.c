@@ -436,6 +436,10 @@ test_blobs(int64_t n, int cpu_only, int verbose)
 	ref = blobs_reference(x, n);
 	params.method = GC_PM_AUTO;
 	params.auto_threshold = 200000;
+	if (getenv("PM_IMPROVE"))	/* benchmarks: 1 none, 3 full */
+		params.improve = (GcPmImprove) atoi(getenv("PM_IMPROVE"));
+	if (getenv("PM_SEED"))
+		params.seed = strtoull(getenv("PM_SEED"), NULL, 10);
 	snprintf(config, sizeof(config), "blobs n=%lld default options", (long long) n);
 	for (int gpu = cpu_only ? 0 : 1; gpu >= 0; gpu--)
 	{
@@ -464,9 +468,10 @@ test_blobs(int64_t n, int cpu_only, int verbose)
 		check(blobs_covered(&f, NBLOB) == NBLOB, "every blob gets a medoid", config);
 		check(f.result.objective <= 1.01 * ref, "objective within 1% of the blobs' reference", config);
 		if (verbose || blobs_covered(&f, NBLOB) != NBLOB)
-			printf("blobs n=%lld device=%s method=%s improve=%s blobs_with_medoid=%d/%d "
+			printf("blobs n=%lld seed=%llu device=%s method=%s improve=%s blobs_with_medoid=%d/%d "
 				   "objective=%.10g reference=%.10g ratio=%.4f ms=%.1f improve_ms=%.1f swaps=%d\n",
-				   (long long) n, backend->name, gc_pmedian_method_name(f.result.method),
+				   (long long) n, (unsigned long long) params.seed, backend->name,
+				   gc_pmedian_method_name(f.result.method),
 				   gc_pmedian_improve_name(f.result.improvement), blobs_covered(&f, NBLOB),
 				   NBLOB, f.result.objective, ref, f.result.objective / ref, f.ms,
 				   f.result.timings.improve_ms, f.result.swaps);
