@@ -10,7 +10,9 @@
  *		for its demand, until its load is within the capacity or none of
  *		its rows fits anywhere;
  *	  - then passes of improving moves: a row goes to a nearer medoid (one
- *		of its REPAIR_CANDIDATES nearest) with room for it.
+ *		of its REPAIR_CANDIDATES nearest) with room for it, or without room
+ *		in exchange for the row of that medoid that shortens the total
+ *		distance most, both loads staying within the capacity.
  *
  *	  Medoids stay with themselves.  Demands are whole rows, so a total
  *	  capacity above the total demand does not always suffice (bin
@@ -185,7 +187,48 @@ direct_move(Repair *r, int32_t a)
 	return true;
 }
 
-/* Passes of moves of a row to a nearer candidate medoid with room */
+/*
+ * Row i (in a) to medoid y, which lacks room, in exchange for the member j
+ * of y that gains most, where both loads stay within the capacity: true if
+ * some exchange shortens the total distance, and then it is made
+ */
+static bool
+exchange(Repair *r, int32_t i, int32_t y, double dy)
+{
+	int32_t		a = r->alloc[i],
+				best = -1;
+	double		best_gain = 0.0,
+				best_dj = 0.0;
+
+	for (int32_t j = r->head[y]; j >= 0; j = r->next[j])
+	{
+		double		dj,
+					gain;
+
+		if (!movable(r, j) ||
+			r->load[a] - r->demand[i] + r->demand[j] > r->capacity ||
+			r->load[y] - r->demand[j] + r->demand[i] > r->capacity)
+			continue;
+		dj = row_dist(r, j, a);
+		gain = (r->dist[i] - dy) + (r->dist[j] - dj);
+		if (gain > best_gain)
+		{
+			best_gain = gain;
+			best = j;
+			best_dj = dj;
+		}
+	}
+	if (best < 0)
+		return false;
+	move_row(r, i, y, dy);
+	move_row(r, best, a, best_dj);
+	return true;
+}
+
+/*
+ * Passes of moves of a row to a nearer candidate medoid: alone where it
+ * has room, else in exchange for one of its rows
+ */
 static void
 improving_moves(Repair *r)
 {
@@ -204,9 +247,16 @@ improving_moves(Repair *r)
 
 				if (dy >= r->dist[i])
 					break;
-				if (y != r->alloc[i] && has_room(r, y, r->demand[i]))
+				if (y == r->alloc[i])
+					continue;
+				if (has_room(r, y, r->demand[i]))
 				{
 					move_row(r, i, y, dy);
+					improved++;
+					break;
+				}
+				if (exchange(r, i, y, dy))
+				{
 					improved++;
 					break;
 				}

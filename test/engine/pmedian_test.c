@@ -428,7 +428,9 @@ test_blobs(int64_t n, int cpu_only, int verbose)
 {
 	char		config[64];
 	double	   *x;
-	double		ref;
+	double		ref,
+				gpu_objective = -1.0;
+	int32_t		gpu_medoids[NBLOB];
 	GcPmParams	params = default_params(NBLOB);
 
 	rng_state = 4242 + n;
@@ -475,6 +477,15 @@ test_blobs(int64_t n, int cpu_only, int verbose)
 				   gc_pmedian_improve_name(f.result.improvement), blobs_covered(&f, NBLOB),
 				   NBLOB, f.result.objective, ref, f.result.objective / ref, f.ms,
 				   f.result.timings.improve_ms, f.result.swaps);
+		if (gpu)
+		{
+			memcpy(gpu_medoids, f.medoids, sizeof(gpu_medoids));
+			gpu_objective = f.result.objective;
+		}
+		else if (gpu_objective >= 0.0)
+			check(memcmp(gpu_medoids, f.medoids, sizeof(gpu_medoids)) == 0 &&
+				  gpu_objective == f.result.objective,
+				  "gpu medoids and objective equal cpu's", config);
 		free_fit(&f);
 		gc_rows_release(&rows);
 	}
