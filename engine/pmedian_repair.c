@@ -118,10 +118,10 @@ movable(const Repair *r, int32_t i)
 
 /*
  * Each row's k nearest medoids by insertion into a short sorted list
- * (lowest index on ties)
+ * (lowest index on ties); false if interrupted
  */
-static void
-nearest_candidates(Repair *r)
+static bool
+nearest_candidates(Repair *r, bool (*interrupted) (void))
 {
 	for (int64_t i = 0; i < r->n; i++)
 	{
@@ -129,6 +129,8 @@ nearest_candidates(Repair *r)
 		double	   *cd = r->cand_dist + i * r->k;
 		int			have = 0;
 
+		if (i % 1024 == 1023 && interrupted && interrupted())
+			return false;
 		for (int32_t m = 0; m < r->p; m++)
 		{
 			double		dm = row_dist(r, (int32_t) i, m);
@@ -147,6 +149,7 @@ nearest_candidates(Repair *r)
 			cd[at] = dm;
 		}
 	}
+	return true;
 }
 
 /*
@@ -229,13 +232,15 @@ exchange(Repair *r, int32_t i, int32_t y, double dy)
  * Passes of moves of a row to a nearer candidate medoid: alone where it
  * has room, else in exchange for one of its rows
  */
-static void
-improving_moves(Repair *r)
+static bool
+improving_moves(Repair *r, bool (*interrupted) (void))
 {
 	for (int pass = 0; pass < REPAIR_PASSES; pass++)
 	{
 		int64_t		improved = 0;
 
+		if (interrupted && interrupted())
+			return false;
 		for (int32_t i = 0; i < (int32_t) r->n; i++)
 		{
 			if (!movable(r, i))
@@ -265,6 +270,7 @@ improving_moves(Repair *r)
 		if (improved == 0)
 			break;
 	}
+	return true;
 }
 
 static void
@@ -331,23 +337,17 @@ gc_pmedian_repair(const GcRows *rows, const double *demand, GcPmMetric metric,
 		r.load[alloc[i]] += demand[i];
 		link_row(&r, (int32_t) i, alloc[i]);
 	}
-	nearest_candidates(&r);
-	if (interrupted && interrupted())
+	if (!nearest_candidates(&r, interrupted))
 		status = gc_fail(err, GC_INTERRUPTED, "interrupted in the capacity repair");
 
 	/* overloaded medoids in index order give up their cheapest rows */
 	for (int32_t c = 0; status == GC_OK && c < p; c++)
-	{
-		while (r.load[c] > capacity && direct_move(&r, c))
-			;
-		if (c % 64 == 63 && interrupted && interrupted())
-			status = gc_fail(err, GC_INTERRUPTED, "interrupted in the capacity repair");
-	}
-	if (status == GC_OK)
-	{
-		improving_moves(&r);
-		*moves = r.moves;
-	}
+		while (status == GC_OK && r.load[c] > capacity && direct_move(&r, c))
+			if (r.moves % 64 == 0 && interrupted && interrupted())
+				status = gc_fail(err, GC_INTERRUPTED, "interrupted in the capacity repair");
+	if (status == GC_OK && !improving_moves(&r, interrupted))
+		status = gc_fail(err, GC_INTERRUPTED, "interrupted in the capacity repair");
+	*moves = r.moves;
 	repair_release(&r);
 	return status;
 }
