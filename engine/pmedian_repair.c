@@ -46,7 +46,6 @@ typedef struct Repair
 	int			p;
 	int64_t		n;
 	int			k;				/* candidates per row */
-	const int32_t *medoids;
 	int32_t    *alloc;
 	double	   *dist;
 	double	   *medoid;			/* p vectors */
@@ -308,7 +307,6 @@ gc_pmedian_repair(const GcRows *rows, const double *demand, GcPmMetric metric,
 	r.p = p;
 	r.n = n;
 	r.k = p - 1 < REPAIR_CANDIDATES ? p : REPAIR_CANDIDATES;
-	r.medoids = medoids;
 	r.alloc = alloc;
 	r.dist = dist;
 	r.medoid = malloc(sizeof(double) * p * d);
