@@ -2,7 +2,8 @@
  *
  * pmedian_test.c
  *	  p-median engine tests without a server: brute-force optima on tiny
- *	  instances, capacities respected where that is easy, and, where a GPU
+ *	  instances, capacities respected where that is easy, hard capacities
+ *	  always, every blob given a medoid by default, and, where a GPU
  *	  is usable, the CUDA backend against the CPU reference (same medoids,
  *	  same allocation, objective equal to the last bit) for every method
  *	  and metric.  Also the benchmarks on TSPLIB instances.
@@ -13,8 +14,17 @@
  *	      + 1, Q = 300, T = 290, p = ceil(sum q / T)): sample, global and
  *	      small phases with ITER iterations, GPU then CPU (cpu: CPU only)
  *	  pmedian_test quality FILE.tsp.gz P [cpu]
- *	      uncapacitated p-median, location-allocation with and without the
- *	      swap improvement: objective and time, GPU then CPU
+ *	      uncapacitated p-median, location-allocation without the swap
+ *	      improvement and with the default rule: objective and time, GPU
+ *	      then CPU (PM_DEFAULT_ONLY=1: the default only; PM_METHOD=n)
+ *	  pmedian_test blobs N [cpu]
+ *	      eight Gaussian blobs, default options: blobs with a medoid,
+ *	      objective against the blobs' medians (PM_SEED=s; PM_IMPROVE=1:
+ *	      no improvement)
+ *	  pmedian_test capacity FILE.tsp.gz P Q [cpu]
+ *	      the paper's demands, p medoids of capacity Q, soft then hard:
+ *	      largest load, medoids within Q, demand over Q, repair cost
+ *	      (PM_METHOD=n, PM_ITER=n, PM_HARD_ONLY=1)
  *	  pmedian_test points FILE.tsp.gz      the coordinates, one row a line
  *
  * IDENTIFICATION
