@@ -6,12 +6,14 @@
            T = 290 (p = ceil(sum q / T)); sample, global and small phases
            with 300 iterations, GPU and CPU in the same run (the engine
            binary does both), next to the paper's best speed-ups.
-  quality  uncapacitated p-median: our location-allocation with and
-           without the swap improvement, GPU and CPU, against FasterPAM
-           (the kmedoids package) whose results are read from
+  quality  uncapacitated p-median: our location-allocation without the
+           swap improvement and with the default options (the rule picks
+           the improvement), GPU and CPU, against FasterPAM (the kmedoids
+           package) whose results are read from
            bench/results/pmedian-fasterpam.txt.
   fasterpam  computes that reference file (needs numpy and kmedoids; the
-           dissimilarity matrix of sw24978 takes 2.5 GB in float32).
+           dissimilarity matrix of sw24978 takes 2.5 GB in float32);
+           --instances limits it to some instances, merged into the file.
 
 Usage (from the repository root):
   bench/pmedian_tsp.py phases  [--binary B] [--cpu-only] [--iter N]
@@ -32,7 +34,7 @@ import time
 DATA = os.path.join(os.path.dirname(__file__), '..', '..', 'shared', 'data', 'tsp')
 RESULTS = os.environ.get('OUT') or os.path.join(os.path.dirname(__file__), 'results')
 INSTANCES = ['sw24978', 'ch71009', 'usa115475']
-QUALITY = [('sw24978', 158), ('sw24978', 50), ('fi10639', 103)]
+QUALITY = [('dj38', 3), ('lu980', 10), ('fi10639', 103), ('sw24978', 50), ('sw24978', 158)]
 
 # The paper's best GPU speed-up per phase over both of its configurations
 # (Table 7 and 8 "GPU2" columns, Table 5 for global; None: not reported)
@@ -125,8 +127,16 @@ def read_points(path):
 def fasterpam(args):
     import numpy as np
     import kmedoids
+    refpath = os.path.join(RESULTS, 'pmedian-fasterpam.txt')
+    keep = {}
+    if args.instances and os.path.exists(refpath):
+        for line in open(refpath):
+            f = fields(line)
+            keep[(f['instance'], int(f['p']))] = line.rstrip('\n')
     lines = []
     for inst, p in QUALITY:
+        if args.instances and inst not in args.instances.split(','):
+            continue
         x = np.array(read_points(instance_path(inst)))
         t0 = time.time()
         d = np.empty((len(x), len(x)), dtype=np.float32)
@@ -144,8 +154,9 @@ def fasterpam(args):
                          inst, len(x), p, obj, 1000 * (t1 - t0), 1000 * (t2 - t1),
                          r.n_swap, r.n_iter, importlib.metadata.version('kmedoids')))
         print(lines[-1], flush=True)
+        keep.pop((inst, p), None)
         del d
-    write('pmedian-fasterpam.txt', '\n'.join(lines) + '\n')
+    write('pmedian-fasterpam.txt', '\n'.join(list(keep.values()) + lines) + '\n')
 
 
 def quality(args):
@@ -155,8 +166,8 @@ def quality(args):
         for line in open(refpath):
             f = fields(line)
             ref[(f['instance'], int(f['p']))] = f
-    rows = ['| instance | p | device | improve | objective | vs FasterPAM | ms | FasterPAM ms (matrix + swaps) |',
-            '|---|---|---|---|---|---|---|---|']
+    rows = ['| instance | p | device | options | improvement run | objective | vs FasterPAM | ms | FasterPAM ms (matrix + swaps) |',
+            '|---|---|---|---|---|---|---|---|---|']
     for inst, p in QUALITY:
         out = run(args.binary, ['quality', instance_path(inst), str(p)]
                   + (['cpu'] if args.cpu_only else []))
@@ -166,8 +177,8 @@ def quality(args):
                 continue
             f = fields(line)
             obj = float(f['objective'])
-            rows.append('| %s | %d | %s | %s | %.1f | %s | %s | %s |' % (
-                inst, p, f['device'], f['improve'], obj,
+            rows.append('| %s | %d | %s | %s | %s | %.1f | %s | %s | %s |' % (
+                inst, p, f['device'], f['options'], f['improve'], obj,
                 '%+.2f%%' % (100 * (obj / float(r['objective']) - 1)) if r else '-',
                 f['ms'],
                 '%.0f (%s + %s)' % (float(r['matrix_ms']) + float(r['fasterpam_ms']),
@@ -184,6 +195,7 @@ def main():
     ap.add_argument('--binary', default='test/engine/pmedian_test')
     ap.add_argument('--cpu-only', action='store_true')
     ap.add_argument('--iter', type=int, default=300)
+    ap.add_argument('--instances', help='fasterpam: comma-separated instances only')
     args = ap.parse_args()
     {'phases': phases, 'quality': quality, 'fasterpam': fasterpam}[args.mode](args)
 

@@ -37,6 +37,16 @@ extern "C"
 /* Candidates evaluated per swap batch, on both backends alike */
 #define GC_PM_SWAP_BATCH 256
 
+/*
+ * The default (improve auto) runs the swap improvement over all rows when
+ * there are at most GC_PM_IMPROVE_ROWS of them and rows x p is at most
+ * GC_PM_IMPROVE_WORK; otherwise over the sample of sample_factor sqrt(n)
+ * rows, when sample rows x its centres is at most GC_PM_IMPROVE_WORK.  A
+ * pass over all candidates costs n^2 distances and each swap n (p + 256).
+ */
+#define GC_PM_IMPROVE_ROWS 32768
+#define GC_PM_IMPROVE_WORK (INT64_C(1) << 23)
+
 typedef enum GcPmMetric
 {
 	GC_PM_EUCLIDEAN = 0,
@@ -52,6 +62,15 @@ typedef enum GcPmMethod
 	GC_PM_THREE_PHASE
 } GcPmMethod;
 
+/* The swap improvement: asked for (auto, none, full) or as run (none, sample, full) */
+typedef enum GcPmImprove
+{
+	GC_PM_IMPROVE_AUTO = 0,
+	GC_PM_IMPROVE_NONE,
+	GC_PM_IMPROVE_SAMPLE,
+	GC_PM_IMPROVE_FULL
+} GcPmImprove;
+
 typedef struct GcPmParams
 {
 	int			p;
@@ -61,12 +80,13 @@ typedef struct GcPmParams
 	uint64_t	seed;
 	bool		capacitated;
 	double		capacity;		/* Q, when capacitated */
+	bool		hard_capacity;	/* repair the allocation so that loads <= Q */
 	double		penalty_step;	/* subgradient step factor, default 2 */
 	GcPmMethod	method;
 	int64_t		auto_threshold; /* auto uses three_phase from this n */
 	double		sample_factor;	/* three_phase sample: factor * sqrt(n), default 30 */
 	int			big_clusters;	/* three_phase big clusters, 0: sqrt(n) */
-	bool		improve;		/* swap improvement after location-allocation */
+	GcPmImprove improve;		/* swap improvement: auto, none or full */
 	bool		(*interrupted) (void);
 } GcPmParams;
 
@@ -79,6 +99,7 @@ typedef struct GcPmTimings
 	double		small_ms;
 	double		location_ms;	/* location-allocation (the polish in three_phase) */
 	double		improve_ms;
+	double		repair_ms;		/* hard capacity repair */
 } GcPmTimings;
 
 typedef struct GcPmResult
@@ -89,6 +110,9 @@ typedef struct GcPmResult
 	double	   *dist;			/* optional, caller-allocated, n */
 	double		objective;		/* sum of distances to the allocated medoid */
 	double		violation;		/* sum over medoids of max(0, load - capacity) */
+	double		repair_cost;	/* hard capacity: objective added by the repair */
+	int64_t		repair_moves;	/* hard capacity: rows the repair moved */
+	GcPmImprove improvement;	/* the swap improvement as run */
 	int			iterations;		/* location-allocation iterations, all runs */
 	int			swaps;			/* swaps made by the improvement */
 	bool		converged;
@@ -165,6 +189,18 @@ extern GcStatus gc_pmedian_fit(const GcPmBackend *backend, const GcRows *rows,
 							   const double *demand, const GcPmParams *params,
 							   GcPmResult *result, GcError *err);
 
+/*
+ * Hard capacities: moves rows of alloc (index into the p medoids) so that
+ * no load of demand exceeds capacity where whole rows allow (see
+ * pmedian_repair.c); dist follows alloc
+ */
+extern GcStatus gc_pmedian_repair(const GcRows *rows, const double *demand,
+								  GcPmMetric metric, double capacity, int p,
+								  const int32_t *medoids, int32_t *alloc,
+								  double *dist,
+								  bool (*interrupted) (void), int64_t *moves,
+								  GcError *err);
+
 /* Nearest of p medoid vectors to x by metric, lowest index on ties. */
 extern int	gc_pmedian_nearest(const double *x, const double *medoids, int p,
 							   int d, GcPmMetric metric, double *distance);
@@ -172,6 +208,7 @@ extern int	gc_pmedian_nearest(const double *x, const double *medoids, int p,
 /* The names of metrics and methods, as the options spell them. */
 extern const char *gc_pmedian_metric_name(GcPmMetric metric);
 extern const char *gc_pmedian_method_name(GcPmMethod method);
+extern const char *gc_pmedian_improve_name(GcPmImprove improve);
 
 #ifdef __cplusplus
 }

@@ -49,6 +49,7 @@ typedef struct PmFit
 	const double *demand;
 	int64_t		n;
 	GcError    *err;
+	GcPmImprove improvement;	/* resolved: none, sample or full */
 } PmFit;
 
 /* One location-allocation problem: entities and centres in groups */
@@ -71,8 +72,12 @@ typedef struct PmProblem
 	bool		converged;
 } PmProblem;
 
+static GcStatus improve(PmFit *f, PmProblem *pb, GcPmResult *result);
+static GcStatus improve_sample(PmFit *f, PmProblem *sample, GcPmResult *result);
+
 static const char *const metric_names[] = {"euclidean", "sqeuclidean", "manhattan", "cosine"};
 static const char *const method_names[] = {"auto", "location_allocation", "three_phase"};
+static const char *const improve_names[] = {"auto", "none", "sample", "full"};
 
 const char *
 gc_pmedian_metric_name(GcPmMetric metric)
@@ -84,6 +89,12 @@ const char *
 gc_pmedian_method_name(GcPmMethod method)
 {
 	return method_names[method];
+}
+
+const char *
+gc_pmedian_improve_name(GcPmImprove improve)
+{
+	return improve_names[improve];
 }
 
 /*
@@ -470,21 +481,80 @@ whole_problem(PmFit *f, PmProblem *pb, int32_t ncen, double capacity)
 }
 
 /*
- * Sample phase: location-allocation of nbig centres over a random sample,
- * with the sample's demand shared evenly as capacity
+ * Rows of the sample of three_phase (and of the sampled seeding): the
+ * sample_factor sqrt(n), at most n, at least k
  */
-static GcStatus
-sample_phase(PmFit *f, int nbig, PmProblem *sample)
+static int32_t
+sample_size(const PmFit *f, int k)
+{
+	double		s = ceil(f->params->sample_factor * sqrt((double) f->n));
+
+	if (s > (double) f->n)
+		s = (double) f->n;
+	return s < k ? k : (int32_t) s;
+}
+
+/* Centres of three_phase's sample phase: big_clusters, or sqrt(n), at most p */
+static int
+big_count(const PmFit *f)
+{
+	int			nbig = f->params->big_clusters > 0 ? f->params->big_clusters
+		: (int) floor(sqrt((double) f->n) + 0.5);
+
+	return nbig > f->params->p ? f->params->p : nbig;
+}
+
+/*
+ * Which swap improvement runs.  Asked for explicitly, as asked; by default
+ * (uncapacitated, p <= GC_PM_MAX_IMPROVE_P only) over all rows when n and
+ * n p are small enough for its O(n^2) passes, else over the sample, whose
+ * swap-local optimum then seeds the rest, when the sample is small enough
+ */
+static GcPmImprove
+resolve_improvement(const PmFit *f, GcPmMethod method)
 {
 	const GcPmParams *params = f->params;
-	int32_t		s = (int32_t) ceil(params->sample_factor * sqrt((double) f->n));
+	int			k = method == GC_PM_THREE_PHASE ? big_count(f) : params->p;
+	int64_t		s = sample_size(f, k);
+
+	if (params->improve != GC_PM_IMPROVE_AUTO)
+		return params->improve;
+	if (params->capacitated || params->p > GC_PM_MAX_IMPROVE_P)
+		return GC_PM_IMPROVE_NONE;
+	if (f->n <= GC_PM_IMPROVE_ROWS && f->n * params->p <= GC_PM_IMPROVE_WORK)
+		return GC_PM_IMPROVE_FULL;
+	if (k < s && s * k <= GC_PM_IMPROVE_WORK)
+		return GC_PM_IMPROVE_SAMPLE;
+	return GC_PM_IMPROVE_NONE;
+}
+
+/*
+ * Whether the sample's solution is swap-improved: for the sampled
+ * improvement, and before a full one (it saves swaps over all rows), when
+ * the sample allows it
+ */
+static bool
+improves_sample(const PmFit *f, int k)
+{
+	int64_t		s = sample_size(f, k);
+
+	return f->improvement != GC_PM_IMPROVE_NONE && !f->params->capacitated &&
+		k <= GC_PM_MAX_IMPROVE_P && k < s && s * k <= GC_PM_IMPROVE_WORK;
+}
+
+/*
+ * Sample phase: location-allocation of nbig centres over a random sample,
+ * with the sample's demand shared evenly as capacity; swap-improved when
+ * the improvement rule says so
+ */
+static GcStatus
+sample_phase(PmFit *f, int nbig, PmProblem *sample, GcPmResult *result)
+{
+	const GcPmParams *params = f->params;
+	int32_t		s = sample_size(f, nbig);
 	int64_t    *chosen;
 	GcStatus	status;
 
-	if (s > f->n)
-		s = (int32_t) f->n;
-	if (s < nbig)
-		s = nbig;
 	if (problem_init(sample, 1, s, nbig, f->err) != GC_OK)
 		return f->err->status;
 	chosen = malloc(sizeof(int64_t) * s);
@@ -512,6 +582,13 @@ sample_phase(PmFit *f, int nbig, PmProblem *sample)
 		status = seed_centres(f, sample->ent, s, nbig, params->seed, sample->cen);
 	if (status == GC_OK)
 		status = location_allocation(f, sample, params->max_iter);
+	if (status == GC_OK && improves_sample(f, nbig))
+	{
+		double		t0 = gc_now_ms();
+
+		status = improve_sample(f, sample, result);
+		result->timings.improve_ms += gc_now_ms() - t0;
+	}
 	return status;
 }
 
@@ -601,18 +678,15 @@ static GcStatus
 three_phase(PmFit *f, PmProblem *final, GcPmResult *result)
 {
 	const GcPmParams *params = f->params;
-	int			nbig = params->big_clusters > 0 ? params->big_clusters
-		: (int) floor(sqrt((double) f->n) + 0.5);
+	int			nbig = big_count(f);
 	PmProblem	sample = {0},
 				global = {0},
 				small = {0};
 	GcStatus	status;
 	double		t0 = gc_now_ms();
 
-	if (nbig > params->p)
-		nbig = params->p;
-	status = sample_phase(f, nbig, &sample);
-	result->timings.sample_ms = gc_now_ms() - t0;
+	status = sample_phase(f, nbig, &sample, result);
+	result->timings.sample_ms = gc_now_ms() - t0 - result->timings.improve_ms;
 
 	t0 = gc_now_ms();
 	if (status == GC_OK)
@@ -654,7 +728,9 @@ three_phase(PmFit *f, PmProblem *final, GcPmResult *result)
 }
 
 /*
- * Plain location-allocation over all rows from D-sampled centres
+ * Plain location-allocation over all rows from D-sampled centres, or,
+ * with the sampled improvement, from the swap-improved solution of a
+ * sample (the sample phase of three_phase with p centres)
  */
 static GcStatus
 plain_location_allocation(PmFit *f, PmProblem *pb, GcPmResult *result)
@@ -665,11 +741,27 @@ plain_location_allocation(PmFit *f, PmProblem *pb, GcPmResult *result)
 
 	status = whole_problem(f, pb, params->p,
 						   params->capacitated ? params->capacity : 0.0);
-	if (status == GC_OK)
-		status = f->backend->set_entities(f->session, pb->nent, pb->ent, pb->group, f->err);
-	if (status == GC_OK)
-		status = seed_centres(f, pb->ent, pb->nent, params->p, params->seed, pb->cen);
-	result->timings.seeding_ms = gc_now_ms() - t0;
+	if (status == GC_OK && f->improvement == GC_PM_IMPROVE_SAMPLE)
+	{
+		PmProblem	sample = {0};
+
+		status = sample_phase(f, params->p, &sample, result);
+		if (status == GC_OK)
+		{
+			memcpy(pb->cen, sample.cen, sizeof(int32_t) * params->p);
+			pb->iterations = sample.iterations;
+		}
+		problem_release(&sample);
+		result->timings.sample_ms = gc_now_ms() - t0 - result->timings.improve_ms;
+	}
+	else
+	{
+		if (status == GC_OK)
+			status = f->backend->set_entities(f->session, pb->nent, pb->ent, pb->group, f->err);
+		if (status == GC_OK)
+			status = seed_centres(f, pb->ent, pb->nent, params->p, params->seed, pb->cen);
+		result->timings.seeding_ms = gc_now_ms() - t0;
+	}
 	t0 = gc_now_ms();
 	if (status == GC_OK)
 		status = location_allocation(f, pb, params->max_iter);
@@ -793,6 +885,83 @@ improve(PmFit *f, PmProblem *pb, GcPmResult *result)
 }
 
 /*
+ * The swap improvement over a sample's rows only, in a backend session of
+ * its own over a copy of them (same allocator, same row hashes): the
+ * sample's centres end at a swap-local optimum of the sample
+ */
+static GcStatus
+improve_sample(PmFit *f, PmProblem *sample, GcPmResult *result)
+{
+	GcRows		sub;
+	GcPmParams	params = *f->params;
+	PmFit		g = {f->backend, NULL, &params, &sub, NULL, sample->nent, f->err,
+	GC_PM_IMPROVE_FULL};
+	PmProblem	pb = {0};
+	GcStatus	status;
+
+	params.p = sample->ncen;
+	if (gc_rows_init(&sub, f->rows->d, f->rows->alloc, f->rows->free, f->err) != GC_OK)
+		return f->err->status;
+	status = problem_init(&pb, 1, sample->nent, sample->ncen, f->err);
+	for (int32_t e = 0; status == GC_OK && e < sample->nent; e++)
+	{
+		double	   *slot = gc_rows_reserve(&sub, f->err);
+
+		if (slot == NULL)
+			status = f->err->status;
+		else
+		{
+			memcpy(slot, gc_rows_get(f->rows, sample->ent[e]), sizeof(double) * sub.d);
+			gc_rows_commit(&sub);
+		}
+	}
+	/* the centres as positions in the sample, whose rows are sorted */
+	for (int32_t c = 0; status == GC_OK && c < sample->ncen; c++)
+	{
+		int32_t    *at = bsearch(&sample->cen[c], sample->ent, sample->nent,
+								 sizeof(int32_t), int32_cmp);
+
+		pb.cen[c] = (int32_t) (at - sample->ent);
+	}
+	if (status == GC_OK)
+		status = f->backend->open(&sub, NULL, &params, &g.session, f->err);
+	if (status == GC_OK)
+		status = improve(&g, &pb, result);
+	for (int32_t c = 0; status == GC_OK && c < sample->ncen; c++)
+		sample->cen[c] = sample->ent[pb.cen[c]];
+	if (g.session)
+		f->backend->close(g.session);
+	problem_release(&pb);
+	gc_rows_release(&sub);
+	return status;
+}
+
+/*
+ * Hard capacities: the repair of pmedian_repair.c on the final allocation,
+ * then its objective and violation
+ */
+static GcStatus
+repair_capacity(PmFit *f, PmProblem *pb, GcPmResult *result)
+{
+	double		before = pb->objective;
+	double	   *load = malloc(sizeof(double) * pb->ncen);
+	GcStatus	status;
+
+	if (load == NULL)
+		return gc_fail(f->err, GC_ERR_HOST_MEMORY, "out of memory for the capacity repair");
+	status = gc_pmedian_repair(f->rows, f->demand, f->params->metric, pb->capacity,
+							   pb->ncen, pb->cen, pb->alloc, pb->dist,
+							   f->params->interrupted, &result->repair_moves, f->err);
+	if (status == GC_OK)
+	{
+		score_problem(f, pb, load);
+		result->repair_cost = pb->objective - before;
+	}
+	free(load);
+	return status;
+}
+
+/*
  * Copy the final problem's state into the result
  */
 static void
@@ -827,24 +996,51 @@ gc_pmedian_fit(const GcPmBackend *backend, const GcRows *rows,
 
 	memset(&result->timings, 0, sizeof(result->timings));
 	result->swaps = 0;
+	result->repair_cost = 0.0;
+	result->repair_moves = 0;
 	result->method = params->method;
+	/*
+	 * auto: three phases for large n, and for hard capacities, whose repair
+	 * needs medoids placed in proportion to the demand (the small phase)
+	 */
 	if (result->method == GC_PM_AUTO)
-		result->method = rows->n >= params->auto_threshold ? GC_PM_THREE_PHASE
+		result->method = rows->n >= params->auto_threshold ||
+			(params->capacitated && params->hard_capacity) ? GC_PM_THREE_PHASE
 			: GC_PM_LOCATION_ALLOCATION;
-	if (params->improve && (params->capacitated || params->p > GC_PM_MAX_IMPROVE_P))
+	if (params->improve == GC_PM_IMPROVE_FULL &&
+		(params->capacitated || params->p > GC_PM_MAX_IMPROVE_P))
 		return gc_fail(err, GC_ERR_RANGE, "the swap improvement needs an uncapacitated problem with p at most %d",
 					   GC_PM_MAX_IMPROVE_P);
+	if (params->improve == GC_PM_IMPROVE_SAMPLE)
+		return gc_fail(err, GC_ERR_RANGE, "the sampled swap improvement is chosen by the default rule only");
+	if (params->capacitated && params->hard_capacity)
+	{
+		double		total = 0.0;
+
+		for (int64_t i = 0; i < rows->n; i++)
+			total += demand[i];
+		if (total > params->capacity * params->p)
+			return gc_fail(err, GC_ERR_RANGE, "total demand %g exceeds the total capacity %g of %d medoids",
+						   total, params->capacity * params->p, params->p);
+	}
+	f.improvement = result->improvement = resolve_improvement(&f, result->method);
 
 	status = backend->open(rows, f.demand, params, &f.session, err);
 	result->timings.transfer_ms = gc_now_ms() - t0;
 	if (status == GC_OK)
 		status = result->method == GC_PM_THREE_PHASE ? three_phase(&f, &pb, result)
 			: plain_location_allocation(&f, &pb, result);
-	if (status == GC_OK && params->improve)
+	if (status == GC_OK && f.improvement == GC_PM_IMPROVE_FULL)
 	{
 		t0 = gc_now_ms();
 		status = improve(&f, &pb, result);
-		result->timings.improve_ms = gc_now_ms() - t0;
+		result->timings.improve_ms += gc_now_ms() - t0;
+	}
+	if (status == GC_OK && params->capacitated && params->hard_capacity)
+	{
+		t0 = gc_now_ms();
+		status = repair_capacity(&f, &pb, result);
+		result->timings.repair_ms = gc_now_ms() - t0;
 	}
 	if (status == GC_OK)
 		fill_result(&f, &pb, result);

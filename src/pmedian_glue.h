@@ -46,6 +46,8 @@ typedef struct PmedianModel
 	int16		device;			/* GcDeviceKind */
 	int16		metric;			/* GcPmMetric */
 	int16		method;			/* GcPmMethod, as run */
+	int16		improvement;	/* GcPmImprove, as run */
+	int16		hard_capacity;	/* capacity_mode hard */
 	int32		p;
 	int32		d;
 	int32		iterations;
@@ -57,6 +59,7 @@ typedef struct PmedianModel
 	double		objective;
 	double		violation;
 	double		capacity;
+	double		repair_cost;	/* objective added by the hard capacity repair */
 	double		collect_ms;
 	double		transfer_ms;
 	double		seeding_ms;
@@ -65,6 +68,7 @@ typedef struct PmedianModel
 	double		small_ms;
 	double		location_ms;
 	double		improve_ms;
+	double		repair_ms;
 	/* int64 ids[p], double penalties[p], double medoids[p * d] */
 	char		data[FLEXIBLE_ARRAY_MEMBER];
 } PmedianModel;

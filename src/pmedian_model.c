@@ -61,6 +61,18 @@ method_name(int i)
  * The scalar fields, in the order of both forms after p and d; capacity
  * is null in the text form of an uncapacitated model
  */
+static const char *
+improve_name(int i)
+{
+	return gc_pmedian_improve_name((GcPmImprove) i);
+}
+
+static const char *
+capacity_mode_name(int i)
+{
+	return i ? "hard" : "soft";
+}
+
 static const GcModelField model_fields[] = {
 	F("capacitated", GC_FIELD_BOOL, GC_PLACE_BINARY, capacitated),
 	E("metric", metric, metric_name, GC_PM_COSINE + 1),
@@ -68,11 +80,14 @@ static const GcModelField model_fields[] = {
 	F("rows", GC_FIELD_INT64, GC_PLACE_TOP, rows),
 	F("null_rows", GC_FIELD_INT64, GC_PLACE_TOP, null_rows),
 	F("iterations", GC_FIELD_INT32, GC_PLACE_TOP, iterations),
+	E("improve", improvement, improve_name, GC_PM_IMPROVE_FULL + 1),
 	F("swaps", GC_FIELD_INT32, GC_PLACE_TOP, swaps),
 	F("converged", GC_FIELD_BOOL, GC_PLACE_TOP, converged),
 	F("objective", GC_FIELD_DOUBLE, GC_PLACE_TOP, objective),
 	{"capacity", GC_FIELD_OPTIONAL, GC_PLACE_TOP, offsetof(PmedianModel, capacity), NULL, 0, 0, 1},
 	F("violation", GC_FIELD_DOUBLE, GC_PLACE_TOP, violation),
+	E("capacity_mode", hard_capacity, capacity_mode_name, 2),
+	F("repair_cost", GC_FIELD_DOUBLE, GC_PLACE_TOP, repair_cost),
 	E("device", device, device_name, 2),
 	F("collect", GC_FIELD_DOUBLE, GC_PLACE_TIMINGS, collect_ms),
 	F("transfer", GC_FIELD_DOUBLE, GC_PLACE_TIMINGS, transfer_ms),
@@ -82,6 +97,7 @@ static const GcModelField model_fields[] = {
 	F("small", GC_FIELD_DOUBLE, GC_PLACE_TIMINGS, small_ms),
 	F("location", GC_FIELD_DOUBLE, GC_PLACE_TIMINGS, location_ms),
 	F("improve", GC_FIELD_DOUBLE, GC_PLACE_TIMINGS, improve_ms),
+	F("repair", GC_FIELD_DOUBLE, GC_PLACE_TIMINGS, repair_ms),
 };
 
 static const GcModelType model_type = {MODEL_TYPE, model_fields, lengthof(model_fields)};

@@ -2,10 +2,10 @@
  *
  * pmedian_options.c
  *	  The options argument of the p-median functions: a jsonb object with
- *	  metric, max_iter, seed, capacity, penalty_step, method, improve, and
- *	  the three-phase parameters sample_factor, big_clusters and
- *	  polish_iter.  Unknown keys, values of the wrong type and values out
- *	  of range are errors.
+ *	  metric, max_iter, seed, capacity, capacity_mode, penalty_step, method,
+ *	  improve, and the three-phase parameters sample_factor, big_clusters
+ *	  and polish_iter.  Unknown keys, values of the wrong type and values
+ *	  out of range are errors.
  *
  * IDENTIFICATION
  *	  src/pmedian_options.c
@@ -19,7 +19,7 @@
 #include "utils/builtins.h"
 #include "utils/numeric.h"
 
-#define VALID_OPTIONS_HINT "Valid options are metric, max_iter, seed, capacity, penalty_step, method, improve, sample_factor, big_clusters and polish_iter."
+#define VALID_OPTIONS_HINT "Valid options are metric, max_iter, seed, capacity, capacity_mode, penalty_step, method, improve, sample_factor, big_clusters and polish_iter."
 
 static double
 option_number(const char *key, JsonbValue *v, const char *expected)
@@ -82,6 +82,7 @@ typedef struct PmOptions
 {
 	GcPmParams *params;
 	bool		polish_given;
+	bool		mode_given;		/* capacity_mode */
 } PmOptions;
 
 /* One pmedian option; false if the key is unknown */
@@ -124,11 +125,22 @@ parse_option(const char *name, JsonbValue *v, void *arg)
 		params->penalty_step = option_positive(name, v);
 	else if (strcmp(name, "sample_factor") == 0)
 		params->sample_factor = option_positive(name, v);
+	else if (strcmp(name, "capacity_mode") == 0)
+	{
+		static const char *const modes[] = {"soft", "hard"};
+
+		params->hard_capacity = option_choice(name, v, modes, 2, "Use soft or hard.") == 1;
+		po->mode_given = true;
+	}
 	else if (strcmp(name, "improve") == 0)
 	{
-		if (v->type != jbvBool)
-			gc_option_error(name, "a boolean");
-		params->improve = v->val.boolean;
+		if (v->type == jbvBool)
+			params->improve = v->val.boolean ? GC_PM_IMPROVE_FULL : GC_PM_IMPROVE_NONE;
+		else if (v->type == jbvString && v->val.string.len == 4 &&
+				 strncmp(v->val.string.val, "auto", 4) == 0)
+			params->improve = GC_PM_IMPROVE_AUTO;
+		else
+			gc_option_error(name, "true, false or \"auto\"");
 	}
 	else
 		return false;
@@ -141,7 +153,7 @@ parse_option(const char *name, JsonbValue *v, void *arg)
 void
 gc_parse_pmedian_options(Jsonb *options, int p, GcPmParams *params)
 {
-	PmOptions	po = {params, false};
+	PmOptions	po = {params, false, false};
 
 	if (p < 1)
 		ereport(ERROR,
@@ -165,12 +177,17 @@ gc_parse_pmedian_options(Jsonb *options, int p, GcPmParams *params)
 	gc_for_each_option(options, VALID_OPTIONS_HINT, parse_option, &po);
 	if (!po.polish_given)
 		params->polish_iter = params->max_iter;
-	if (params->improve && params->capacitated)
+	if (po.mode_given && !params->capacitated)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("option \"capacity_mode\" needs option \"capacity\""),
+				 errhint("Give the capacity of a cluster, e.g. '{\"capacity\": 300, \"capacity_mode\": \"hard\"}'.")));
+	if (params->improve == GC_PM_IMPROVE_FULL && params->capacitated)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("option \"improve\" is not supported with a capacity"),
 				 errhint("The swap improvement works on the uncapacitated problem; drop one of the two.")));
-	if (params->improve && p > GC_PM_MAX_IMPROVE_P)
+	if (params->improve == GC_PM_IMPROVE_FULL && p > GC_PM_MAX_IMPROVE_P)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("option \"improve\" supports p up to %d", GC_PM_MAX_IMPROVE_P),

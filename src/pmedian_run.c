@@ -130,6 +130,28 @@ check_input(const PmInput *in, int p)
 }
 
 /*
+ * Hard capacities need a total capacity of at least the total demand
+ */
+static void
+check_total_capacity(const PmInput *in, const GcPmParams *params)
+{
+	double		total = 0.0;
+
+	if (!params->capacitated || !params->hard_capacity)
+		return;
+	for (int64 i = 0; i < in->count; i++)
+		total += in->demand[i];
+	if (total > params->capacity * params->p)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("total demand exceeds the total capacity of the medians"),
+				 errdetail("The demand is %g, but %d medians of capacity %g hold %g.",
+						   total, params->p, params->capacity,
+						   params->capacity * params->p),
+				 errhint("Ask for more medians, raise the capacity, or use \"capacity_mode\": \"soft\".")));
+}
+
+/*
  * Fit the p-median model over the collected rows, with ereport on
  * failure; alloc (index into the medoids) and dist are filled when given
  */
@@ -145,6 +167,7 @@ gc_run_pmedian(PmInput *in, GcPmParams *params, double collect_ms,
 	PmedianModel *m;
 
 	check_input(in, p);
+	check_total_capacity(in, params);
 	result.medoids = palloc(sizeof(int32) * p);
 	result.penalties = palloc(sizeof(double) * p);
 	result.alloc = alloc;
@@ -157,6 +180,9 @@ gc_run_pmedian(PmInput *in, GcPmParams *params, double collect_ms,
 	m->device = in->input.device.kind;
 	m->metric = params->metric;
 	m->method = result.method;
+	m->improvement = result.improvement;
+	m->hard_capacity = params->capacitated && params->hard_capacity;
+	m->repair_cost = result.repair_cost;
 	m->iterations = result.iterations;
 	m->swaps = result.swaps;
 	m->converged = result.converged;
@@ -174,6 +200,7 @@ gc_run_pmedian(PmInput *in, GcPmParams *params, double collect_ms,
 	m->small_ms = result.timings.small_ms;
 	m->location_ms = result.timings.location_ms;
 	m->improve_ms = result.timings.improve_ms;
+	m->repair_ms = result.timings.repair_ms;
 	for (int k = 0; k < p; k++)
 	{
 		PmedianModelIds(m)[k] = in->ids[result.medoids[k]];

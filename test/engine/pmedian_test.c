@@ -2,7 +2,8 @@
  *
  * pmedian_test.c
  *	  p-median engine tests without a server: brute-force optima on tiny
- *	  instances, capacities respected where that is easy, and, where a GPU
+ *	  instances, capacities respected where that is easy, hard capacities
+ *	  always, every blob given a medoid by default, and, where a GPU
  *	  is usable, the CUDA backend against the CPU reference (same medoids,
  *	  same allocation, objective equal to the last bit) for every method
  *	  and metric.  Also the benchmarks on TSPLIB instances.
@@ -13,8 +14,17 @@
  *	      + 1, Q = 300, T = 290, p = ceil(sum q / T)): sample, global and
  *	      small phases with ITER iterations, GPU then CPU (cpu: CPU only)
  *	  pmedian_test quality FILE.tsp.gz P [cpu]
- *	      uncapacitated p-median, location-allocation with and without the
- *	      swap improvement: objective and time, GPU then CPU
+ *	      uncapacitated p-median, location-allocation without the swap
+ *	      improvement and with the default rule: objective and time, GPU
+ *	      then CPU (PM_DEFAULT_ONLY=1: the default only; PM_METHOD=n)
+ *	  pmedian_test blobs N [cpu]
+ *	      eight Gaussian blobs, default options: blobs with a medoid,
+ *	      objective against the blobs' medians (PM_SEED=s; PM_IMPROVE=1:
+ *	      no improvement)
+ *	  pmedian_test capacity FILE.tsp.gz P Q [cpu]
+ *	      the paper's demands, p medoids of capacity Q, soft then hard:
+ *	      largest load, medoids within Q, demand over Q, repair cost
+ *	      (PM_METHOD=n, PM_ITER=n, PM_HARD_ONLY=1)
  *	  pmedian_test points FILE.tsp.gz      the coordinates, one row a line
  *
  * IDENTIFICATION
@@ -198,7 +208,7 @@ test_brute_force(void)
 				 gc_pmedian_metric_name(metric));
 		load_rows(&rows, x, n, d, plain_alloc, free);
 		params.metric = metric;
-		params.improve = true;
+		params.improve = GC_PM_IMPROVE_AUTO;	/* the default: full here */
 		f = fit(&gc_pmedian_cpu_backend, &rows, NULL, &params);
 		opt = brute_force(x, n, d, p, metric);
 		check(f.status == GC_OK && fabs(f.result.objective - opt) <= 1e-9 * (1 + opt),
@@ -312,7 +322,7 @@ run_case(int64_t n, int d, int p, GcPmMetric metric, GcPmMethod method,
 		total += demand[i] = 1 + floor(uniform() * 5);
 	params.metric = metric;
 	params.method = method;
-	params.improve = improve;
+	params.improve = improve ? GC_PM_IMPROVE_FULL : GC_PM_IMPROVE_NONE;
 	params.capacitated = capacitated;
 	params.capacity = 1.1 * total / p;
 	params.big_clusters = method == GC_PM_THREE_PHASE ? (int) sqrt((double) p) + 1 : 0;
@@ -343,6 +353,288 @@ run_case(int64_t n, int d, int p, GcPmMetric metric, GcPmMethod method,
 	gc_rows_release(&rows);
 	free(x);
 	free(demand);
+}
+
+/*
+ * Eight Gaussian blobs (sigma 1) centred on the vertices of a cube of side
+ * 10 in three dimensions, row i in blob i % 8
+ */
+#define NBLOB 8
+
+static double *
+gaussian_blobs(int64_t n)
+{
+	double	   *x = malloc(sizeof(double) * n * 3);
+
+	for (int64_t i = 0; i < n; i++)
+		for (int j = 0; j < 3; j++)
+		{
+			double		u1 = 1.0 - uniform(),
+						u2 = uniform();
+
+			x[i * 3 + j] = 10.0 * (((i % NBLOB) >> j) & 1) +
+				sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
+		}
+	return x;
+}
+
+/* Blobs holding at most one medoid each (all, when every blob has one) */
+static int
+blobs_covered(const Fit *f, int p)
+{
+	int			count[NBLOB] = {0},
+				covered = 0;
+
+	for (int m = 0; m < p; m++)
+		count[f->medoids[m] % NBLOB]++;
+	for (int b = 0; b < NBLOB; b++)
+		covered += count[b] > 0;
+	return covered;
+}
+
+/*
+ * The objective of the row nearest each blob's centre as medoids: the
+ * optimum of the well-separated blobs up to the sampling noise of a centre
+ */
+static double
+blobs_reference(const double *x, int64_t n)
+{
+	int64_t		ref[NBLOB];
+	double		best[NBLOB],
+				total = 0.0;
+
+	for (int b = 0; b < NBLOB; b++)
+		best[b] = INFINITY;
+	for (int64_t i = 0; i < n; i++)
+	{
+		int			b = (int) (i % NBLOB);
+		double		c[3];
+
+		for (int j = 0; j < 3; j++)
+			c[j] = 10.0 * ((b >> j) & 1);
+		if (gc_pm_dist(x + i * 3, c, 3, GC_PM_EUCLIDEAN) < best[b])
+		{
+			best[b] = gc_pm_dist(x + i * 3, c, 3, GC_PM_EUCLIDEAN);
+			ref[b] = i;
+		}
+	}
+	for (int64_t i = 0; i < n; i++)
+	{
+		double		m = INFINITY;
+
+		for (int b = 0; b < NBLOB; b++)
+			m = fmin(m, gc_pm_dist(x + i * 3, x + ref[b] * 3, 3, GC_PM_EUCLIDEAN));
+		total += m;
+	}
+	return total;
+}
+
+/*
+ * Default options on the blobs (method auto, as SQL resolves it): every
+ * blob gets a medoid, the objective is within 1% of the reference
+ */
+static void
+test_blobs(int64_t n, uint64_t seed, int cpu_only, int verbose)
+{
+	char		config[64];
+	double	   *x;
+	double		ref,
+				gpu_objective = -1.0;
+	int32_t		gpu_medoids[NBLOB];
+	GcPmParams	params = default_params(NBLOB);
+
+	rng_state = 4242 + n;
+	x = gaussian_blobs(n);
+	ref = blobs_reference(x, n);
+	params.method = GC_PM_AUTO;
+	params.auto_threshold = 200000;
+	params.seed = seed;
+	if (getenv("PM_IMPROVE"))	/* benchmarks: 1 none, 3 full */
+		params.improve = (GcPmImprove) atoi(getenv("PM_IMPROVE"));
+	if (getenv("PM_SEED"))
+		params.seed = strtoull(getenv("PM_SEED"), NULL, 10);
+	snprintf(config, sizeof(config), "blobs n=%lld default options", (long long) n);
+	for (int gpu = cpu_only ? 0 : 1; gpu >= 0; gpu--)
+	{
+		GcRows		rows;
+		const GcPmBackend *backend = NULL;
+		Fit			f;
+
+#ifdef GC_WITH_CUDA
+		char		why[256];
+
+		if (gpu && gc_cuda_use_device(0, why, sizeof(why)))
+		{
+			load_rows(&rows, x, n, 3, gc_cuda_host_alloc, gc_cuda_host_free);
+			backend = &gc_pmedian_cuda_backend;
+		}
+#endif
+		if (!gpu)
+		{
+			load_rows(&rows, x, n, 3, plain_alloc, free);
+			backend = &gc_pmedian_cpu_backend;
+		}
+		if (backend == NULL)
+			continue;
+		f = fit(backend, &rows, NULL, &params);
+		check(f.status == GC_OK, "blob fit", config);
+		check(blobs_covered(&f, NBLOB) == NBLOB, "every blob gets a medoid", config);
+		check(f.result.objective <= 1.01 * ref, "objective within 1% of the blobs' reference", config);
+		if (!getenv("PM_IMPROVE"))
+			check(f.result.improvement == (n <= GC_PM_IMPROVE_ROWS ? GC_PM_IMPROVE_FULL
+										   : GC_PM_IMPROVE_SAMPLE),
+				  "the rule's improvement: all rows up to its bound, else the sample", config);
+		if (verbose || blobs_covered(&f, NBLOB) != NBLOB)
+			printf("blobs n=%lld seed=%llu device=%s method=%s improve=%s blobs_with_medoid=%d/%d "
+				   "objective=%.10g reference=%.10g ratio=%.4f ms=%.1f improve_ms=%.1f swaps=%d\n",
+				   (long long) n, (unsigned long long) params.seed, backend->name,
+				   gc_pmedian_method_name(f.result.method),
+				   gc_pmedian_improve_name(f.result.improvement), blobs_covered(&f, NBLOB),
+				   NBLOB, f.result.objective, ref, f.result.objective / ref, f.ms,
+				   f.result.timings.improve_ms, f.result.swaps);
+		if (gpu)
+		{
+			memcpy(gpu_medoids, f.medoids, sizeof(gpu_medoids));
+			gpu_objective = f.result.objective;
+		}
+		else if (gpu_objective >= 0.0)
+			check(memcmp(gpu_medoids, f.medoids, sizeof(gpu_medoids)) == 0 &&
+				  gpu_objective == f.result.objective,
+				  "gpu medoids and objective equal cpu's", config);
+		free_fit(&f);
+		gc_rows_release(&rows);
+	}
+	free(x);
+}
+
+/* Loads of a fit: the largest, the medoids within capacity, the demand over */
+static void
+load_stats(const Fit *f, int64_t n, const double *q, int p, double capacity,
+		   double *max_load, int *within, double *over)
+{
+	double	   *load = calloc(p, sizeof(double));
+
+	for (int64_t i = 0; i < n; i++)
+		load[f->alloc[i]] += q[i];
+	*max_load = 0.0;
+	*within = 0;
+	*over = 0.0;
+	for (int m = 0; m < p; m++)
+	{
+		*max_load = fmax(*max_load, load[m]);
+		*within += load[m] <= capacity;
+		*over += fmax(0.0, load[m] - capacity);
+	}
+	free(load);
+}
+
+/*
+ * Hard capacities: soft then hard on blobs with demands; every load within
+ * the capacity, the repair's cost is the difference of the objectives
+ */
+static void
+test_hard_capacity(int64_t n, int d, int p, GcPmMethod method, double slack)
+{
+	char		config[128];
+	double	   *x,
+			   *demand = malloc(sizeof(double) * n),
+				total = 0.0,
+				max_load,
+				over;
+	int			within;
+	GcRows		rows;
+	GcPmParams	params = default_params(p);
+	Fit			soft,
+				hard;
+
+	rng_state = (uint64_t) n * 7 + p;
+	x = make_blobs(n, d, p / 2, 40.0);	/* fewer blobs than medoids */
+	for (int64_t i = 0; i < n; i++)
+		total += demand[i] = 1 + floor(uniform() * 9);
+	params.method = method;
+	params.capacitated = true;
+	params.capacity = ceil(slack * total / p);
+	params.big_clusters = method == GC_PM_THREE_PHASE ? (int) sqrt((double) p) + 1 : 0;
+	snprintf(config, sizeof(config), "hard capacity n=%lld p=%d %s slack %.2f", (long long) n, p,
+			 gc_pmedian_method_name(method), slack);
+	load_rows(&rows, x, n, d, plain_alloc, free);
+	soft = fit(&gc_pmedian_cpu_backend, &rows, demand, &params);
+	params.hard_capacity = true;
+	hard = fit(&gc_pmedian_cpu_backend, &rows, demand, &params);
+	check(soft.status == GC_OK && hard.status == GC_OK, "soft and hard fits", config);
+	if (soft.status == GC_OK && hard.status == GC_OK)
+	{
+		check_consistent(&hard, &rows, x, d, demand, &params, config);
+		load_stats(&hard, n, demand, p, params.capacity, &max_load, &within, &over);
+		check(max_load <= params.capacity && within == p && hard.result.violation == 0.0,
+			  "every load within the hard capacity", config);
+		check(soft.result.violation > 0.0, "the soft capacity was exceeded", config);
+		check(memcmp(soft.medoids, hard.medoids, sizeof(int32_t) * p) == 0,
+			  "the repair keeps the medoids", config);
+		check(fabs(hard.result.objective - hard.result.repair_cost - soft.result.objective) <=
+			  1e-9 * soft.result.objective, "repair cost is the objective's change", config);
+		check(hard.result.repair_moves > 0, "the repair moved rows", config);
+#ifdef GC_WITH_CUDA
+		compare_gpu(x, n, d, demand, &params, &hard, config);
+#endif
+	}
+	free_fit(&soft);
+	free_fit(&hard);
+	gc_rows_release(&rows);
+	free(x);
+	free(demand);
+}
+
+/*
+ * Whole rows that cannot be packed: three rows of demand 2, two medoids of
+ * capacity 3 (total 6 = demand) leave a shortfall of 1; a capacity of 2
+ * (total 4 < 6) is an error
+ */
+static void
+test_hard_shortfall(void)
+{
+	double		x[] = {0, 0, 1, 0, 10, 0};
+	double		q[] = {2, 2, 2};
+	GcRows		rows;
+	GcPmParams	params = default_params(2);
+	Fit			f;
+
+	load_rows(&rows, x, 3, 2, plain_alloc, free);
+	params.capacitated = true;
+	params.hard_capacity = true;
+	params.capacity = 3.0;
+	f = fit(&gc_pmedian_cpu_backend, &rows, q, &params);
+	check(f.status == GC_OK && f.result.violation == 1.0,
+		  "unpackable demand: a shortfall of one unit is reported", "hard shortfall");
+	free_fit(&f);
+	params.capacity = 2.0;
+	printf("(expected) ");
+	f = fit(&gc_pmedian_cpu_backend, &rows, q, &params);
+	check(f.status == GC_ERR_RANGE, "total demand above total capacity is an error", "hard shortfall");
+	free_fit(&f);
+	gc_rows_release(&rows);
+}
+
+/* Without the improvement the blobs are missed: the case discriminates */
+static void
+test_blobs_undefaulted(int64_t n, uint64_t seed, int expected)
+{
+	double	   *x;
+	GcRows		rows;
+	GcPmParams	params = default_params(NBLOB);
+	Fit			f;
+
+	rng_state = 4242 + n;
+	x = gaussian_blobs(n);
+	params.seed = seed;
+	params.improve = GC_PM_IMPROVE_NONE;
+	load_rows(&rows, x, n, 3, plain_alloc, free);
+	f = fit(&gc_pmedian_cpu_backend, &rows, NULL, &params);
+	check(f.status == GC_OK && blobs_covered(&f, NBLOB) == expected,
+		  "location-allocation alone misses blobs here", "blobs without improvement");
+	free_fit(&f);
+	gc_rows_release(&rows);
+	free(x);
 }
 
 /* ---------------------------------------------------------------------
@@ -488,16 +780,18 @@ bench_quality(const char *path, int p, int cpu_only)
 
 		if (backend == NULL)
 			continue;
-		for (int imp = 0; imp <= (getenv("PM_NO_IMPROVE") ? 0 : 1); imp++)
+		/* without the improvement, then the default (the rule chooses) */
+		for (int imp = getenv("PM_DEFAULT_ONLY") ? 1 : 0; imp <= 1; imp++)
 		{
 			Fit			f;
 
-			params.improve = imp;
+			params.improve = imp ? GC_PM_IMPROVE_AUTO : GC_PM_IMPROVE_NONE;
 			f = fit(backend, &rows, NULL, &params);
-			printf("quality %s n=%lld p=%d device=%s method=%s improve=%d objective=%.10g ms=%.1f "
+			printf("quality %s n=%lld p=%d device=%s method=%s options=%s improve=%s objective=%.10g ms=%.1f "
 				   "iterations=%d swaps=%d location_ms=%.1f improve_ms=%.1f\n",
 				   path, (long long) n, p, backend->name,
-				   gc_pmedian_method_name(f.result.method), imp, f.result.objective, f.ms,
+				   gc_pmedian_method_name(f.result.method), imp ? "default" : "none",
+				   gc_pmedian_improve_name(f.result.improvement), f.result.objective, f.ms,
 				   f.result.iterations, f.result.swaps, f.result.timings.location_ms,
 				   f.result.timings.improve_ms);
 			fflush(stdout);
@@ -508,9 +802,69 @@ bench_quality(const char *path, int p, int cpu_only)
 	free(x);
 }
 
+/*
+ * The paper's demands with p medoids of capacity Q, default options, soft
+ * then hard capacities: loads and objectives
+ */
+static void
+bench_hard(const char *path, int p, double capacity, int cpu_only)
+{
+	int64_t		n;
+	double	   *x = read_tsp(path, &n);
+	double		total;
+	double	   *q = paper_demand(x, n, &total);
+	GcPmParams	params = default_params(p);
+
+	params.method = GC_PM_AUTO;
+	params.auto_threshold = 200000;
+	params.capacitated = true;
+	params.capacity = capacity;
+	if (getenv("PM_ITER"))
+		params.max_iter = params.polish_iter = atoi(getenv("PM_ITER"));
+	if (getenv("PM_METHOD"))
+		params.method = (GcPmMethod) atoi(getenv("PM_METHOD"));
+	for (int gpu = cpu_only ? 0 : 1; gpu >= 0; gpu--)
+	{
+		GcRows		rows;
+		const GcPmBackend *backend = bench_backend(gpu, &rows, x, n);
+
+		if (backend == NULL)
+			continue;
+		for (int hard = getenv("PM_HARD_ONLY") ? 1 : 0; hard <= 1; hard++)
+		{
+			Fit			f;
+			double		max_load,
+						over;
+			int			within;
+
+			params.hard_capacity = hard;
+			f = fit(backend, &rows, q, &params);
+			load_stats(&f, n, q, p, capacity, &max_load, &within, &over);
+			printf("capacity %s n=%lld p=%d Q=%g demand=%.0f device=%s mode=%s objective=%.10g "
+				   "repair_cost=%.6g moves=%lld max_load=%g within=%.1f%% over=%.2f%% "
+				   "violation=%g ms=%.1f repair_ms=%.1f\n",
+				   path, (long long) n, p, capacity, total, backend->name,
+				   hard ? "hard" : "soft", f.result.objective, f.result.repair_cost,
+				   (long long) f.result.repair_moves, max_load, 100.0 * within / p,
+				   100.0 * over / total, f.result.violation, f.ms,
+				   f.result.timings.repair_ms);
+			fflush(stdout);
+			free_fit(&f);
+		}
+		gc_rows_release(&rows);
+	}
+	free(x);
+	free(q);
+}
+
 int
 main(int argc, char **argv)
 {
+	if (argc >= 5 && strcmp(argv[1], "capacity") == 0)
+	{
+		bench_hard(argv[2], atoi(argv[3]), atof(argv[4]), argc > 5);
+		return 0;
+	}
 	if (argc >= 4 && strcmp(argv[1], "phases") == 0)
 	{
 		bench_phases(argv[2], atoi(argv[3]), argc > 4);
@@ -520,6 +874,12 @@ main(int argc, char **argv)
 	{
 		bench_quality(argv[2], atoi(argv[3]), argc > 4);
 		return 0;
+	}
+	if (argc >= 3 && strcmp(argv[1], "blobs") == 0)
+	{
+		test_blobs(atoll(argv[2]), 0, argc > 3, 1);
+		printf("%d passed, %d failed\n", passed, failed);
+		return failed != 0;
 	}
 	if (argc == 3 && strcmp(argv[1], "points") == 0)
 	{
@@ -542,6 +902,18 @@ main(int argc, char **argv)
 	run_case(20000, 2, 100, GC_PM_EUCLIDEAN, GC_PM_THREE_PHASE, false, false);
 	run_case(20000, 2, 100, GC_PM_EUCLIDEAN, GC_PM_THREE_PHASE, true, false);
 	run_case(6000, 17, 30, GC_PM_SQEUCLIDEAN, GC_PM_THREE_PHASE, false, true);
+	test_hard_capacity(4000, 2, 20, GC_PM_LOCATION_ALLOCATION, 1.02);
+	test_hard_capacity(20000, 2, 100, GC_PM_THREE_PHASE, 1.04);
+	test_hard_shortfall();
+	/*
+	 * location-allocation alone leaves one blob without a medoid (seed 0,
+	 * 20 000 rows) and two (seed 3, 33 000 rows); the default fixes both,
+	 * over all rows and over the sample
+	 */
+	test_blobs_undefaulted(20000, 0, 7);
+	test_blobs_undefaulted(33000, 3, 6);
+	test_blobs(20000, 0, 0, 0);
+	test_blobs(33000, 3, 0, 0);
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed != 0;
 }
