@@ -828,6 +828,8 @@ run_lloyd(CudaSession *s, const GcKmeansParams *params, double *centroids,
 			lloyd_label_ms = label_ms;
 		memcpy(&max_shift2, &st.max_shift2, sizeof(double));
 		outcome->iterations = it;
+		gc_report_progress(params, GC_PHASE_ITERATING, it, s->frame->diagonal > 0 ?
+						   sqrt(max_shift2) / s->frame->diagonal : 0.0, NAN);
 		outcome->rechecked += (double) (s->kernel == KERNEL_TENSOR_SCREENED ? st.screened : st.doubtful);
 		outcome->exact_checked += (double) st.doubtful;
 		if (s->kernel == KERNEL_TENSOR_SCREENED &&

@@ -166,6 +166,30 @@ typedef enum GcMetric
 	GC_METRIC_COSINE			/* spherical: unit rows, centroids renormalised */
 } GcMetric;
 
+/*
+ * What a fit is doing, for the progress it reports.  QUEUED (waiting for
+ * the GPU) and COLLECTING are the glue's; the engine reports the others.
+ */
+typedef enum GcPhase
+{
+	GC_PHASE_COLLECTING = 0,	/* rows are being read */
+	GC_PHASE_QUEUED,			/* waiting for the GPU */
+	GC_PHASE_UPLOADING,			/* opening the backend: upload on the GPU */
+	GC_PHASE_SEEDING,			/* initial centroids of a restart */
+	GC_PHASE_ITERATING,			/* Lloyd iterations */
+	GC_PHASE_RETURNING			/* final labels and distances */
+} GcPhase;
+
+/*
+ * Progress callback: called at phase changes and once per iteration, so it
+ * must be cheap (no allocation, no system call).  shift is the iteration's
+ * largest centroid shift relative to the bounding-box diagonal (the unit of
+ * tol); inertia is the lowest of the restarts finished so far.  Either is
+ * NaN where the caller does not know it.
+ */
+typedef void (*GcProgressFn) (void *arg, GcPhase phase, int iteration,
+							  double shift, double inertia);
+
 typedef struct GcKmeansParams
 {
 	int			k;
@@ -179,7 +203,18 @@ typedef struct GcKmeansParams
 	GcPrecision precision;		/* default float32; the CPU always uses double */
 	GcMetric	metric;			/* cosine: the rows must be unit vectors */
 	bool		(*interrupted) (void);	/* polled in long loops */
+	GcProgressFn progress;		/* NULL: none */
+	void	   *progress_arg;
 } GcKmeansParams;
+
+/* Report progress to params' callback, if any */
+static inline void
+gc_report_progress(const GcKmeansParams *params, GcPhase phase, int iteration,
+				   double shift, double inertia)
+{
+	if (params->progress)
+		params->progress(params->progress_arg, phase, iteration, shift, inertia);
+}
 
 typedef struct GcKmeansTimings
 {

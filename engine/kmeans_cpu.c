@@ -335,6 +335,8 @@ cpu_lloyd(void *session, const GcKmeansParams *params, double *centroids,
 		}
 
 		outcome->iterations = it;
+		gc_report_progress(params, GC_PHASE_ITERATING, it,
+						   frame->diagonal > 0 ? sqrt(max_shift2) / frame->diagonal : 0.0, NAN);
 		if (changed == 0 || sqrt(max_shift2) <= params->tol * frame->diagonal)
 		{
 			outcome->converged = true;

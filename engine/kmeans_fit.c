@@ -182,6 +182,7 @@ gc_kmeans_fit(const GcKmeansBackend *backend, const GcRows *rows,
 	if (status != GC_OK)
 		return status;
 
+	gc_report_progress(params, GC_PHASE_UPLOADING, 0, NAN, NAN);
 	t0 = gc_now_ms();
 	status = backend->open(rows, &frame, params, &session, err);
 	result->timings.transfer_ms = gc_now_ms() - t0;
@@ -199,6 +200,8 @@ gc_kmeans_fit(const GcKmeansBackend *backend, const GcRows *rows,
 		GcLloydOutcome outcome;
 		double		inertia;
 
+		gc_report_progress(params, GC_PHASE_SEEDING, 0, NAN,
+						   isfinite(result->inertia) ? result->inertia : NAN);
 		t0 = gc_now_ms();
 		status = initial_centroids(backend, session, rows, params,
 								   params->seed + r, work, err);
@@ -234,6 +237,8 @@ gc_kmeans_fit(const GcKmeansBackend *backend, const GcRows *rows,
 
 	if (status == GC_OK && (result->labels || result->distances))
 	{
+		gc_report_progress(params, GC_PHASE_RETURNING, result->iterations, NAN,
+						   result->inertia);
 		t0 = gc_now_ms();
 		status = backend->score(session, result->centroids, result->labels,
 								result->distances, result->sizes,

@@ -88,6 +88,7 @@ _PG_init(void)
 							&gc_max_fit_memory_mb, 4096, 0, INT_MAX,
 							PGC_SUSET, GUC_UNIT_MB, NULL, NULL, NULL);
 	MarkGUCPrefixReserved("gpuclust");
+	gc_progress_init();
 }
 
 static void *
@@ -113,6 +114,7 @@ gc_use_cpu_device(GcDevice *device)
 	device->pmedian = &gc_pmedian_cpu_backend;
 	device->alloc = plain_alloc;
 	device->free = plain_free;
+	device->gpu_id = 0;
 }
 
 /*
@@ -135,6 +137,7 @@ gc_choose_device(GcDevice *device)
 			device->pmedian = &gc_pmedian_cuda_backend;
 			device->alloc = gc_cuda_host_alloc;
 			device->free = gc_cuda_host_free;
+			device->gpu_id = gc_gpu_id;
 			return;
 		}
 		if (gc_device_setting == GC_DEVICE_GPU)

@@ -50,6 +50,7 @@ typedef struct GcDevice
 	const GcPmBackend *pmedian;
 	GcHostAlloc alloc;			/* pinned when the GPU will read the rows */
 	GcHostFree	free;
+	int			gpu_id;			/* the GPU's index, when kind is GPU */
 } GcDevice;
 
 extern void gc_choose_device(GcDevice *device);
@@ -57,6 +58,31 @@ extern void gc_use_cpu_device(GcDevice *device);
 extern bool gc_interrupted(void);
 extern void gc_raise(const GcError *err);
 extern size_t gc_fit_memory_limit(void);
+
+/* progress.c: the gpuclust_progress view */
+typedef enum GcFitKind
+{
+	GC_FIT_KMEANS = 0,
+	GC_FIT_PMEDIAN,
+	GC_FIT_STREAM_MODEL
+} GcFitKind;
+
+typedef enum GcProgressDevice
+{
+	GC_PROGRESS_DEVICE_UNDECIDED = 0,
+	GC_PROGRESS_DEVICE_CPU,
+	GC_PROGRESS_DEVICE_GPU
+} GcProgressDevice;
+
+extern void gc_progress_init(void);
+extern uint32 gc_progress_begin(GcFitKind fit);
+extern void gc_progress_rows(uint32 token, int64 rows);
+extern void gc_progress_device(uint32 token, GcProgressDevice device, int gpu_id);
+extern uint32 gc_progress_fit(uint32 token, GcFitKind fit, GcKmeansParams *params,
+							  int64 rows, const GcDevice *device);
+extern void gc_progress_phase(uint32 token, GcPhase phase, int64 rows, int n_init,
+							  int max_iter);
+extern void gc_progress_end(uint32 token);
 
 /* input.c: rows from SQL arrays */
 typedef struct GcInput
@@ -68,6 +94,8 @@ typedef struct GcInput
 	int64		first_rowno;	/* number of the first non-NULL row */
 	bool		unit;			/* cosine metric: rows scaled to unit length */
 	GcDevice	device;
+	GcFitKind	fit;			/* what the rows are for, for the progress view */
+	uint32		progress;		/* progress token of the fit (0: none) */
 } GcInput;
 
 extern void gc_input_init(GcInput *input);

@@ -148,6 +148,10 @@ gc_input_add(GcInput *input, Datum vector, Oid elemtype)
 		input->rows.max_bytes = gc_fit_memory_limit();
 		input->started = true;
 		input->first_rowno = rowno;
+		input->progress = gc_progress_begin(input->fit);
+		gc_progress_device(input->progress, input->device.kind == GC_KIND_GPU ?
+						   GC_PROGRESS_DEVICE_GPU : GC_PROGRESS_DEVICE_CPU,
+						   input->device.gpu_id);
 	}
 	else if (d != input->rows.d)
 		ereport(ERROR,
@@ -167,6 +171,8 @@ gc_input_add(GcInput *input, Datum vector, Oid elemtype)
 	if (input->unit)
 		gc_input_normalize(slot, d, rowno);
 	gc_rows_commit(&input->rows);
+	if ((input->rows.n & 1023) == 0)
+		gc_progress_rows(input->progress, input->rows.n);
 }
 
 /*
@@ -202,6 +208,8 @@ gc_input_release(GcInput *input)
 	if (input->started)
 		gc_rows_release(&input->rows);
 	input->started = false;
+	gc_progress_end(input->progress);
+	input->progress = 0;
 }
 
 static void

@@ -87,6 +87,8 @@ gc_run_kmeans(GcInput *input, GcKmeansOptions *opts, double collect_ms,
 	result.labels = labels;
 	result.distances = distances;
 
+	input->progress = gc_progress_fit(input->progress, input->fit, &opts->params,
+									  rows->n, &input->device);
 	if (gc_kmeans_fit(input->device.kmeans, rows, &opts->params, &result, &err) != GC_OK)
 		gc_raise(&err);
 	/* the engine measures Euclidean distances; on unit rows 1 - cos = |x - c|^2 / 2 */
@@ -105,5 +107,6 @@ gc_run_kmeans(GcInput *input, GcKmeansOptions *opts, double collect_ms,
 	origin.null_rows = input->null_rows;
 	origin.collect_ms = collect_ms;
 	gc_model_record_result(model, &result, &origin);
+	gc_progress_end(input->progress);
 	return model;
 }

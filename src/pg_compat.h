@@ -11,6 +11,9 @@
  * - 18 changed pg_b64_encode/decode to take uint8 buffers (char before):
  *   gc_b64_encode/decode pass the bytes through void *, which C converts
  *   to either.
+ * - 17 replaced the backend id (1-based, storage/backendid.h) with the
+ *   process number (0-based, storage/procnumber.h): GC_MY_PROC_INDEX is
+ *   this backend's 0-based index among MaxBackends.
  *
  * IDENTIFICATION
  *	  src/pg_compat.h
@@ -30,5 +33,13 @@
 	pg_b64_encode((void *) (src), (len), (void *) (dst), (dstlen))
 #define gc_b64_decode(src, len, dst, dstlen) \
 	pg_b64_decode((void *) (src), (len), (void *) (dst), (dstlen))
+
+#if PG_VERSION_NUM >= 170000
+#include "storage/procnumber.h"
+#define GC_MY_PROC_INDEX ((int) MyProcNumber)
+#else
+#include "storage/backendid.h"
+#define GC_MY_PROC_INDEX ((int) MyBackendId - 1)
+#endif
 
 #endif							/* GC_PG_COMPAT_H */
