@@ -79,6 +79,7 @@ typedef struct GcChunk
 	int64_t		first_row;		/* index of this chunk's first row */
 	int64_t		count;			/* rows used */
 	int64_t		capacity;		/* rows allocated */
+	GcHostFree	free;			/* frees this chunk's arrays */
 } GcChunk;
 
 typedef struct GcRows
@@ -94,12 +95,15 @@ typedef struct GcRows
 	int64_t		total_weight;	/* sum of the weights (n when unweighted) */
 	bool		bad_weight;		/* some weight is not a whole number in range */
 	size_t		max_bytes;		/* chunk memory allowed, 0 for no limit */
-	GcHostAlloc alloc;			/* allocator for chunk memory */
+	GcHostAlloc alloc;			/* allocator for new chunks */
 	GcHostFree	free;
 } GcRows;
 
 extern GcStatus gc_rows_init(GcRows *rows, int d, GcHostAlloc alloc,
 							 GcHostFree free, GcError *err);
+/* New chunks from alloc (page-locked once the GPU will read the rows) */
+extern void gc_rows_set_allocator(GcRows *rows, GcHostAlloc alloc,
+								  GcHostFree free);
 extern double *gc_rows_reserve(GcRows *rows, GcError *err);
 extern void gc_rows_commit(GcRows *rows);
 /* Weighted rows: call before the first row, then commit with a weight */

@@ -43,9 +43,24 @@ typedef enum GcDeviceKind
 	GC_KIND_GPU = 1
 } GcDeviceKind;
 
+/* Why a fit runs where it does, recorded in its model */
+typedef enum GcDeviceReason
+{
+	GC_REASON_UNRECORDED = 0,	/* a model typed in without the field */
+	GC_REASON_SETTING_CPU,		/* gpuclust.device = cpu */
+	GC_REASON_SETTING_GPU,		/* gpuclust.device = gpu */
+	GC_REASON_AUTO_SMALL,		/* auto: work below the GPU's threshold */
+	GC_REASON_AUTO_LARGE,		/* auto: work above it, on the GPU */
+	GC_REASON_AUTO_NO_GPU,		/* auto: work above it, no usable GPU */
+	GC_REASON_AUTO_NO_CUDA,		/* auto: work above it, a build without CUDA */
+	GC_REASON_COUNT
+} GcDeviceReason;
+
 typedef struct GcDevice
 {
 	GcDeviceKind kind;
+	GcDeviceReason reason;
+	bool		deferred;		/* auto, not yet decided: the CPU until then */
 	const GcKmeansBackend *kmeans;
 	const GcPmBackend *pmedian;
 	GcHostAlloc alloc;			/* pinned when the GPU will read the rows */
@@ -54,6 +69,9 @@ typedef struct GcDevice
 } GcDevice;
 
 extern void gc_choose_device(GcDevice *device);
+extern void gc_settle_device(GcDevice *device, double work);
+extern double gc_auto_gpu_min_work(void);
+extern const char *gc_device_reason_name(int reason);
 extern void gc_use_cpu_device(GcDevice *device);
 extern bool gc_interrupted(void);
 extern void gc_raise(const GcError *err);
@@ -95,6 +113,8 @@ typedef struct GcInput
 	bool		unit;			/* cosine metric: rows scaled to unit length */
 	GcDevice	device;
 	GcFitKind	fit;			/* what the rows are for, for the progress view */
+	double		work_per_row;	/* k * n_init, for auto's choice while collecting; 0: at the fit */
+	int64		settle_rows;	/* rows at which the work reaches the GPU's threshold */
 	uint32		progress;		/* progress token of the fit (0: none) */
 } GcInput;
 
@@ -103,6 +123,7 @@ extern void gc_input_add(GcInput *input, Datum vector, Oid elemtype);
 extern void gc_input_add_null(GcInput *input);
 extern void gc_input_normalize(double *x, int d, int64 rowno);
 extern void gc_input_release(GcInput *input);
+extern void gc_input_settle_device(GcInput *input, double work);
 extern void gc_input_release_at_reset(GcInput *input, MemoryContext context);
 typedef struct GcVectorView
 {
@@ -170,6 +191,7 @@ typedef struct KmeansModel
 	int16		pruned;			/* pruned labeling ran */
 	int16		fitted_on;		/* GcFittedOn */
 	int16		metric;			/* GcMetric */
+	int16		device_reason;	/* GcDeviceReason */
 	double		skipped_fraction;	/* distance computations pruning skipped */
 	char		kernel[GC_KERNEL_NAME_BYTES];	/* labeling kernel, NUL-padded */
 	/* int64 sizes[k], then double centroids[k * d] */
@@ -320,6 +342,7 @@ extern KmeansModel *gc_run_kmeans(GcInput *input, GcKmeansOptions *opts,
 typedef struct GcModelOrigin
 {
 	GcDeviceKind device;
+	GcDeviceReason device_reason;
 	GcFittedOn	fitted_on;
 	GcPrecision precision_requested;
 	GcMetric	metric;

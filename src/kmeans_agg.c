@@ -44,6 +44,7 @@ start_state(FunctionCallInfo fcinfo, MemoryContext aggcontext)
 	gc_parse_kmeans_options(options, PG_GETARG_INT32(2), &state->opts);
 	gc_input_init(&state->input);
 	state->input.unit = state->opts.params.metric == GC_METRIC_COSINE;
+	state->input.work_per_row = (double) state->opts.params.k * state->opts.params.n_init;
 	gc_input_release_at_reset(&state->input, aggcontext);
 	state->started_ms = gc_now_ms();
 	MemoryContextSwitchTo(oldcontext);

@@ -29,6 +29,7 @@ gc_model_record_result(KmeansModel *model, const GcKmeansResult *result,
 	const char *suffix = origin->fitted_on == GC_FITTED_ON_SUMMARY ? "-weighted" : "";
 
 	model->device = origin->device;
+	model->device_reason = origin->device_reason;
 	model->fitted_on = origin->fitted_on;
 	model->rows = origin->rows;
 	model->null_rows = origin->null_rows;
@@ -79,6 +80,7 @@ gc_run_kmeans(GcInput *input, GcKmeansOptions *opts, double collect_ms,
 						k, rows->n),
 				 errhint("Use a k no larger than the number of non-NULL vectors.")));
 	gc_check_init_shape(opts, rows->d);
+	gc_input_settle_device(input, (double) rows->n * k * rows->d * opts->params.n_init);
 
 	model = gc_model_alloc(k, rows->d);
 	memset(&result, 0, sizeof(result));
@@ -100,6 +102,7 @@ gc_run_kmeans(GcInput *input, GcKmeansOptions *opts, double collect_ms,
 	}
 
 	origin.device = input->device.kind;
+	origin.device_reason = input->device.reason;
 	origin.fitted_on = GC_FITTED_ON_ROWS;
 	origin.precision_requested = opts->params.precision;
 	origin.metric = opts->params.metric;

@@ -146,6 +146,7 @@ gc_run_pmedian(PmInput *in, GcPmParams *params, double collect_ms,
 	PmedianModel *m;
 
 	check_input(in, p);
+	gc_input_settle_device(&in->input, (double) rows->n * p * d);
 	result.medoids = palloc(sizeof(int32) * p);
 	result.penalties = palloc(sizeof(double) * p);
 	result.alloc = alloc;
