@@ -967,6 +967,81 @@ run_progress_case(const GcKmeansBackend *backend, const char *config)
 	free(x);
 }
 
+/* Two allocators that count what they hand out and take back */
+static int	allocs_a,
+			frees_a,
+			allocs_b,
+			frees_b;
+
+static void *
+alloc_a(size_t bytes)
+{
+	allocs_a++;
+	return malloc(bytes);
+}
+
+static void
+free_a(void *p)
+{
+	frees_a++;
+	free(p);
+}
+
+static void *
+alloc_b(size_t bytes)
+{
+	allocs_b++;
+	return malloc(bytes);
+}
+
+static void
+free_b(void *p)
+{
+	frees_b++;
+	free(p);
+}
+
+/*
+ * The row store's allocator changes between chunks: the chunks added
+ * after gc_rows_set_allocator come from the new one, and each chunk goes
+ * back to the allocator it came from; the rows read back unchanged
+ */
+static void
+run_allocator_switch_case(void)
+{
+	GcRows		rows;
+	GcError		err = {0};
+	int			d = 3;
+	int64_t		n = 40000;
+	int			a_after_switch = -1;
+	bool		same = true;
+
+	gc_rows_init(&rows, d, alloc_a, free_a, &err);
+	for (int64_t i = 0; i < n; i++)
+	{
+		double	   *slot;
+
+		if (i == 5000)
+		{
+			gc_rows_set_allocator(&rows, alloc_b, free_b);
+			a_after_switch = allocs_a;
+		}
+		slot = gc_rows_reserve(&rows, &err);
+		for (int j = 0; j < d; j++)
+			slot[j] = (double) (i * d + j);
+		gc_rows_commit(&rows);
+	}
+	for (int64_t i = 0; i < n; i++)
+		for (int j = 0; j < d; j++)
+			same &= gc_rows_get(&rows, i)[j] == (double) (i * d + j);
+	check(same, "allocator switch: rows read back", "rowstore");
+	check(allocs_a == a_after_switch && allocs_a > 0 && allocs_b > 0,
+		  "allocator switch: later chunks from the new allocator", "rowstore");
+	gc_rows_release(&rows);
+	check(frees_a == allocs_a && frees_b == allocs_b,
+		  "allocator switch: each chunk freed by its own allocator", "rowstore");
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1005,6 +1080,7 @@ main(int argc, char **argv)
 	run_stream_case(40000, 2, 5);
 	run_stream_case(30000, 8, 10);
 	run_progress_case(&gc_kmeans_cpu_backend, "progress cpu");
+	run_allocator_switch_case();
 #ifdef GC_WITH_CUDA
 	{
 		char		why[256];
