@@ -134,8 +134,9 @@ CREATE FUNCTION gpuclust_device_info() RETURNS jsonb
 	LANGUAGE C VOLATILE PARALLEL SAFE;
 
 -- Progress of the fits under way, one row per backend, in the style of
--- pg_stat_progress_*: reported when gpuclust is in shared_preload_libraries
--- (gpuclust_progress_enabled() says whether it is), else the view is empty.
+-- pg_stat_progress_*: reported on PostgreSQL 17 and later, and on 15 and 16
+-- when gpuclust is in shared_preload_libraries (gpuclust_progress_enabled()
+-- says whether fits report), else the view is empty.
 
 CREATE FUNCTION gpuclust_progress_slots(OUT pid int4, OUT datid oid, OUT fit text,
 										OUT phase text, OUT rows int8, OUT restart int4,

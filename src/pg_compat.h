@@ -14,6 +14,8 @@
  * - 17 replaced the backend id (1-based, storage/backendid.h) with the
  *   process number (0-based, storage/procnumber.h): GC_MY_PROC_INDEX is
  *   this backend's 0-based index among MaxBackends.
+ * - 17 added the DSM registry (GetNamedDSMSegment): GC_HAVE_DSM_REGISTRY,
+ *   so that shared state can exist without shared_preload_libraries.
  *
  * IDENTIFICATION
  *	  src/pg_compat.h
@@ -37,6 +39,7 @@
 #if PG_VERSION_NUM >= 170000
 #include "storage/procnumber.h"
 #define GC_MY_PROC_INDEX ((int) MyProcNumber)
+#define GC_HAVE_DSM_REGISTRY 1
 #else
 #include "storage/backendid.h"
 #define GC_MY_PROC_INDEX ((int) MyBackendId - 1)

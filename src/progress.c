@@ -10,9 +10,11 @@
  * count (odd while writing), as PgBackendStatus is: readers copy a slot
  * and retry until they see the same even count before and after, so
  * neither side takes a lock and the engine's per-iteration callback costs
- * a few stores.  The array exists when gpuclust is in
- * shared_preload_libraries (its shared memory is requested at server
- * start); otherwise nothing is reported and the view is empty.
+ * a few stores.  The array is requested at server start when gpuclust is
+ * in shared_preload_libraries; otherwise, on PostgreSQL 17 and later, it
+ * is a segment of the DSM registry, created by the first backend that
+ * needs it and kept until the server stops.  On 15 and 16 without the
+ * preload nothing is reported and the view is empty.
  *
  * A slot is claimed when a fit receives its first row (or starts) and
  * cleared when the fit ends, when its rows are released unfitted, at the
@@ -36,6 +38,9 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "port/atomics.h"
+#ifdef GC_HAVE_DSM_REGISTRY
+#include "storage/dsm_registry.h"
+#endif
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
@@ -115,6 +120,16 @@ progress_shmem_request(void)
 	RequestAddinShmemSpace(progress_shmem_size());
 }
 
+/* Empty slots for every backend */
+static void
+progress_shmem_init(void *ptr)
+{
+	GcProgressShared *shared = ptr;
+
+	memset(shared, 0, progress_shmem_size());
+	shared->nslots = MaxBackends;
+}
+
 static void
 progress_shmem_startup(void)
 {
@@ -125,11 +140,27 @@ progress_shmem_startup(void)
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
 	progress_shared = ShmemInitStruct("gpuclust progress", progress_shmem_size(), &found);
 	if (!found)
-	{
-		memset(progress_shared, 0, progress_shmem_size());
-		progress_shared->nslots = MaxBackends;
-	}
+		progress_shmem_init(progress_shared);
 	LWLockRelease(AddinShmemInitLock);
+}
+
+/*
+ * The slot array: the preloaded one, else (17 and later) the DSM
+ * registry's, attached on first use; NULL when there is none
+ */
+static GcProgressShared *
+progress_array(void)
+{
+#ifdef GC_HAVE_DSM_REGISTRY
+	if (progress_shared == NULL)
+	{
+		bool		found;
+
+		progress_shared = GetNamedDSMSegment("gpuclust_progress", progress_shmem_size(),
+											 progress_shmem_init, &found);
+	}
+#endif
+	return progress_shared;
 }
 
 /*
@@ -193,7 +224,7 @@ find_slot(void)
 {
 	int			index = GC_MY_PROC_INDEX;
 
-	if (my_slot != NULL || progress_shared == NULL)
+	if (my_slot != NULL || progress_array() == NULL)
 		return my_slot;
 	if (index < 0 || index >= progress_shared->nslots)
 		return NULL;
@@ -368,6 +399,7 @@ gpuclust_progress_slots(PG_FUNCTION_ARGS)
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
+	(void) progress_array();
 	oldcontext = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
 	tupdesc = CreateTupleDescCopy(tupdesc);
 	store = tuplestore_begin_heap(true, false, work_mem);
@@ -425,5 +457,5 @@ PG_FUNCTION_INFO_V1(gpuclust_progress_enabled);
 Datum
 gpuclust_progress_enabled(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_BOOL(progress_shared != NULL);
+	PG_RETURN_BOOL(progress_array() != NULL);
 }

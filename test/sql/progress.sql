@@ -8,9 +8,10 @@ SELECT attname, atttypid::regtype
 FROM pg_attribute WHERE attrelid = 'gpuclust_progress'::regclass AND attnum > 0
 ORDER BY attnum;
 
--- reported exactly when gpuclust is preloaded
+-- reported on 17 and later (the DSM registry), on 15 and 16 when preloaded
 SELECT gpuclust_progress_enabled() =
-	   (current_setting('shared_preload_libraries') ~ 'gpuclust') AS enabled_iff_preloaded;
+	   (current_setting('server_version_num')::int >= 170000 OR
+		current_setting('shared_preload_libraries') ~ 'gpuclust') AS enabled_as_documented;
 
 -- anyone may read it
 SELECT has_table_privilege('public', 'gpuclust_progress', 'SELECT') AS public_select;
