@@ -114,7 +114,8 @@ typedef struct GcInput
 	GcDevice	device;
 	GcFitKind	fit;			/* what the rows are for, for the progress view */
 	double		work_per_row;	/* k * n_init, for auto's choice while collecting; 0: at the fit */
-	int64		settle_rows;	/* rows at which the work reaches the GPU's threshold */
+	int64		settle_rows;	/* rows at which the work reaches the GPU's
+								 * threshold; 0 until the first row */
 	uint32		progress;		/* progress token of the fit (0: none) */
 } GcInput;
 

@@ -161,12 +161,6 @@ gc_input_add(GcInput *input, Datum vector, Oid elemtype)
 		input->first_rowno = rowno;
 		input->progress = gc_progress_begin(input->fit);
 		report_device(input);
-		/* auto: the rows at which the work is large whatever the rest */
-		input->settle_rows = PG_INT64_MAX;
-		if (input->device.deferred && input->work_per_row > 0)
-			input->settle_rows = (int64) Min(ceil(gc_auto_gpu_min_work() /
-												  (input->work_per_row * d)),
-											 (double) GC_MAX_ROWS);
 	}
 	else if (d != input->rows.d)
 		ereport(ERROR,
@@ -188,8 +182,16 @@ gc_input_add(GcInput *input, Datum vector, Oid elemtype)
 	gc_rows_commit(&input->rows);
 	if ((input->rows.n & 1023) == 0)
 		gc_progress_rows(input->progress, input->rows.n);
-	if (input->rows.n >= input->settle_rows)
-		gc_input_settle_device(input, (double) input->rows.n * input->work_per_row * d);
+	/* auto: decide once the rows so far make the work large */
+	if (input->device.deferred && input->work_per_row > 0)
+	{
+		if (input->settle_rows == 0)
+			input->settle_rows = (int64) Min(ceil(gc_auto_gpu_min_work() /
+												  (input->work_per_row * d)),
+											 (double) GC_MAX_ROWS);
+		if (input->rows.n >= input->settle_rows)
+			gc_input_settle_device(input, (double) input->rows.n * input->work_per_row * d);
+	}
 }
 
 /*
@@ -201,7 +203,6 @@ gc_input_settle_device(GcInput *input, double work)
 {
 	if (!input->device.deferred)
 		return;
-	input->settle_rows = PG_INT64_MAX;
 	gc_settle_device(&input->device, work);
 	gc_rows_set_allocator(&input->rows, input->device.alloc, input->device.free);
 	report_device(input);
