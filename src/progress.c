@@ -257,7 +257,7 @@ gc_progress_begin(GcFitKind fit)
 	BEGIN_WRITE(slot);
 	slot->pid = MyProcPid;
 	slot->datid = MyDatabaseId;
-	slot->userid = GetUserId();
+	slot->userid = GetSessionUserId();
 	slot->fit = fit;
 	slot->phase = GC_PHASE_COLLECTING;
 	slot->device = GC_PROGRESS_DEVICE_UNDECIDED;
@@ -396,6 +396,7 @@ gpuclust_progress_slots(PG_FUNCTION_ARGS)
 	MemoryContext oldcontext;
 	TupleDesc	tupdesc;
 	Tuplestorestate *store;
+	bool		read_all = has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS);
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
@@ -415,8 +416,7 @@ gpuclust_progress_slots(PG_FUNCTION_ARGS)
 		if (!read_slot(&progress_shared->slots[i], &s))
 			continue;
 		memset(nulls, true, sizeof(nulls));
-		visible = has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS) ||
-			has_privs_of_role(GetUserId(), s.userid);
+		visible = read_all || has_privs_of_role(GetUserId(), s.userid);
 		values[0] = Int32GetDatum(s.pid);
 		values[1] = ObjectIdGetDatum(s.datid);
 		values[2] = CStringGetTextDatum(fit_names[s.fit]);
