@@ -18,7 +18,7 @@ VACUUM ANALYZE bench_t;
 SET max_parallel_workers_per_gather = 8;
 SET gpuclust.device = gpu;
 EXPLAIN (COSTS OFF) SELECT kmeans_gpu(v, 100) FROM bench_t;
-\echo == warm-up: the session's CUDA context and buffers
+\echo == warm-up: the CUDA context and the page-locked buffers of the session
 SELECT (m::jsonb) - 'centroids' - 'sizes' AS model FROM (SELECT kmeans_gpu(v, 100) m FROM bench_t) s;
 \echo == three rounds of (parallel bare scan, parallel kmeans_gpu), timed in the server
 CREATE TEMP TABLE e2e_rounds (round int, scan_ms numeric, fit_ms numeric);

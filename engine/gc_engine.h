@@ -80,6 +80,7 @@ typedef struct GcChunk
 	int64_t		count;			/* rows used */
 	int64_t		capacity;		/* rows allocated */
 	bool		borrowed;		/* memory owned elsewhere: never freed here */
+	GcHostFree	free;			/* frees this chunk's arrays */
 } GcChunk;
 
 typedef struct GcRows
@@ -95,12 +96,15 @@ typedef struct GcRows
 	int64_t		total_weight;	/* sum of the weights (n when unweighted) */
 	bool		bad_weight;		/* some weight is not a whole number in range */
 	size_t		max_bytes;		/* chunk memory allowed, 0 for no limit */
-	GcHostAlloc alloc;			/* allocator for chunk memory */
+	GcHostAlloc alloc;			/* allocator for new chunks */
 	GcHostFree	free;
 } GcRows;
 
 extern GcStatus gc_rows_init(GcRows *rows, int d, GcHostAlloc alloc,
 							 GcHostFree free, GcError *err);
+/* New chunks from alloc (page-locked once the GPU will read the rows) */
+extern void gc_rows_set_allocator(GcRows *rows, GcHostAlloc alloc,
+								  GcHostFree free);
 extern double *gc_rows_reserve(GcRows *rows, GcError *err);
 extern void gc_rows_commit(GcRows *rows);
 /* Weighted rows: call before the first row, then commit with a weight */
@@ -201,6 +205,30 @@ typedef enum GcKernel
 /* The kernel's name as results and models report it ("register", ...) */
 extern const char *gc_kernel_name(GcKernel kernel);
 
+/*
+ * What a fit is doing, for the progress it reports.  QUEUED (waiting for
+ * the GPU) and COLLECTING are the glue's; the engine reports the others.
+ */
+typedef enum GcPhase
+{
+	GC_PHASE_COLLECTING = 0,	/* rows are being read */
+	GC_PHASE_QUEUED,			/* waiting for the GPU */
+	GC_PHASE_UPLOADING,			/* opening the backend: upload on the GPU */
+	GC_PHASE_SEEDING,			/* initial centroids of a restart */
+	GC_PHASE_ITERATING,			/* Lloyd iterations */
+	GC_PHASE_RETURNING			/* final labels and distances */
+} GcPhase;
+
+/*
+ * Progress callback: called at phase changes and once per iteration, so it
+ * must be cheap (no allocation, no system call).  shift is the iteration's
+ * largest centroid shift relative to the bounding-box diagonal (the unit of
+ * tol); inertia is the lowest of the restarts finished so far.  Either is
+ * NaN where the caller does not know it.
+ */
+typedef void (*GcProgressFn) (void *arg, GcPhase phase, int iteration,
+							  double shift, double inertia);
+
 typedef struct GcKmeansParams
 {
 	int			k;
@@ -216,7 +244,18 @@ typedef struct GcKmeansParams
 	GcKernel	kernel;			/* default auto; benchmarks and tests force one */
 	bool		tensor_streamed;	/* tensor passes stream both operands (benchmarks) */
 	bool		(*interrupted) (void);	/* polled in long loops */
+	GcProgressFn progress;		/* NULL: none */
+	void	   *progress_arg;
 } GcKmeansParams;
+
+/* Report progress to params' callback, if any */
+static inline void
+gc_report_progress(const GcKmeansParams *params, GcPhase phase, int iteration,
+				   double shift, double inertia)
+{
+	if (params->progress)
+		params->progress(params->progress_arg, phase, iteration, shift, inertia);
+}
 
 typedef struct GcKmeansTimings
 {

@@ -215,6 +215,8 @@ run_lloyd(const GcKmeansBackend *backend, void *session, const GcRows *rows,
 		outcome->distances += step.distances;
 		outcome->distances_lloyd += (double) rows->n * params->k;
 		outcome->pruned |= pruned_rows > 0;
+		gc_report_progress(params, GC_PHASE_ITERATING, it, frame->diagonal > 0 ?
+						   sqrt(step.max_shift2) / frame->diagonal : 0.0, NAN);
 		if (step.changed == 0 || sqrt(step.max_shift2) <= params->tol * frame->diagonal)
 		{
 			outcome->converged = true;
@@ -267,6 +269,7 @@ gc_kmeans_fit(const GcKmeansBackend *backend, const GcRows *rows,
 	if (status != GC_OK)
 		return status;
 
+	gc_report_progress(params, GC_PHASE_UPLOADING, 0, NAN, NAN);
 	t0 = gc_now_ms();
 	status = backend->open(rows, &frame, params, &session, err);
 	result->timings.transfer_ms = gc_now_ms() - t0;
@@ -284,6 +287,8 @@ gc_kmeans_fit(const GcKmeansBackend *backend, const GcRows *rows,
 		LloydOutcome outcome;
 		double		inertia;
 
+		gc_report_progress(params, GC_PHASE_SEEDING, 0, NAN,
+						   isfinite(result->inertia) ? result->inertia : NAN);
 		t0 = gc_now_ms();
 		status = initial_centroids(backend, session, rows, params,
 								   params->seed + r, work, err);
@@ -319,6 +324,8 @@ gc_kmeans_fit(const GcKmeansBackend *backend, const GcRows *rows,
 
 	if (status == GC_OK && (result->labels || result->distances))
 	{
+		gc_report_progress(params, GC_PHASE_RETURNING, result->iterations, NAN,
+						   result->inertia);
 		t0 = gc_now_ms();
 		status = backend->score(session, result->centroids, result->labels,
 								result->distances, result->sizes,

@@ -2,8 +2,9 @@
  *
  * rowstore.c
  *	  The row store: rows appended one by one into chunks of host memory
- *	  (page-locked when the GPU will read them), with a content hash and
- *	  the bounding box maintained as rows arrive.
+ *	  (page-locked when the GPU will read them; the allocator may change
+ *	  between chunks), with a content hash and the bounding box maintained
+ *	  as rows arrive.
  *
  * Chunks double from GC_FIRST_CHUNK_BYTES up to GC_MAX_CHUNK_BYTES, so a
  * ten-row query allocates kilobytes and four million rows need a handful
@@ -88,6 +89,7 @@ add_chunk(GcRows *rows, GcError *err)
 	memset(chunk, 0, sizeof(*chunk));
 	chunk->capacity = (int64_t) (bytes / row_bytes);
 	chunk->first_row = rows->n;
+	chunk->free = rows->free;
 	chunk->values = rows->alloc(sizeof(double) * rows->d * chunk->capacity);
 	chunk->hashes = rows->alloc(sizeof(uint64_t) * chunk->capacity);
 	if (rows->weighted)
@@ -107,6 +109,17 @@ add_chunk(GcRows *rows, GcError *err)
 	}
 	rows->nchunks++;
 	return GC_OK;
+}
+
+/*
+ * Allocate the chunks added from now on with alloc and free; the chunks
+ * already there keep the allocator they came from
+ */
+void
+gc_rows_set_allocator(GcRows *rows, GcHostAlloc alloc, GcHostFree free_fn)
+{
+	rows->alloc = alloc;
+	rows->free = free_fn;
 }
 
 /*
@@ -224,6 +237,8 @@ gc_rows_append_chunk(GcRows *rows, const GcChunk *src, const double *lo,
 	if (chunk == NULL)
 		return GC_ERR_HOST_MEMORY;
 	*chunk = *src;
+	if (chunk->free == NULL)
+		chunk->free = rows->free;	/* owned: freed like the store's own */
 	chunk->capacity = src->count;	/* full: later rows go to a new chunk */
 	chunk->first_row = rows->n;
 	if (!rows->weighted)
@@ -301,10 +316,10 @@ gc_rows_release(GcRows *rows)
 	{
 		if (rows->chunks[c].borrowed)
 			continue;
-		rows->free(rows->chunks[c].values);
-		rows->free(rows->chunks[c].hashes);
+		rows->chunks[c].free(rows->chunks[c].values);
+		rows->chunks[c].free(rows->chunks[c].hashes);
 		if (rows->chunks[c].weights)
-			rows->free(rows->chunks[c].weights);
+			rows->chunks[c].free(rows->chunks[c].weights);
 	}
 	free(rows->chunks);
 	free(rows->lo);

@@ -352,6 +352,33 @@ CREATE FUNCTION gpuclust_device_info() RETURNS jsonb
 	AS 'MODULE_PATHNAME', 'gpuclust_device_info'
 	LANGUAGE C VOLATILE PARALLEL SAFE;
 
+-- Progress of the fits under way, one row per backend, in the style of
+-- pg_stat_progress_*: reported on PostgreSQL 17 and later, and on 15 and 16
+-- when gpuclust is in shared_preload_libraries (gpuclust_progress_enabled()
+-- says whether fits report), else the view is empty.
+
+CREATE FUNCTION gpuclust_progress_slots(OUT pid int4, OUT datid oid, OUT fit text,
+										OUT phase text, OUT rows int8, OUT restart int4,
+										OUT n_init int4, OUT iteration int4,
+										OUT max_iter int4, OUT shift float8,
+										OUT inertia float8, OUT device text,
+										OUT gpu_id int4, OUT started timestamptz)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME', 'gpuclust_progress_slots'
+	LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
+
+CREATE FUNCTION gpuclust_progress_enabled() RETURNS bool
+	AS 'MODULE_PATHNAME', 'gpuclust_progress_enabled'
+	LANGUAGE C STABLE PARALLEL SAFE;
+
+CREATE VIEW gpuclust_progress AS
+	SELECT s.pid, s.datid, d.datname, s.fit, s.phase, s.rows, s.restart, s.n_init,
+		   s.iteration, s.max_iter, s.shift, s.inertia, s.device, s.gpu_id, s.started
+	FROM gpuclust_progress_slots() s
+		LEFT JOIN pg_catalog.pg_database d ON d.oid = s.datid;
+
+GRANT SELECT ON gpuclust_progress TO PUBLIC;
+
 -- p-median (k-medoids): medoid ids and vectors, objective, capacity
 -- violation, penalty multipliers, statistics and timings.  Its text form
 -- is a JSON object.

@@ -60,7 +60,8 @@ _PG_init(void)
 {
 	DefineCustomEnumVariable("gpuclust.device",
 							 "Where clustering runs: auto, gpu or cpu.",
-							 "auto uses the GPU when one is usable and the CPU otherwise.",
+							 "auto uses the CPU for small fits (rows x k x d x n_init below a threshold) "
+							 "and the GPU for larger ones when one is usable.",
 							 &gc_device_setting, GC_DEVICE_AUTO, device_options,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("gpuclust.gpu_id",
@@ -91,6 +92,7 @@ _PG_init(void)
 							PGC_SUSET, GUC_UNIT_MB, NULL, NULL, NULL);
 	MarkGUCPrefixReserved("gpuclust");
 	gc_partial_init();
+	gc_progress_init();
 }
 
 /*
@@ -134,31 +136,100 @@ gc_use_cpu_device(GcDevice *device)
 	device->pmedian = &gc_pmedian_cpu_backend;
 	device->alloc = plain_alloc;
 	device->free = plain_free;
+	device->gpu_id = 0;
+	device->reason = GC_REASON_UNRECORDED;
+	device->deferred = false;
 }
 
 /*
- * Choose the backend for one call from gpuclust.device
+ * auto's threshold: a fit's work, rows x k x d x n_init (the distances one
+ * Lloyd iteration computes, over all restarts), below which the CPU is
+ * faster than the GPU, so that auto runs it there without creating a CUDA
+ * context.  Two thresholds, as the first GPU fit of a backend also pays
+ * for creating its CUDA context (214-229 ms on an H100) and later ones do
+ * not.
+ *
+ * PROVISIONAL, to be set from bench/auto_threshold.py on the H100.  Derived
+ * from a 2-core x86 development machine (loaded), where the CPU backend's
+ * exact Lloyd iteration cost 1.43 ns per row x k x d (20,000 rows, d = 32,
+ * k = 100: 92 ms an iteration; 2.0 ns at k = 10), and from the H100's
+ * known fixed costs (a 1,000-row fit: about 1 ms warm, about 220 ms with
+ * the context).  With about 20 iterations a fit, the CPU takes
+ * 1.4 ns x 20 x work, which passes 220 ms at 8e6 and 1 ms at 4e4.
+ */
+#define GC_AUTO_GPU_MIN_WORK_COLD 8e6
+#define GC_AUTO_GPU_MIN_WORK_WARM 4e4
+
+/* The GPU (gpuclust.gpu_id) whose context this backend created; -1: none */
+static int	gc_gpu_context_id = -1;
+
+double
+gc_auto_gpu_min_work(void)
+{
+	return gc_gpu_context_id == gc_gpu_id ?
+		GC_AUTO_GPU_MIN_WORK_WARM : GC_AUTO_GPU_MIN_WORK_COLD;
+}
+
+static const char *const device_reason_names[GC_REASON_COUNT] = {
+	[GC_REASON_UNRECORDED] = "unrecorded",
+	[GC_REASON_SETTING_CPU] = "gpuclust.device = cpu",
+	[GC_REASON_SETTING_GPU] = "gpuclust.device = gpu",
+	[GC_REASON_AUTO_SMALL] = "auto: small work",
+	[GC_REASON_AUTO_LARGE] = "auto: large work",
+	[GC_REASON_AUTO_NO_GPU] = "auto: no usable GPU",
+	[GC_REASON_AUTO_NO_CUDA] = "auto: built without CUDA"
+};
+
+const char *
+gc_device_reason_name(int reason)
+{
+	return device_reason_names[reason];
+}
+
+#ifdef GC_WITH_CUDA
+/* Make gpuclust.gpu_id current and device use it; false (and why) if unusable */
+static bool
+use_gpu(GcDevice *device, char *why, size_t whylen)
+{
+	if (!gc_cuda_use_device(gc_gpu_id, why, whylen))
+		return false;
+	gc_gpu_context_id = gc_gpu_id;
+	device->kind = GC_KIND_GPU;
+	device->kmeans = &gc_kmeans_cuda_backend;
+	device->pmedian = &gc_pmedian_cuda_backend;
+	device->alloc = gc_cuda_host_alloc;
+	device->free = gc_cuda_host_free;
+	device->gpu_id = gc_gpu_id;
+	return true;
+}
+#endif
+
+/*
+ * Choose the backend for one call from gpuclust.device.  cpu and gpu
+ * decide now; auto starts on the CPU, deferred: gc_settle_device decides
+ * once the fit's work is known (or known to be large), so that small fits
+ * never touch CUDA.
  */
 void
 gc_choose_device(GcDevice *device)
 {
 	gc_use_cpu_device(device);
 	if (gc_device_setting == GC_DEVICE_CPU)
+	{
+		device->reason = GC_REASON_SETTING_CPU;
 		return;
+	}
+	if (gc_device_setting == GC_DEVICE_AUTO)
+	{
+		device->deferred = true;
+		return;
+	}
+	device->reason = GC_REASON_SETTING_GPU;
 #ifdef GC_WITH_CUDA
 	{
 		char		why[256];
 
-		if (gc_cuda_use_device(gc_gpu_id, why, sizeof(why)))
-		{
-			device->kind = GC_KIND_GPU;
-			device->kmeans = &gc_kmeans_cuda_backend;
-			device->pmedian = &gc_pmedian_cuda_backend;
-			device->alloc = gc_cuda_host_alloc;
-			device->free = gc_cuda_host_free;
-			return;
-		}
-		if (gc_device_setting == GC_DEVICE_GPU)
+		if (!use_gpu(device, why, sizeof(why)))
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("no usable GPU for gpuclust.device = gpu"),
@@ -166,11 +237,39 @@ gc_choose_device(GcDevice *device)
 					 errhint("Set gpuclust.device to auto or cpu to run on the CPU.")));
 	}
 #else
-	if (gc_device_setting == GC_DEVICE_GPU)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("gpuclust was built without GPU support"),
-				 errhint("Rebuild gpuclust with nvcc on the PATH, or set gpuclust.device to auto or cpu.")));
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("gpuclust was built without GPU support"),
+			 errhint("Rebuild gpuclust with nvcc on the PATH, or set gpuclust.device to auto or cpu.")));
+#endif
+}
+
+/*
+ * Decide a deferred (auto) device for work, rows x k x d x n_init: the
+ * CPU below gc_auto_gpu_min_work(), else the GPU when one is usable.
+ * Asking whether one is usable (and making it current) creates the CUDA
+ * context, which only large work pays for.
+ */
+void
+gc_settle_device(GcDevice *device, double work)
+{
+	if (!device->deferred)
+		return;
+	device->deferred = false;
+	if (work < gc_auto_gpu_min_work())
+	{
+		device->reason = GC_REASON_AUTO_SMALL;
+		return;
+	}
+#ifdef GC_WITH_CUDA
+	{
+		char		why[256];
+
+		device->reason = use_gpu(device, why, sizeof(why)) ?
+			GC_REASON_AUTO_LARGE : GC_REASON_AUTO_NO_GPU;
+	}
+#else
+	device->reason = GC_REASON_AUTO_NO_CUDA;
 #endif
 }
 
@@ -203,9 +302,10 @@ gpuclust_device_info(PG_FUNCTION_ARGS)
 					name[256];
 		size_t		free_bytes,
 					total_bytes;
+		GcDevice	device;
 
 		appendStringInfoString(&buf, "\"built_with_cuda\": true, ");
-		if (gc_cuda_use_device(gc_gpu_id, why, sizeof(why)) &&
+		if (use_gpu(&device, why, sizeof(why)) &&
 			gc_cuda_describe_device(name, sizeof(name), &free_bytes, &total_bytes))
 		{
 			appendStringInfoString(&buf, "\"gpu\": ");

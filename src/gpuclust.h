@@ -43,20 +43,64 @@ typedef enum GcDeviceKind
 	GC_KIND_GPU = 1
 } GcDeviceKind;
 
+/* Why a fit runs where it does, recorded in its model */
+typedef enum GcDeviceReason
+{
+	GC_REASON_UNRECORDED = 0,	/* a model typed in without the field */
+	GC_REASON_SETTING_CPU,		/* gpuclust.device = cpu */
+	GC_REASON_SETTING_GPU,		/* gpuclust.device = gpu */
+	GC_REASON_AUTO_SMALL,		/* auto: work below the GPU's threshold */
+	GC_REASON_AUTO_LARGE,		/* auto: work above it, on the GPU */
+	GC_REASON_AUTO_NO_GPU,		/* auto: work above it, no usable GPU */
+	GC_REASON_AUTO_NO_CUDA,		/* auto: work above it, a build without CUDA */
+	GC_REASON_COUNT
+} GcDeviceReason;
+
 typedef struct GcDevice
 {
 	GcDeviceKind kind;
+	GcDeviceReason reason;
+	bool		deferred;		/* auto, not yet decided: the CPU until then */
 	const GcKmeansBackend *kmeans;
 	const GcPmBackend *pmedian;
 	GcHostAlloc alloc;			/* pinned when the GPU will read the rows */
 	GcHostFree	free;
+	int			gpu_id;			/* the GPU's index, when kind is GPU */
 } GcDevice;
 
 extern void gc_choose_device(GcDevice *device);
+extern void gc_settle_device(GcDevice *device, double work);
+extern double gc_auto_gpu_min_work(void);
+extern const char *gc_device_reason_name(int reason);
 extern void gc_use_cpu_device(GcDevice *device);
 extern bool gc_interrupted(void);
 extern void gc_raise(const GcError *err);
 extern size_t gc_fit_memory_limit(void);
+
+/* progress.c: the gpuclust_progress view */
+typedef enum GcFitKind
+{
+	GC_FIT_KMEANS = 0,
+	GC_FIT_PMEDIAN,
+	GC_FIT_STREAM_MODEL
+} GcFitKind;
+
+typedef enum GcProgressDevice
+{
+	GC_PROGRESS_DEVICE_UNDECIDED = 0,
+	GC_PROGRESS_DEVICE_CPU,
+	GC_PROGRESS_DEVICE_GPU
+} GcProgressDevice;
+
+extern void gc_progress_init(void);
+extern uint32 gc_progress_begin(GcFitKind fit);
+extern void gc_progress_rows(uint32 token, int64 rows);
+extern void gc_progress_device(uint32 token, GcProgressDevice device, int gpu_id);
+extern uint32 gc_progress_fit(uint32 token, GcFitKind fit, GcKmeansParams *params,
+							  int64 rows, const GcDevice *device);
+extern void gc_progress_phase(uint32 token, GcPhase phase, int64 rows, int n_init,
+							  int max_iter);
+extern void gc_progress_end(uint32 token);
 
 /* input.c: rows from SQL arrays */
 typedef struct GcInput
@@ -70,6 +114,11 @@ typedef struct GcInput
 	bool		unit;			/* cosine metric: rows scaled to unit length */
 	GcDevice	device;
 	bool		device_fixed;	/* device set by the caller: keep it */
+	GcFitKind	fit;			/* what the rows are for, for the progress view */
+	double		work_per_row;	/* k * n_init, for auto's choice while collecting; 0: at the fit */
+	int64		settle_rows;	/* rows at which the work reaches the GPU's
+								 * threshold; 0 until the first row */
+	uint32		progress;		/* progress token of the fit (0: none) */
 } GcInput;
 
 extern void gc_input_init(GcInput *input);
@@ -77,6 +126,7 @@ extern void gc_input_add(GcInput *input, Datum vector, Oid format);
 extern void gc_input_add_null(GcInput *input);
 extern void gc_input_normalize(double *x, int d, int64 rowno);
 extern void gc_input_release(GcInput *input);
+extern void gc_input_settle_device(GcInput *input, double work);
 extern void gc_input_release_at_reset(GcInput *input, MemoryContext context);
 
 /*
@@ -171,6 +221,7 @@ typedef struct KmeansModel
 	int16		input;			/* type of the vectors fitted: gc_model_input_code */
 	int32		partial_states; /* partial states combined (parallel plan) */
 	int32		shared_memory_states;	/* of which handed over in shared memory */
+	int16		device_reason;	/* GcDeviceReason */
 	double		skipped_fraction;	/* distance computations pruning skipped */
 	char		kernel[GC_KERNEL_NAME_BYTES];	/* labeling kernel, NUL-padded */
 	/* int64 sizes[k], then double centroids[k * d] */
@@ -322,6 +373,7 @@ extern KmeansModel *gc_run_kmeans(GcInput *input, GcKmeansOptions *opts,
 typedef struct GcModelOrigin
 {
 	GcDeviceKind device;
+	GcDeviceReason device_reason;
 	GcFittedOn	fitted_on;
 	GcPrecision precision_requested;
 	GcMetric	metric;

@@ -290,9 +290,20 @@ gc_vector_copy(const GcVectorView *view, double *out, int64 rowno)
 	}
 }
 
+/* The device in the progress view: undecided while auto waits */
+static void
+report_device(GcInput *input)
+{
+	GcProgressDevice device = input->device.deferred ? GC_PROGRESS_DEVICE_UNDECIDED :
+		input->device.kind == GC_KIND_GPU ? GC_PROGRESS_DEVICE_GPU : GC_PROGRESS_DEVICE_CPU;
+
+	gc_progress_device(input->progress, device, input->device.gpu_id);
+}
+
 /*
- * Append one non-NULL vector; the first one fixes the dimension and the
- * device, whose allocator then holds the rows
+ * Append one non-NULL vector; the first one fixes the dimension and
+ * chooses the device (auto decides once the work is known to be large, or
+ * at the fit), whose allocator then holds the rows
  */
 void
 gc_input_add(GcInput *input, Datum vector, Oid format)
@@ -316,6 +327,8 @@ gc_input_add(GcInput *input, Datum vector, Oid format)
 		input->started = true;
 		input->first_rowno = rowno;
 		input->format = format == GC_NUMERIC_ARRAY ? view.elemtype : format;
+		input->progress = gc_progress_begin(input->fit);
+		report_device(input);
 	}
 	else if (d != input->rows.d)
 		ereport(ERROR,
@@ -336,6 +349,32 @@ gc_input_add(GcInput *input, Datum vector, Oid format)
 		gc_input_normalize(slot, d, rowno);
 	gc_rows_commit(&input->rows);
 	gc_vector_view_release(&view);
+	if ((input->rows.n & 1023) == 0)
+		gc_progress_rows(input->progress, input->rows.n);
+	/* auto: decide once the rows so far make the work large */
+	if (input->device.deferred && input->work_per_row > 0)
+	{
+		if (input->settle_rows == 0)
+			input->settle_rows = (int64) Min(ceil(gc_auto_gpu_min_work() /
+												  (input->work_per_row * d)),
+											 (double) GC_MAX_ROWS);
+		if (input->rows.n >= input->settle_rows)
+			gc_input_settle_device(input, (double) input->rows.n * input->work_per_row * d);
+	}
+}
+
+/*
+ * Decide a deferred (auto) device for work (see gc_settle_device); once on
+ * the GPU, the rows still to come go to page-locked memory
+ */
+void
+gc_input_settle_device(GcInput *input, double work)
+{
+	if (!input->device.deferred)
+		return;
+	gc_settle_device(&input->device, work);
+	gc_rows_set_allocator(&input->rows, input->device.alloc, input->device.free);
+	report_device(input);
 }
 
 /*
@@ -371,6 +410,8 @@ gc_input_release(GcInput *input)
 	if (input->started)
 		gc_rows_release(&input->rows);
 	input->started = false;
+	gc_progress_end(input->progress);
+	input->progress = 0;
 }
 
 static void

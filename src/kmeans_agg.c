@@ -110,6 +110,7 @@ start_state(FunctionCallInfo fcinfo, MemoryContext aggcontext)
 		gc_use_cpu_device(&state->input.device);
 		state->input.device_fixed = true;
 	}
+	state->input.work_per_row = (double) state->opts.params.k * state->opts.params.n_init;
 	gc_input_release_at_reset(&state->input, aggcontext);
 	state->started_ms = gc_now_ms();
 	MemoryContextSwitchTo(oldcontext);

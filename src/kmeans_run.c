@@ -29,6 +29,7 @@ gc_model_record_result(KmeansModel *model, const GcKmeansResult *result,
 	const char *suffix = origin->fitted_on == GC_FITTED_ON_SUMMARY ? "-weighted" : "";
 
 	model->device = origin->device;
+	model->device_reason = origin->device_reason;
 	model->fitted_on = origin->fitted_on;
 	model->rows = origin->rows;
 	model->null_rows = origin->null_rows;
@@ -80,6 +81,7 @@ gc_run_kmeans(GcInput *input, GcKmeansOptions *opts, double collect_ms,
 						k, rows->n),
 				 errhint("Use a k no larger than the number of non-NULL vectors.")));
 	gc_check_init_shape(opts, rows->d);
+	gc_input_settle_device(input, (double) rows->n * k * rows->d * opts->params.n_init);
 
 	model = gc_model_alloc(k, rows->d);
 	memset(&result, 0, sizeof(result));
@@ -88,6 +90,8 @@ gc_run_kmeans(GcInput *input, GcKmeansOptions *opts, double collect_ms,
 	result.labels = labels;
 	result.distances = distances;
 
+	input->progress = gc_progress_fit(input->progress, input->fit, &opts->params,
+									  rows->n, &input->device);
 	if (gc_kmeans_fit(input->device.kmeans, rows, &opts->params, &result, &err) != GC_OK)
 		gc_raise(&err);
 	/* the engine measures Euclidean distances; on unit rows 1 - cos = |x - c|^2 / 2 */
@@ -99,6 +103,7 @@ gc_run_kmeans(GcInput *input, GcKmeansOptions *opts, double collect_ms,
 	}
 
 	origin.device = input->device.kind;
+	origin.device_reason = input->device.reason;
 	origin.fitted_on = GC_FITTED_ON_ROWS;
 	origin.precision_requested = opts->params.precision;
 	origin.metric = opts->params.metric;
@@ -107,5 +112,6 @@ gc_run_kmeans(GcInput *input, GcKmeansOptions *opts, double collect_ms,
 	origin.null_rows = input->null_rows;
 	origin.collect_ms = collect_ms;
 	gc_model_record_result(model, &result, &origin);
+	gc_progress_end(input->progress);
 	return model;
 }

@@ -12,8 +12,12 @@
  *   gc_b64_encode/decode pass the bytes through void *, which C converts
  *   to either.
  * - 17 moved a backend's local transaction id into PGPROC.vxid
- *   (GC_PROC_LXID) and added the DSM registry (GetNamedDSMSegment), which
- *   gives extensions shared memory without shared_preload_libraries
+ *   (GC_PROC_LXID) and replaced the backend id (1-based,
+ *   storage/backendid.h) with the process number (0-based,
+ *   storage/procnumber.h): GC_MY_PROC_INDEX is this backend's 0-based
+ *   index among MaxBackends.
+ * - 17 added the DSM registry (GetNamedDSMSegment), which gives
+ *   extensions shared memory without shared_preload_libraries
  *   (GC_HAVE_DSM_REGISTRY).
  *
  * IDENTIFICATION
@@ -42,5 +46,13 @@
 	pg_b64_encode((void *) (src), (len), (void *) (dst), (dstlen))
 #define gc_b64_decode(src, len, dst, dstlen) \
 	pg_b64_decode((void *) (src), (len), (void *) (dst), (dstlen))
+
+#if PG_VERSION_NUM >= 170000
+#include "storage/procnumber.h"
+#define GC_MY_PROC_INDEX ((int) MyProcNumber)
+#else
+#include "storage/backendid.h"
+#define GC_MY_PROC_INDEX ((int) MyBackendId - 1)
+#endif
 
 #endif							/* GC_PG_COMPAT_H */

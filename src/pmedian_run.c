@@ -24,6 +24,7 @@ gc_pm_input_init(PmInput *in, bool with_demand, MemoryContext context)
 {
 	memset(in, 0, sizeof(*in));
 	gc_input_init(&in->input);
+	in->input.fit = GC_FIT_PMEDIAN;
 	in->with_demand = with_demand;
 	in->context = context;
 }
@@ -168,13 +169,19 @@ gc_run_pmedian(PmInput *in, GcPmParams *params, double collect_ms,
 
 	check_input(in, p);
 	check_total_capacity(in, params);
+	gc_input_settle_device(&in->input, (double) rows->n * p * d);
 	result.medoids = palloc(sizeof(int32) * p);
 	result.penalties = palloc(sizeof(double) * p);
 	result.alloc = alloc;
 	result.dist = dist;
+	/* the p-median engine reports no phases: the whole fit is "iterating" */
+	in->input.progress = gc_progress_fit(in->input.progress, GC_FIT_PMEDIAN, NULL,
+										 rows->n, &in->input.device);
+	gc_progress_phase(in->input.progress, GC_PHASE_ITERATING, rows->n, 0, 0);
 	if (gc_pmedian_fit(in->input.device.pmedian, rows, in->demand, params,
 					   &result, &err) != GC_OK)
 		gc_raise(&err);
+	gc_progress_end(in->input.progress);
 
 	m = gc_pmedian_model_alloc(p, d);
 	m->device = in->input.device.kind;

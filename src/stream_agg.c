@@ -220,6 +220,7 @@ gpuclust_stream_model(PG_FUNCTION_ARGS)
 	KmeansModel *model;
 	GcDevice	device;
 	GcError		err = {0};
+	uint32		progress;
 
 	if (PG_ARGISNULL(0))
 		PG_RETURN_NULL();
@@ -243,10 +244,15 @@ gpuclust_stream_model(PG_FUNCTION_ARGS)
 				 errhint("Summarise at least k distinct vectors.")));
 	model = gc_model_alloc(s->k, s->d);
 	gc_choose_device(&device);
+	gc_settle_device(&device, (double) gc_stream_points(s) * s->k * s->d * opts.params.n_init);
+	progress = gc_progress_fit(0, GC_FIT_STREAM_MODEL, &opts.params, gc_stream_points(s),
+							   &device);
 	if (gc_stream_fit(s, device.kmeans, &opts.params, KmeansModelCentroids(model),
 					  KmeansModelSizes(model), &result, &err) != GC_OK)
 		gc_raise(&err);
+	gc_progress_end(progress);
 	origin.device = device.kind;
+	origin.device_reason = device.reason;
 	origin.fitted_on = GC_FITTED_ON_SUMMARY;
 	origin.precision_requested = opts.params.precision;
 	origin.metric = GC_METRIC_EUCLIDEAN;

@@ -100,7 +100,11 @@ gc_stream_state_new(MemoryContext parent, const GcStreamHeader *shape, bool use_
 
 	EOH_init_header(&state->hdr, &stream_methods, objcxt);
 	if (use_gpu)
+	{
+		/* each block of block_rows rows is reduced to m centres */
 		gc_choose_device(&state->device);
+		gc_settle_device(&state->device, (double) shape->block_rows * shape->m * shape->d);
+	}
 	else
 		gc_use_cpu_device(&state->device);
 	cb->func = release_stream;

@@ -780,6 +780,173 @@ run_partial_case(int64_t n, int d, int k)
 	free(centres);
 }
 
+/* What a fit reported through the progress callback */
+typedef struct ProgressLog
+{
+	int			calls;
+	int			order_errors;	/* a phase or iteration out of order */
+	int			seedings;
+	int			last_iteration;
+	GcPhase		last_phase;
+	double		last_shift;
+	double		first_inertia;	/* inertia passed after the first restart */
+	int			returning;
+} ProgressLog;
+
+static void
+log_progress(void *arg, GcPhase phase, int iteration, double shift, double inertia)
+{
+	ProgressLog *log = arg;
+
+	if (log->calls == 0 && phase != GC_PHASE_UPLOADING)
+		log->order_errors++;
+	if (phase == GC_PHASE_SEEDING)
+	{
+		log->seedings++;
+		if (log->seedings == 2)
+			log->first_inertia = inertia;
+		log->last_iteration = 0;
+	}
+	else if (phase == GC_PHASE_ITERATING)
+	{
+		if (iteration != log->last_iteration + 1 || !(shift >= 0.0) || !isnan(inertia))
+			log->order_errors++;
+		log->last_iteration = iteration;
+		log->last_shift = shift;
+	}
+	else if (phase == GC_PHASE_RETURNING)
+		log->returning++;
+	log->last_phase = phase;
+	log->calls++;
+}
+
+/*
+ * The progress callback: uploading first, one seeding per restart, one
+ * call per iteration numbered from 1 with a shift in tol's unit, and the
+ * returning phase before the labels; a converged fit's last shift is
+ * within tol (or no label changed)
+ */
+static void
+run_progress_case(const GcKmeansBackend *backend, const char *config)
+{
+	int64_t		n = 3000;
+	int			d = 4,
+				k = 5;
+	double	   *centres = malloc(sizeof(double) * k * d);
+	double	   *x = make_data(n, d, k, 1.0, centres, NULL);
+	GcRows		rows;
+	GcKmeansParams params = {0};
+	GcKmeansResult result = {0};
+	GcError		err = {0};
+	ProgressLog log = {0};
+	GcStatus	status;
+
+	load_rows(&rows, x, n, d, NULL, plain_alloc, free);
+	params.k = k;
+	params.max_iter = 100;
+	params.tol = 1e-4;
+	params.init = GC_INIT_RANDOM;
+	params.n_init = 3;
+	params.progress = log_progress;
+	params.progress_arg = &log;
+	result.centroids = malloc(sizeof(double) * k * d);
+	result.sizes = malloc(sizeof(int64_t) * k);
+	result.labels = malloc(sizeof(int32_t) * n);
+	status = gc_kmeans_fit(backend, &rows, &params, &result, &err);
+	check(status == GC_OK, "progress: fit ok", config);
+	check(log.order_errors == 0, "progress: phases and iterations in order", config);
+	check(log.seedings == 3, "progress: one seeding per restart", config);
+	check(log.returning == 1 && log.last_phase == GC_PHASE_RETURNING,
+		  "progress: returning last, once", config);
+	check(log.first_inertia > 0 && isfinite(log.first_inertia),
+		  "progress: the first restart's inertia reaches the second seeding", config);
+	check(log.calls >= 1 + 3 * 2 + 1, "progress: a call per iteration", config);
+	params.progress = NULL;		/* none: the fit runs the same */
+	check(gc_kmeans_fit(backend, &rows, &params, &result, &err) == GC_OK,
+		  "progress: a fit without a callback", config);
+	gc_rows_release(&rows);
+	free(result.centroids);
+	free(result.sizes);
+	free(result.labels);
+	free(centres);
+	free(x);
+}
+
+/* Two allocators that count what they hand out and take back */
+static int	allocs_a,
+			frees_a,
+			allocs_b,
+			frees_b;
+
+static void *
+alloc_a(size_t bytes)
+{
+	allocs_a++;
+	return malloc(bytes);
+}
+
+static void
+free_a(void *p)
+{
+	frees_a++;
+	free(p);
+}
+
+static void *
+alloc_b(size_t bytes)
+{
+	allocs_b++;
+	return malloc(bytes);
+}
+
+static void
+free_b(void *p)
+{
+	frees_b++;
+	free(p);
+}
+
+/*
+ * The row store's allocator changes between chunks: the chunks added
+ * after gc_rows_set_allocator come from the new one, and each chunk goes
+ * back to the allocator it came from; the rows read back unchanged
+ */
+static void
+run_allocator_switch_case(void)
+{
+	GcRows		rows;
+	GcError		err = {0};
+	int			d = 3;
+	int64_t		n = 40000;
+	int			a_after_switch = -1;
+	bool		same = true;
+
+	gc_rows_init(&rows, d, alloc_a, free_a, &err);
+	for (int64_t i = 0; i < n; i++)
+	{
+		double	   *slot;
+
+		if (i == 5000)
+		{
+			gc_rows_set_allocator(&rows, alloc_b, free_b);
+			a_after_switch = allocs_a;
+		}
+		slot = gc_rows_reserve(&rows, &err);
+		for (int j = 0; j < d; j++)
+			slot[j] = (double) (i * d + j);
+		gc_rows_commit(&rows);
+	}
+	for (int64_t i = 0; i < n; i++)
+		for (int j = 0; j < d; j++)
+			same &= gc_rows_get(&rows, i)[j] == (double) (i * d + j);
+	check(same, "allocator switch: rows read back", "rowstore");
+	check(allocs_a == a_after_switch && allocs_a > 0 && allocs_b > 0,
+		  "allocator switch: later chunks from the new allocator", "rowstore");
+	gc_rows_release(&rows);
+	check(frees_a == allocs_a && frees_b == allocs_b,
+		  "allocator switch: each chunk freed by its own allocator", "rowstore");
+}
+
 int
 main(void)
 {
@@ -814,6 +981,16 @@ main(void)
 	run_stream_format_cases();
 	run_stream_case(40000, 2, 5);
 	run_stream_case(30000, 8, 10);
+	run_progress_case(&gc_kmeans_cpu_backend, "progress cpu");
+	run_allocator_switch_case();
+#ifdef GC_WITH_CUDA
+	{
+		char		why[256];
+
+		if (gc_cuda_use_device(0, why, sizeof(why)))
+			run_progress_case(&gc_kmeans_cuda_backend, "progress gpu");
+	}
+#endif
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed != 0;
 }

@@ -1,0 +1,461 @@
+/*-------------------------------------------------------------------------
+ *
+ * progress.c
+ *	  The gpuclust_progress view: what each backend's fit is doing (phase,
+ *	  rows, restart, iteration, centroid shift, inertia, device), in the
+ *	  style of pg_stat_progress_*.
+ *
+ * Each backend owns one slot of an array in shared memory, indexed by its
+ * process number, which only it writes.  A write is bracketed by a change
+ * count (odd while writing), as PgBackendStatus is: readers copy a slot
+ * and retry until they see the same even count before and after, so
+ * neither side takes a lock and the engine's per-iteration callback costs
+ * a few stores.  The array is requested at server start when gpuclust is
+ * in shared_preload_libraries; otherwise, on PostgreSQL 17 and later, it
+ * is a segment of the DSM registry, created by the first backend that
+ * needs it and kept until the server stops.  On 15 and 16 without the
+ * preload nothing is reported and the view is empty.
+ *
+ * A slot is claimed when a fit receives its first row (or starts) and
+ * cleared when the fit ends, when its rows are released unfitted, at the
+ * end of the transaction and on any error (transaction or subtransaction
+ * abort) and at backend exit, so a cancelled or failed fit never stays in
+ * the view.  One backend has one slot: when several fits are under way at
+ * once (an aggregate per group), the one that started or resumed last is
+ * shown.
+ *
+ * IDENTIFICATION
+ *	  src/progress.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "gpuclust.h"
+
+#include <math.h>
+
+#include "access/xact.h"
+#include "catalog/pg_authid.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "port/atomics.h"
+#ifdef GC_HAVE_DSM_REGISTRY
+#include "storage/dsm_registry.h"
+#endif
+#include "storage/ipc.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+#include "utils/tuplestore.h"
+
+typedef struct GcProgressSlot
+{
+	uint32		changecount;	/* odd while the owner writes */
+	int			pid;			/* 0: no fit */
+	Oid			datid;
+	Oid			userid;
+	int16		fit;			/* GcFitKind */
+	int16		phase;			/* GcPhase */
+	int16		device;			/* GcProgressDevice */
+	int16		gpu_id;
+	int64		rows;
+	int32		restart;		/* 1 .. n_init; 0 before seeding */
+	int32		n_init;
+	int32		iteration;
+	int32		max_iter;
+	double		shift;			/* NaN: unknown */
+	double		inertia;		/* NaN: unknown */
+	TimestampTz started;
+} GcProgressSlot;
+
+typedef struct GcProgressShared
+{
+	int			nslots;
+	GcProgressSlot slots[FLEXIBLE_ARRAY_MEMBER];
+} GcProgressShared;
+
+static GcProgressShared *progress_shared = NULL;
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+/* This backend's slot (NULL until its first report, or without the array) */
+static GcProgressSlot *my_slot = NULL;
+static bool callbacks_registered = false;
+
+/* The token of the fit the slot shows (0: none) and the last one handed out */
+static uint32 shown_token = 0;
+static uint32 last_token = 0;
+
+/* The cosine metric's inertia is half the engine's */
+static double inertia_scale = 1.0;
+
+static const char *const phase_names[] = {
+	[GC_PHASE_COLLECTING] = "collecting",
+	[GC_PHASE_QUEUED] = "queued",
+	[GC_PHASE_UPLOADING] = "uploading",
+	[GC_PHASE_SEEDING] = "seeding",
+	[GC_PHASE_ITERATING] = "iterating",
+	[GC_PHASE_RETURNING] = "returning"
+};
+
+static const char *const fit_names[] = {
+	[GC_FIT_KMEANS] = "kmeans",
+	[GC_FIT_PMEDIAN] = "pmedian",
+	[GC_FIT_STREAM_MODEL] = "kmeans_stream_model"
+};
+
+static Size
+progress_shmem_size(void)
+{
+	return add_size(offsetof(GcProgressShared, slots),
+					mul_size(MaxBackends, sizeof(GcProgressSlot)));
+}
+
+static void
+progress_shmem_request(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	RequestAddinShmemSpace(progress_shmem_size());
+}
+
+/* Empty slots for every backend */
+static void
+progress_shmem_init(void *ptr)
+{
+	GcProgressShared *shared = ptr;
+
+	memset(shared, 0, progress_shmem_size());
+	shared->nslots = MaxBackends;
+}
+
+static void
+progress_shmem_startup(void)
+{
+	bool		found;
+
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	progress_shared = ShmemInitStruct("gpuclust progress", progress_shmem_size(), &found);
+	if (!found)
+		progress_shmem_init(progress_shared);
+	LWLockRelease(AddinShmemInitLock);
+}
+
+/*
+ * The slot array: the preloaded one, else (17 and later) the DSM
+ * registry's, attached on first use; NULL when there is none
+ */
+static GcProgressShared *
+progress_array(void)
+{
+#ifdef GC_HAVE_DSM_REGISTRY
+	if (progress_shared == NULL)
+	{
+		bool		found;
+
+		progress_shared = GetNamedDSMSegment("gpuclust_progress", progress_shmem_size(),
+											 progress_shmem_init, &found);
+	}
+#endif
+	return progress_shared;
+}
+
+/*
+ * Request the slot array; from _PG_init, which does nothing here unless
+ * gpuclust is being preloaded
+ */
+void
+gc_progress_init(void)
+{
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = progress_shmem_request;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = progress_shmem_startup;
+}
+
+#define BEGIN_WRITE(slot) \
+	do { (slot)->changecount++; pg_write_barrier(); } while (0)
+#define END_WRITE(slot) \
+	do { pg_write_barrier(); (slot)->changecount++; } while (0)
+
+/* Empty this backend's slot */
+static void
+clear_slot(void)
+{
+	shown_token = 0;
+	if (my_slot == NULL || my_slot->pid == 0)
+		return;
+	BEGIN_WRITE(my_slot);
+	my_slot->pid = 0;
+	END_WRITE(my_slot);
+}
+
+static void
+progress_xact_callback(XactEvent event, void *arg)
+{
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
+		event == XACT_EVENT_PREPARE || event == XACT_EVENT_PARALLEL_COMMIT ||
+		event == XACT_EVENT_PARALLEL_ABORT)
+		clear_slot();
+}
+
+static void
+progress_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+						  SubTransactionId parentSubid, void *arg)
+{
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+		clear_slot();
+}
+
+static void
+progress_exit(int code, Datum arg)
+{
+	clear_slot();
+}
+
+/* This backend's slot, found on the first report; NULL without the array */
+static GcProgressSlot *
+find_slot(void)
+{
+	int			index = GC_MY_PROC_INDEX;
+
+	if (my_slot != NULL || progress_array() == NULL)
+		return my_slot;
+	if (index < 0 || index >= progress_shared->nslots)
+		return NULL;
+	if (!callbacks_registered)
+	{
+		RegisterXactCallback(progress_xact_callback, NULL);
+		RegisterSubXactCallback(progress_subxact_callback, NULL);
+		before_shmem_exit(progress_exit, (Datum) 0);
+		callbacks_registered = true;
+	}
+	my_slot = &progress_shared->slots[index];
+	return my_slot;
+}
+
+/*
+ * Show a new fit of kind fit in the slot, in phase collecting; returns the
+ * token that later reports and gc_progress_end name it by
+ */
+uint32
+gc_progress_begin(GcFitKind fit)
+{
+	GcProgressSlot *slot = find_slot();
+
+	if (++last_token == 0)
+		last_token = 1;
+	shown_token = last_token;
+	inertia_scale = 1.0;
+	if (slot == NULL)
+		return shown_token;
+	BEGIN_WRITE(slot);
+	slot->pid = MyProcPid;
+	slot->datid = MyDatabaseId;
+	slot->userid = GetSessionUserId();
+	slot->fit = fit;
+	slot->phase = GC_PHASE_COLLECTING;
+	slot->device = GC_PROGRESS_DEVICE_UNDECIDED;
+	slot->gpu_id = 0;
+	slot->rows = 0;
+	slot->restart = slot->n_init = 0;
+	slot->iteration = slot->max_iter = 0;
+	slot->shift = slot->inertia = NAN;
+	slot->started = GetCurrentTimestamp();
+	END_WRITE(slot);
+	return shown_token;
+}
+
+/* The rows collected so far by the fit of token */
+void
+gc_progress_rows(uint32 token, int64 rows)
+{
+	if (my_slot == NULL || token != shown_token || token == 0)
+		return;
+	BEGIN_WRITE(my_slot);
+	my_slot->rows = rows;
+	END_WRITE(my_slot);
+}
+
+/* The device chosen for the fit of token (gpu_id: the GPU's index) */
+void
+gc_progress_device(uint32 token, GcProgressDevice device, int gpu_id)
+{
+	if (my_slot == NULL || token != shown_token || token == 0)
+		return;
+	BEGIN_WRITE(my_slot);
+	my_slot->device = device;
+	my_slot->gpu_id = gpu_id;
+	END_WRITE(my_slot);
+}
+
+/* The engine's callback, writing the slot of the fit being run */
+static void
+engine_progress(void *arg, GcPhase phase, int iteration, double shift, double inertia)
+{
+	uint32		token = (uint32) (uintptr_t) arg;
+
+	if (my_slot == NULL || token != shown_token || token == 0)
+		return;
+	BEGIN_WRITE(my_slot);
+	my_slot->phase = phase;
+	if (phase == GC_PHASE_SEEDING)
+		my_slot->restart++;
+	my_slot->iteration = iteration;
+	my_slot->shift = shift;
+	if (!isnan(inertia))
+		my_slot->inertia = inertia * inertia_scale;
+	END_WRITE(my_slot);
+}
+
+/*
+ * The fit of token (of kind fit) starts on rows rows on device; params,
+ * when given, then report to its slot.  A fit that another took the slot
+ * from, or one without a token, is shown anew.  Returns the fit's token.
+ */
+uint32
+gc_progress_fit(uint32 token, GcFitKind fit, GcKmeansParams *params, int64 rows,
+				const GcDevice *device)
+{
+	if (token == 0 || token != shown_token)
+		token = gc_progress_begin(fit);
+	gc_progress_phase(token, GC_PHASE_UPLOADING, rows,
+					  params ? params->n_init : 0, params ? params->max_iter : 0);
+	if (device)
+		gc_progress_device(token, device->kind == GC_KIND_GPU ?
+						   GC_PROGRESS_DEVICE_GPU : GC_PROGRESS_DEVICE_CPU,
+						   device->gpu_id);
+	if (params)
+	{
+		inertia_scale = params->metric == GC_METRIC_COSINE ? 0.5 : 1.0;
+		params->progress = engine_progress;
+		params->progress_arg = (void *) (uintptr_t) token;
+	}
+	return token;
+}
+
+/* Set the phase, the rows and the restart and iteration limits */
+void
+gc_progress_phase(uint32 token, GcPhase phase, int64 rows, int n_init, int max_iter)
+{
+	if (my_slot == NULL || token != shown_token || token == 0)
+		return;
+	BEGIN_WRITE(my_slot);
+	my_slot->phase = phase;
+	my_slot->rows = rows;
+	my_slot->n_init = n_init;
+	my_slot->max_iter = max_iter;
+	my_slot->restart = 0;
+	my_slot->iteration = 0;
+	END_WRITE(my_slot);
+}
+
+/* The fit of token is over: empty the slot if it shows that fit */
+void
+gc_progress_end(uint32 token)
+{
+	if (token != 0 && token == shown_token)
+		clear_slot();
+}
+
+/* Copy slot consistently; false when it shows no fit */
+static bool
+read_slot(volatile GcProgressSlot *slot, GcProgressSlot *copy)
+{
+	for (;;)
+	{
+		uint32		before = slot->changecount;
+		uint32		after;
+
+		pg_read_barrier();
+		memcpy(copy, (const GcProgressSlot *) slot, sizeof(*copy));
+		pg_read_barrier();
+		after = slot->changecount;
+		if (before == after && (before & 1) == 0)
+			return copy->pid != 0;
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/*
+ * gpuclust_progress_slots() -> setof record: one row per backend running a
+ * fit.  As for pg_stat_progress_*, a role sees the details of its own fits
+ * and, with pg_read_all_stats, of everyone's; of others only the pid, the
+ * database and the fit.
+ */
+PG_FUNCTION_INFO_V1(gpuclust_progress_slots);
+Datum
+gpuclust_progress_slots(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = gc_materialize_context(fcinfo, "gpuclust_progress_slots");
+	MemoryContext oldcontext;
+	TupleDesc	tupdesc;
+	Tuplestorestate *store;
+	bool		read_all = has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS);
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	(void) progress_array();
+	oldcontext = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
+	tupdesc = CreateTupleDescCopy(tupdesc);
+	store = tuplestore_begin_heap(true, false, work_mem);
+	MemoryContextSwitchTo(oldcontext);
+
+	for (int i = 0; progress_shared != NULL && i < progress_shared->nslots; i++)
+	{
+		GcProgressSlot s;
+		Datum		values[14];
+		bool		nulls[14];
+		bool		visible;
+
+		if (!read_slot(&progress_shared->slots[i], &s))
+			continue;
+		memset(nulls, true, sizeof(nulls));
+		visible = read_all || has_privs_of_role(GetUserId(), s.userid);
+		values[0] = Int32GetDatum(s.pid);
+		values[1] = ObjectIdGetDatum(s.datid);
+		values[2] = CStringGetTextDatum(fit_names[s.fit]);
+		nulls[0] = nulls[1] = nulls[2] = false;
+		if (visible)
+		{
+			values[3] = CStringGetTextDatum(phase_names[s.phase]);
+			values[4] = Int64GetDatum(s.rows);
+			values[5] = Int32GetDatum(s.restart);
+			values[6] = Int32GetDatum(s.n_init);
+			values[7] = Int32GetDatum(s.iteration);
+			values[8] = Int32GetDatum(s.max_iter);
+			values[9] = Float8GetDatum(s.shift);
+			values[10] = Float8GetDatum(s.inertia);
+			values[11] = CStringGetTextDatum(s.device == GC_PROGRESS_DEVICE_GPU ? "gpu" : "cpu");
+			values[12] = Int32GetDatum(s.gpu_id);
+			values[13] = TimestampTzGetDatum(s.started);
+			for (int c = 3; c <= 13; c++)
+				nulls[c] = false;
+			/* unknown or not yet reached */
+			nulls[9] = isnan(s.shift);
+			nulls[10] = isnan(s.inertia);
+			nulls[5] = nulls[6] = s.n_init == 0;
+			nulls[7] = nulls[8] = s.max_iter == 0;
+			nulls[11] = s.device == GC_PROGRESS_DEVICE_UNDECIDED;
+			nulls[12] = s.device != GC_PROGRESS_DEVICE_GPU;
+		}
+		tuplestore_putvalues(store, tupdesc, values, nulls);
+	}
+	rsinfo->returnMode = SFRM_Materialize;
+	rsinfo->setResult = store;
+	rsinfo->setDesc = tupdesc;
+	return (Datum) 0;
+}
+
+/* gpuclust_progress_enabled() -> bool: whether fits report their progress */
+PG_FUNCTION_INFO_V1(gpuclust_progress_enabled);
+Datum
+gpuclust_progress_enabled(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(progress_array() != NULL);
+}
