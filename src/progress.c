@@ -38,7 +38,7 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "port/atomics.h"
-#ifdef GC_HAVE_DSM_REGISTRY
+#if GC_HAVE_DSM_REGISTRY
 #include "storage/dsm_registry.h"
 #endif
 #include "storage/ipc.h"
@@ -151,7 +151,7 @@ progress_shmem_startup(void)
 static GcProgressShared *
 progress_array(void)
 {
-#ifdef GC_HAVE_DSM_REGISTRY
+#if GC_HAVE_DSM_REGISTRY
 	if (progress_shared == NULL)
 	{
 		bool		found;
