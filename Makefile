@@ -11,7 +11,7 @@ EXTENSION = gpuclust
 DATA = $(wildcard sql/gpuclust--*.sql)
 MODULE_big = gpuclust
 
-ENGINE_OBJS = engine/common.o engine/rowstore.o engine/kmeans_fit.o engine/kmeans_cpu.o \
+ENGINE_OBJS = engine/common.o engine/rowstore.o engine/kmeans_fit.o engine/kmeans_cpu.o engine/seeding.o \
 	engine/pmedian_fit.o engine/pmedian_cpu.o engine/stream_format.o engine/stream.o
 GLUE_OBJS = src/gpuclust.o src/input.o src/options.o src/model.o \
 	src/kmeans_run.o src/kmeans_agg.o src/kmeans_window.o src/kmeans_assign.o \
@@ -50,7 +50,7 @@ endif
 BUILD_CONFIG := with_cuda=$(WITH_CUDA)
 $(shell echo '$(BUILD_CONFIG)' | cmp -s - .build-config || echo '$(BUILD_CONFIG)' > .build-config)
 
-EXTRA_CLEAN = .build-config test/engine/engine_test test/engine/pmedian_test $(CUDA_OBJS) \
+EXTRA_CLEAN = .build-config test/engine/engine_test test/engine/pmedian_test test/engine/seeding_test $(CUDA_OBJS) \
 	test/results test/regression.diffs test/regression.out \
 	test/fuzz/stream_decode_fuzz test/fuzz/stream_seeds test/fuzz/corpus
 
@@ -96,9 +96,15 @@ test/engine/engine_test: test/engine/engine_test.c $(ENGINE_TEST_OBJS)
 		$(if $(filter 1,$(WITH_CUDA)),$(SHLIB_LINK)) -lm
 
 .PHONY: engine-check
-engine-check: test/engine/engine_test test/engine/pmedian_test
+engine-check: test/engine/engine_test test/engine/pmedian_test test/engine/seeding_test
 	test/engine/engine_test
 	test/engine/pmedian_test
+	test/engine/seeding_test
+
+# k-means++ seeding tests, and the CPU fits of bench/seeding_quality.py
+test/engine/seeding_test: test/engine/seeding_test.c $(ENGINE_TEST_OBJS)
+	$(CC) -O2 -ffp-contract=off -Wall $(if $(WERROR),-Werror) $(PG_CPPFLAGS) -o $@ $< $(ENGINE_TEST_OBJS) \
+		$(if $(filter 1,$(WITH_CUDA)),$(SHLIB_LINK)) -lm
 
 # p-median engine tests and benchmarks (pmedian_test phases|quality ...)
 test/engine/pmedian_test: test/engine/pmedian_test.c $(ENGINE_TEST_OBJS)
