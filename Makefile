@@ -33,7 +33,7 @@ PG_CPPFLAGS = -Iengine -Icuda
 ifeq ($(WITH_CUDA),1)
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 CUDA_OBJS = cuda/device.o cuda/kmeans_cuda.o cuda/labeling.o cuda/labeling_tensor.o \
-	cuda/labeling_pruned.o cuda/update.o cuda/seeding.o \
+	cuda/labeling_pruned.o cuda/update.o cuda/seeding.o cuda/seeding_greedy.o \
 	cuda/pmedian_cuda.o cuda/pmedian_allocate.o cuda/pmedian_locate.o cuda/pmedian_swap.o
 OBJS += $(CUDA_OBJS)
 PG_CPPFLAGS += -DGC_WITH_CUDA -I$(CUDA_HOME)/include

@@ -9,8 +9,9 @@ index (CI, Fränti et al.: the larger of the two orphan counts between the
 found and the true centroids; 0 means every true cluster was found) as a
 mean and as the number of runs with CI = 0.
 
-    bench/seeding_quality.py [--data ../shared/data/sipu] [--seeds 5]
-        [--n-init 1,10] [--sets s1,...] [--out bench/results/seeding-quality.md]
+    bench/seeding_quality.py [--data ../shared/data/sipu] [--seeds 30,10]
+        [--n-init 1,10] [--sets s1,...] [--binary test/engine/seeding_test]
+        [--out bench/results/seeding-quality.md]
 
 Needs the engine test binary (make test/engine/seeding_test) and
 scikit-learn.
@@ -58,8 +59,8 @@ def centroid_index(found, truth):
     return max(orphans(found, truth), orphans(truth, found))
 
 
-def gpuclust_fit(path, k, n_init, seed, candidates):
-    out = subprocess.run([BINARY, "fit", path, str(k), str(n_init), str(seed),
+def gpuclust_fit(binary, path, k, n_init, seed, candidates):
+    out = subprocess.run([binary, "fit", path, str(k), str(n_init), str(seed),
                           str(candidates)], check=True, capture_output=True,
                          text=True).stdout.splitlines()
     result = json.loads(out[0])
@@ -79,12 +80,16 @@ def sklearn_fit(x, k, n_init, seed):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", default=os.path.join(HERE, "..", "..", "shared", "data", "sipu"))
-    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--seeds", default="30,10",
+                    help="runs per n_init, in the order of --n-init")
     ap.add_argument("--n-init", default="1,10")
+    ap.add_argument("--binary", default=BINARY)
     ap.add_argument("--sets", default=",".join(SETS))
     ap.add_argument("--out", default=os.path.join(HERE, "results", "seeding-quality.md"))
     args = ap.parse_args()
     n_inits = [int(v) for v in args.n_init.split(",")]
+    seed_counts = [int(v) for v in args.seeds.split(",")]
+    seed_counts += [seed_counts[-1]] * (len(n_inits) - len(seed_counts))
     rows = []
     raw = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -93,13 +98,15 @@ def main():
             k = len(gt)
             path = os.path.join(tmp, name + ".txt")
             np.savetxt(path, x, fmt="%.17g")
-            for n_init in n_inits:
+            for n_init, seeds in zip(n_inits, seed_counts):
                 runs = {"sklearn": [], "greedy": [], "plain": []}
-                for seed in range(args.seeds):
+                for seed in range(seeds):
                     sk = sklearn_fit(x, k, n_init, seed)
                     runs["sklearn"].append((sk["inertia"], centroid_index(sk["centroids"], gt)))
                     for method, candidates in (("greedy", 0), ("plain", 1)):
-                        r = gpuclust_fit(path, k, n_init, seed, candidates)
+                        # gpuclust's restarts use seeds seed .. seed + n_init - 1:
+                        # runs 1000 apart share none
+                        r = gpuclust_fit(args.binary, path, k, n_init, 1000 * seed, candidates)
                         runs[method].append((r["inertia"], centroid_index(r["centroids"], gt)))
                         raw.append({"set": name, "k": k, "n_init": n_init, "seed": seed,
                                     "method": method, "inertia": r["inertia"],
@@ -109,7 +116,8 @@ def main():
                                 "method": "sklearn", "inertia": sk["inertia"],
                                 "ci": runs["sklearn"][-1][1]})
                 sk_mean = np.mean([v[0] for v in runs["sklearn"]])
-                row = {"set": name, "n": len(x), "d": x.shape[1], "k": k, "n_init": n_init}
+                row = {"set": name, "n": len(x), "d": x.shape[1], "k": k, "n_init": n_init,
+                       "runs": seeds}
                 for method, values in runs.items():
                     inertia = np.array([v[0] for v in values])
                     ci = np.array([v[1] for v in values])
@@ -118,26 +126,27 @@ def main():
                                    "ci_mean": float(ci.mean()), "ci0": int((ci == 0).sum())}
                 rows.append(row)
                 print(json.dumps(row), flush=True)
-    seeds = args.seeds
     lines = [
         "# k-means++ seeding quality: gpuclust (CPU) against scikit-learn",
         "",
-        f"SIPU sets with ground truth; k = the true number of clusters; {seeds} seeds "
-        f"(0 to {seeds - 1}) per n_init; default tol and max_iter on both sides. "
-        "`ratio` is the mean inertia over the seeds divided by scikit-learn's mean; "
-        f"CI = 0 counts the runs (of {seeds}) that found every true cluster "
+        "SIPU sets with ground truth; k = the true number of clusters; `runs` "
+        "independent runs per n_init (scikit-learn random_state 0, 1, ...; gpuclust "
+        "seed 0, 1000, ..., its restarts taking the seeds that follow); default tol and "
+        "max_iter on both sides. "
+        "`ratio` is the mean inertia over the runs divided by scikit-learn's mean; "
+        "CI = 0 counts the runs that found every true cluster "
         "(centroid index 0). greedy is gpuclust's default (`init_candidates` "
         "2 + ⌊ln k⌋, as scikit-learn), plain is `init_candidates` 1. "
         f"scikit-learn {__import__('sklearn').__version__}. "
         "Produced by `bench/seeding_quality.py`.",
         "",
-        "| set | n | d | k | n_init | scikit-learn mean inertia | greedy ratio | greedy worst ratio | plain ratio | CI = 0: sklearn / greedy / plain | mean CI: sklearn / greedy / plain |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| set | n | d | k | n_init | runs | scikit-learn mean inertia | greedy ratio | greedy worst ratio | plain ratio | CI = 0: sklearn / greedy / plain | mean CI: sklearn / greedy / plain |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in rows:
         sk = r["sklearn"]["mean"]
         lines.append(
-            f"| {r['set']} | {r['n']} | {r['d']} | {r['k']} | {r['n_init']} | {sk:.6g} | "
+            f"| {r['set']} | {r['n']} | {r['d']} | {r['k']} | {r['n_init']} | {r['runs']} | {sk:.6g} | "
             f"{r['greedy']['ratio']:.4f} | {r['greedy']['worst'] / sk:.4f} | {r['plain']['ratio']:.4f} | "
             f"{r['sklearn']['ci0']} / {r['greedy']['ci0']} / {r['plain']['ci0']} | "
             f"{r['sklearn']['ci_mean']:.1f} / {r['greedy']['ci_mean']:.1f} / {r['plain']['ci_mean']:.1f} |")

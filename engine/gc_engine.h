@@ -271,19 +271,13 @@ extern int	gc_nearest_centroid(const double *x, const double *centroids,
  * Greedy k-means++ (engine/seeding.c).  Step 0 draws one row uniformly;
  * each later step draws gc_seed_candidates() rows with probability
  * proportional to weight times D^2 (candidate j by its own race, stream
- * gc_seed_stream(t, j)) and keeps the one that lowers the potential
+ * gc_seed_stream(t, j), gc_math.h) and keeps the one that lowers the potential
  * sum w min(D^2, |x - c|^2), summed exactly in units of
  * 2^-frame->inertia_exp, the most (the lowest candidate on ties).  One
  * candidate is plain k-means++.
  */
 #define GC_MAX_INIT_CANDIDATES 64
 extern int	gc_seed_candidates(const GcKmeansParams *params);
-
-static inline uint64_t
-gc_seed_stream(int step, int candidate)
-{
-	return (uint64_t) step + ((uint64_t) candidate << 32);
-}
 
 /* The CPU reference of greedy (and plain) k-means++ */
 extern GcStatus gc_seed_kmeanspp_cpu(const GcRows *rows, const GcFrame *frame,
