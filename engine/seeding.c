@@ -66,8 +66,13 @@ race_pass(const GcRows *rows, const GcKmeansParams *params, uint64_t seed,
 		  int t, int candidates, const double *previous, double *mind2,
 		  uint64_t *best, GcError *err)
 {
+	double		leader[GC_MAX_INIT_CANDIDATES];	/* best[j]'s bid */
+
 	for (int j = 0; j < candidates; j++)
+	{
 		best[j] = GC_RACE_NONE;
+		leader[j] = INFINITY;
+	}
 	for (int ci = 0; ci < rows->nchunks; ci++)
 	{
 		const GcChunk *chunk = &rows->chunks[ci];
@@ -92,12 +97,26 @@ race_pass(const GcRows *rows, const GcKmeansParams *params, uint64_t seed,
 				w *= chunk->weights[i];
 			for (int j = 0; j < candidates; j++)
 			{
-				uint64_t	key = gc_race_key(gc_unit_draw(chunk->hashes[i], seed,
-														   gc_seed_stream(t, j)),
-											  w, row);
+				double		u = gc_unit_draw(chunk->hashes[i], seed, gc_seed_stream(t, j));
+				uint64_t	key;
 
+				/*
+				 * -log(u) >= 1 - u: a bid that bound puts clearly above the
+				 * best so far cannot win (nor tie, rows coming in index
+				 * order), and needs no logarithm
+				 */
+				if (w >= 0.0 && (1.0 - u) > leader[j] * w * (1.0 + 1e-6))
+					continue;
+				key = gc_race_key(u, w, row);
 				if (key < best[j])
+				{
+					uint32_t	bits = (uint32_t) (key >> 32);
+					float		value;
+
+					memcpy(&value, &bits, sizeof(value));
 					best[j] = key;
+					leader[j] = value;
+				}
 			}
 		}
 	}
