@@ -44,7 +44,7 @@ def load(data, name):
     else:
         # centroids of the ground-truth partition (4-line header, 1-based labels)
         with gzip.open(os.path.join(data, name + "-gt.pa.gz"), "rt") as f:
-            labels = np.array([int(v) for v in f.read().split()[5:]]) - 1
+            labels = np.array([int(v) for v in f.read().splitlines()[4:] if v.strip()]) - 1
         gt = np.array([x[labels == c].mean(axis=0) for c in range(labels.max() + 1)])
     return x, gt
 

@@ -11,7 +11,8 @@
  *	  fits k-means on the CPU to FILE (rows of whitespace-separated
  *	  numbers) and prints the inertia and timings (a JSON line), then the
  *	  centroids (lines "centroid x1 ... xd"), for
- *	  bench/seeding_quality.py.
+ *	  bench/seeding_quality.py; N_INIT 0 prints the seeding's own cost
+ *	  (sum of squared distances to the nearest chosen row) instead.
  *
  * IDENTIFICATION
  *	  test/engine/seeding_test.c
@@ -662,6 +663,22 @@ fit_file(const char *path, int k, int n_init, uint64_t seed, int candidates, dou
 		gc_rows_commit(&rows);
 	}
 	fclose(f);
+	if (n_init == 0)
+	{
+		/* the seeding alone: its cost, the sum of squared distances to the chosen rows */
+		int64_t    *chosen = malloc(sizeof(int64_t) * k);
+
+		if (seed_cpu(&rows, &params, seed, chosen) != GC_OK)
+			return 1;
+		printf("{\"k\": %d, \"seed\": %llu, \"candidates\": %d, \"seeding_cost\": %.17g}\n",
+			   k, (unsigned long long) seed, gc_seed_candidates(&params),
+			   seeding_cost(&rows, chosen, k));
+		for (int c = 0; c < k; c++)
+			printf("chosen %lld\n", (long long) chosen[c]);
+		free(chosen);
+		gc_rows_release(&rows);
+		return 0;
+	}
 	params.n_init = n_init;
 	params.seed = seed;
 	params.tol = tol;
