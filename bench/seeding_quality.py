@@ -118,8 +118,8 @@ def compare_seeds(args):
             np.savetxt(path, x, fmt="%.17g")
             runs = args.from_seeds if len(x) <= 20000 else max(1, args.from_seeds // 10)
             ours_cost, ours_final, sk_cost, sk_final = [], [], [], []
-            for seed in range(runs):
-                c = x[gpuclust_seeds(args.binary, path, k, 1000 * seed)]
+            for seed in range(args.seed_offset, args.seed_offset + runs):
+                c = x[gpuclust_seeds(args.binary, path, k, 1000 * seed + args.seed_offset)]
                 ours_cost.append(seeding_cost(x, c))
                 ours_final.append(KMeans(n_clusters=k, init=c, n_init=1).fit(x).inertia_)
                 c = kmeans_plusplus(x, k, random_state=seed)[0]
@@ -181,6 +181,8 @@ def main():
     ap.add_argument("--out", default=os.path.join(HERE, "results", "seeding-quality.md"))
     ap.add_argument("--from-seeds", type=int, default=0,
                     help="compare N seedings alone (N / 10 on sets above 20,000 rows)")
+    ap.add_argument("--seed-offset", type=int, default=0,
+                    help="--from-seeds: first random_state (gpuclust: 1000 s + offset)")
     ap.add_argument("--from-jsonl", help="rebuild the table from a previous run's .jsonl")
     args = ap.parse_args()
     if args.from_seeds:
