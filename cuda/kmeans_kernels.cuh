@@ -5,8 +5,9 @@
  *	  returning a status.  Kernels live in labeling.cu (nearest centroid,
  *	  SIMT), labeling_tensor.cu with tensor_tiles.cuh and tensor_operands.cu
  *	  (tensor cores), labeling_pruned.cu (Wu & Hong), update.cu (centroid
- *	  update, scoring, layout) and seeding.cu (k-means++); the labelers
- *	  (labeler_*.cu) call them.
+ *	  update, scoring, layout), seeding.cu (plain k-means++) and
+ *	  seeding_greedy.cu (greedy k-means++); the labelers (labeler_*.cu)
+ *	  call them.
  *
  * IDENTIFICATION
  *	  cuda/kmeans_kernels.cuh
@@ -194,5 +195,15 @@ GcStatus	launch_kmeanspp_step(const double *x64, const uint64_t *hashes,
 								 const double *weights, int64_t n, int d, uint64_t seed, int t,
 								 double *mind2, unsigned long long *race,
 								 cudaStream_t stream, GcError *err);
+
+/*
+ * seeding_greedy.cu: greedy k-means++ (gc_seed_candidates(params) > 1),
+ * all k steps, the chosen rows into chosen (host)
+ */
+GcStatus	launch_greedy_kmeanspp(const double *x64, const uint64_t *hashes,
+								   const double *weights, int64_t n, int d,
+								   const GcKmeansParams *params, uint64_t seed,
+								   int inertia_exp, cudaStream_t stream,
+								   int64_t *chosen, GcError *err);
 
 #endif							/* GC_KMEANS_KERNELS_CUH */

@@ -237,6 +237,7 @@ typedef struct GcKmeansParams
 	GcInit		init;
 	const double *init_centroids;	/* k * d values when init is GIVEN */
 	uint64_t	seed;			/* default 0 */
+	int			init_candidates;	/* k-means++ candidates per step; 0: 2 + ln k */
 	int			n_init;			/* restarts, default 1 */
 	GcAlgorithm algorithm;		/* default auto */
 	GcPrecision precision;		/* default float32; the CPU always uses double */
@@ -343,7 +344,10 @@ typedef struct GcKmeansBackend
 	GcStatus	(*open) (const GcRows *rows, const GcFrame *frame,
 						 const GcKmeansParams *params, void **session,
 						 GcError *err);
-	/* k-means++ seeding (order-independent exponential race) */
+	/*
+	 * k-means++ seeding, greedy when gc_seed_candidates(params) > 1
+	 * (order-independent exponential races, engine/seeding.c)
+	 */
 	GcStatus	(*seed_kmeanspp) (void *session, const GcKmeansParams *params,
 								  uint64_t seed, int64_t *chosen, GcError *err);
 	/* a restart from centroids: no labels yet */
@@ -389,6 +393,23 @@ extern GcStatus gc_select_random_rows(const GcRows *rows, int k, uint64_t seed,
 									  int64_t *chosen, GcError *err);
 extern int	gc_nearest_centroid(const double *x, const double *centroids,
 								int k, int d, double *distance2);
+
+/*
+ * Greedy k-means++ (engine/seeding.c).  Step 0 draws one row uniformly;
+ * each later step draws gc_seed_candidates() rows with probability
+ * proportional to weight times D^2 (candidate j by its own race, stream
+ * gc_seed_stream(t, j), gc_math.h) and keeps the one that lowers the potential
+ * sum w min(D^2, |x - c|^2), summed exactly in units of
+ * 2^-frame->inertia_exp, the most (the lowest candidate on ties).  One
+ * candidate is plain k-means++.
+ */
+#define GC_MAX_INIT_CANDIDATES 64
+extern int	gc_seed_candidates(const GcKmeansParams *params);
+
+/* The CPU reference of greedy (and plain) k-means++ */
+extern GcStatus gc_seed_kmeanspp_cpu(const GcRows *rows, const GcFrame *frame,
+									 const GcKmeansParams *params, uint64_t seed,
+									 int64_t *chosen, GcError *err);
 
 /* Monotonic clock in milliseconds. */
 extern double gc_now_ms(void);

@@ -84,6 +84,16 @@ gc_unit_draw(uint64_t row_hash, uint64_t seed, uint64_t step)
 }
 
 /*
+ * The stream of candidate j's draws at step t of greedy k-means++:
+ * candidate 0 draws as plain k-means++'s step t does
+ */
+GC_HD uint64_t
+gc_seed_stream(int step, int candidate)
+{
+	return (uint64_t) step + ((uint64_t) candidate << 32);
+}
+
+/*
  * Key of a row in the k-means++ exponential race: -log(u) / w, where w is
  * the squared distance to the nearest centre chosen so far.  The row with
  * the smallest key is a sample with probability proportional to w.  The

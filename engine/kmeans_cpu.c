@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * kmeans_cpu.c
- *	  The CPU reference backend of k-means: k-means++ seeding as an
- *	  exponential race, the steps of Lloyd's iterations (labeling, plain or
+ *	  The CPU reference backend of k-means: k-means++ seeding (in
+ *	  seeding.c), the steps of Lloyd's iterations (labeling, plain or
  *	  pruned, and exact fixed-point centroid sums) that the driver in
  *	  kmeans_fit.c strings together, and scoring.  It is the oracle the
  *	  GPU backend is tested against, and the fallback where no GPU exists.
@@ -14,7 +14,7 @@
  * Euclidean distance is the one of largest cosine.
  *
  * Weighted rows (stream summaries, whole-number weights) weigh each row in
- * seeding (key -log(u) / (w D^2)), in the centroid update (fixed-point
+ * seeding (key -log(u) / (w D^2), potential sum w D^2), in the centroid update (fixed-point
  * sums of w q and of w) and in the inertia (sum of w times the quantised
  * D^2): the same exact integers as w copies of the row would give.
  *
@@ -98,62 +98,14 @@ poll_interrupt(const GcKmeansParams *params, int64_t i)
 	return (i % POLL_ROWS) == 0 && params->interrupted && params->interrupted();
 }
 
-/*
- * k-means++: step 0 draws a row uniformly, step t draws one with
- * probability proportional to its squared distance to the nearest centre
- * so far, each as the minimum of the rows' race keys.
- */
+/* k-means++, greedy or plain: engine/seeding.c */
 static GcStatus
 cpu_seed_kmeanspp(void *session, const GcKmeansParams *params, uint64_t seed,
 				  int64_t *chosen, GcError *err)
 {
 	CpuSession *s = session;
-	const GcRows *rows = s->rows;
-	double	   *mind2 = malloc(sizeof(double) * rows->n);
 
-	if (mind2 == NULL)
-		return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for seeding");
-
-	for (int t = 0; t < params->k; t++)
-	{
-		const double *centre = t > 0 ? gc_rows_get(rows, chosen[t - 1]) : NULL;
-		uint64_t	best = GC_RACE_NONE;
-
-		for (int ci = 0; ci < rows->nchunks; ci++)
-		{
-			const GcChunk *chunk = &rows->chunks[ci];
-
-			for (int64_t i = 0; i < chunk->count; i++)
-			{
-				int64_t		row = chunk->first_row + i;
-				double		w = 1.0;
-				uint64_t	key;
-
-				if (poll_interrupt(params, row))
-				{
-					free(mind2);
-					return gc_fail(err, GC_INTERRUPTED, "interrupted during seeding");
-				}
-				if (t > 0)
-				{
-					double		d2 = gc_sqdist_exact(chunk->values + (size_t) i * rows->d,
-													 centre, rows->d);
-
-					if (t == 1 || d2 < mind2[row])
-						mind2[row] = d2;
-					w = mind2[row];
-				}
-				if (chunk->weights)
-					w *= chunk->weights[i];
-				key = gc_race_key(gc_unit_draw(chunk->hashes[i], seed, t), w, row);
-				if (key < best)
-					best = key;
-			}
-		}
-		chosen[t] = (int64_t) (uint32_t) best;
-	}
-	free(mind2);
-	return GC_OK;
+	return gc_seed_kmeanspp_cpu(s->rows, s->frame, params, seed, chosen, err);
 }
 
 /*

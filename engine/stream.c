@@ -93,6 +93,7 @@ reduce_rows(GcStream *s, const GcKmeansBackend *backend, const GcRows *rows,
 	params.max_iter = REDUCE_MAX_ITER;
 	params.tol = 1e-4;
 	params.init = GC_INIT_KMEANSPP;
+	params.init_candidates = 1; /* plain k-means++: a reduction's m is large */
 	params.seed = s->seed + (uint64_t) s->reductions++;
 	params.n_init = 1;
 	params.algorithm = GC_ALGORITHM_AUTO;

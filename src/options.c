@@ -21,7 +21,7 @@
 #include "utils/builtins.h"
 #include "utils/numeric.h"
 
-#define VALID_OPTIONS_HINT "Valid options are max_iter, tol, init, seed, n_init, algorithm, precision and metric."
+#define VALID_OPTIONS_HINT "Valid options are max_iter, tol, init, init_candidates, seed, n_init, algorithm, precision and metric."
 
 /*
  * An option of the wrong type or out of range
@@ -253,6 +253,12 @@ kmeans_option(const char *name, JsonbValue *v, void *arg)
 	}
 	else if (strcmp(name, "init") == 0)
 		parse_init(v, opts);
+	else if (strcmp(name, "init_candidates") == 0)
+	{
+		params->init_candidates = (int) option_integer(name, v, 1, GC_MAX_INIT_CANDIDATES,
+													   "an integer between 1 and 64");
+		opts->init_candidates_given = true;
+	}
 	else if (strcmp(name, "algorithm") == 0)
 		params->algorithm = (GcAlgorithm) option_choice(name, v, algorithm_names, 3,
 														"\"auto\", \"lloyd\" or \"pruned\"");
@@ -316,6 +322,10 @@ gc_parse_kmeans_options(Jsonb *options, int k, GcKmeansOptions *opts)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("option \"n_init\" must be 1 when \"init\" gives the centroids")));
+	if (opts->init_candidates_given && params->init != GC_INIT_KMEANSPP)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("option \"init_candidates\" applies only to \"init\": \"kmeans++\"")));
 }
 
 /*

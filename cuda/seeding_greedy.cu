@@ -1,0 +1,371 @@
+/*-------------------------------------------------------------------------
+ *
+ * seeding_greedy.cu
+ *	  Greedy k-means++ seeding on the GPU, choosing the same rows as the
+ *	  CPU reference (engine/seeding.c).
+ *
+ * Step t (L candidates; step 0 has one) is three kernels, queued without
+ * a round trip to the host:
+ *
+ *	- races: every row folds the previous step's centre into its squared
+ *	  distance D^2 (mind2) and bids gc_race_key(u(row, seed, stream(t, j)),
+ *	  weight * D^2) for each candidate j; a block minimum per candidate and
+ *	  one atomicMin per block and candidate leave candidate j in
+ *	  race[t L + j];
+ *	- potentials: one pass over the rows computes each row's distances to
+ *	  all the candidates (up to GREEDY_GROUP of them per pass: rows are read
+ *	  once per step for L <= 8), min(D^2, d_j) quantised as the inertia is
+ *	  and weighted, summed per block as 128-bit integers into partials;
+ *	- the choice: one block sums each candidate's partials exactly and
+ *	  keeps the lowest (the first on ties), into winner[t] and chosen[t].
+ *
+ * Where the rows' candidate distances fit beside the data (L <= d), the
+ * potential pass keeps min(D^2, d_j) per row and candidate (cand_d2, L
+ * columns of n), and the next step's race reads its winner's column
+ * instead of computing a distance: the rows are read once per step.
+ * Otherwise the race recomputes the distance to the previous centre.
+ * Distances are gc_sqdist_exact's (double, no FMA, in dimension order),
+ * so every value equals the CPU's bit for bit.
+ *
+ * IDENTIFICATION
+ *	  cuda/seeding_greedy.cu
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "gc_math.h"
+#include "kmeans_kernels.cuh"
+#include "cuda_check.cuh"
+
+#define GREEDY_THREADS 256
+#define GREEDY_GROUP 8			/* candidates per pass over the rows */
+#define GREEDY_BLOCKS 1024		/* most blocks (and partials) per pass */
+#define GREEDY_POLL_STEPS 32
+
+__device__ __forceinline__ unsigned long long
+greedy_warp_min(unsigned long long v)
+{
+	for (int off = 16; off > 0; off >>= 1)
+	{
+		unsigned long long o = __shfl_down_sync(0xffffffffu, v, off);
+
+		v = o < v ? o : v;
+	}
+	return v;
+}
+
+__device__ __forceinline__ gc_u128
+greedy_warp_sum(gc_u128 v)
+{
+	for (int off = 16; off > 0; off >>= 1)
+	{
+		unsigned long long lo = __shfl_down_sync(0xffffffffu, (unsigned long long) v, off);
+		unsigned long long hi = __shfl_down_sync(0xffffffffu, (unsigned long long) (v >> 64), off);
+
+		v += ((gc_u128) hi << 64) | lo;
+	}
+	return v;
+}
+
+/*
+ * Races of step t's candidates group * GREEDY_GROUP onwards (count of
+ * them), one block row per group (blockIdx.y).  Blocks of group 0 store
+ * D^2 into mind2; the others compute the same value.
+ */
+__global__ void
+greedy_race_kernel(const double *__restrict__ x64, const uint64_t *__restrict__ hashes,
+				   const double *__restrict__ weights, int64_t n, int d,
+				   uint64_t seed, int t, int L, int step_candidates,
+				   const long long *__restrict__ chosen,
+				   const int *__restrict__ winner,
+				   const double *__restrict__ cand_d2,
+				   double *__restrict__ mind2, unsigned long long *race)
+{
+	__shared__ unsigned long long warp_best[GREEDY_THREADS / 32][GREEDY_GROUP];
+	int			first = blockIdx.y * GREEDY_GROUP;
+	int			count = min(GREEDY_GROUP, step_candidates - first);
+	const double *previous = t > 0 ? x64 + (int64_t) chosen[t - 1] * d : NULL;
+	const double *stored = (t >= 2 && cand_d2 != NULL) ?
+		cand_d2 + (int64_t) winner[t - 1] * n : NULL;
+	unsigned long long best[GREEDY_GROUP];
+
+#pragma unroll
+	for (int jj = 0; jj < GREEDY_GROUP; jj++)
+		best[jj] = GC_RACE_NONE;
+	for (int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; i < n;
+		 i += (int64_t) gridDim.x * blockDim.x)
+	{
+		double		w = 1.0;
+
+		if (t > 0)
+		{
+			double		m;
+
+			if (stored != NULL)
+				m = stored[i];
+			else
+			{
+				m = gc_sqdist_exact(x64 + i * d, previous, d);
+				if (t > 1 && mind2[i] < m)
+					m = mind2[i];
+			}
+			if (blockIdx.y == 0)
+				mind2[i] = m;
+			w = m;
+		}
+		if (weights != NULL)
+			w = __dmul_rn(w, weights[i]);
+#pragma unroll
+		for (int jj = 0; jj < GREEDY_GROUP; jj++)
+			if (jj < count)
+			{
+				unsigned long long key =
+					gc_race_key(gc_unit_draw(hashes[i], seed, gc_seed_stream(t, first + jj)), w, i);
+
+				best[jj] = key < best[jj] ? key : best[jj];
+			}
+	}
+#pragma unroll
+	for (int jj = 0; jj < GREEDY_GROUP; jj++)
+	{
+		unsigned long long b = greedy_warp_min(best[jj]);
+
+		if ((threadIdx.x & 31) == 0)
+			warp_best[threadIdx.x >> 5][jj] = b;
+	}
+	__syncthreads();
+	if (threadIdx.x < count)
+	{
+		unsigned long long b = GC_RACE_NONE;
+
+		for (int wi = 0; wi < GREEDY_THREADS / 32; wi++)
+			b = warp_best[wi][threadIdx.x] < b ? warp_best[wi][threadIdx.x] : b;
+		atomicMin(&race[(int64_t) t * L + first + threadIdx.x], b);
+	}
+}
+
+/*
+ * Potentials of step t's candidates first .. first + count - 1: per block,
+ * sum over its rows of weight * quantised min(D^2, d_j), into
+ * partials[block * L + j]; min(D^2, d_j) into cand_d2's column j when kept
+ */
+__global__ void
+greedy_potential_kernel(const double *__restrict__ x64, const double *__restrict__ weights,
+						int64_t n, int d, int t, int L, int first, int count,
+						int inertia_exp, const unsigned long long *__restrict__ race,
+						const double *__restrict__ mind2, double *__restrict__ cand_d2,
+						gc_u128 *__restrict__ partials)
+{
+	__shared__ gc_u128 warp_sums[GREEDY_THREADS / 32][GREEDY_GROUP];
+	const double *centre[GREEDY_GROUP];
+	gc_u128		total[GREEDY_GROUP];
+
+#pragma unroll
+	for (int jj = 0; jj < GREEDY_GROUP; jj++)
+	{
+		int			j = first + (jj < count ? jj : 0);
+
+		centre[jj] = x64 + (int64_t) (uint32_t) race[(int64_t) t * L + j] * d;
+		total[jj] = 0;
+	}
+	for (int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; i < n;
+		 i += (int64_t) gridDim.x * blockDim.x)
+	{
+		const double *x = x64 + i * d;
+		double		s[GREEDY_GROUP];
+		double		m = mind2[i];
+		gc_u128		w = (gc_u128) (weights != NULL ? (unsigned long long) weights[i] : 1ULL);
+
+#pragma unroll
+		for (int jj = 0; jj < GREEDY_GROUP; jj++)
+			s[jj] = 0.0;
+		for (int e = 0; e < d; e++)
+		{
+			double		xv = x[e];
+
+#pragma unroll
+			for (int jj = 0; jj < GREEDY_GROUP; jj++)
+				if (jj < count)
+				{
+					double		diff = __dsub_rn(xv, centre[jj][e]);
+
+					s[jj] = __dadd_rn(s[jj], __dmul_rn(diff, diff));
+				}
+		}
+#pragma unroll
+		for (int jj = 0; jj < GREEDY_GROUP; jj++)
+			if (jj < count)
+			{
+				double		v = m < s[jj] ? m : s[jj];
+
+				if (cand_d2 != NULL)
+					cand_d2[(int64_t) (first + jj) * n + i] = v;
+				total[jj] += gc_quantize_wide(v, inertia_exp) * w;
+			}
+	}
+#pragma unroll
+	for (int jj = 0; jj < GREEDY_GROUP; jj++)
+	{
+		gc_u128		v = greedy_warp_sum(total[jj]);
+
+		if ((threadIdx.x & 31) == 0)
+			warp_sums[threadIdx.x >> 5][jj] = v;
+	}
+	__syncthreads();
+	if (threadIdx.x < count)
+	{
+		gc_u128		v = 0;
+
+		for (int wi = 0; wi < GREEDY_THREADS / 32; wi++)
+			v += warp_sums[wi][threadIdx.x];
+		partials[(int64_t) blockIdx.x * L + first + threadIdx.x] = v;
+	}
+}
+
+/*
+ * The choice of step t: each candidate's potential (the sum of its
+ * nblocks partials; none at step 0, one candidate), the lowest kept
+ */
+__global__ void
+greedy_pick_kernel(int t, int L, int step_candidates, int nblocks,
+				   const gc_u128 *__restrict__ partials,
+				   const unsigned long long *__restrict__ race,
+				   int *winner, long long *chosen)
+{
+	__shared__ gc_u128 potential[GC_MAX_INIT_CANDIDATES];
+
+	if (threadIdx.x < step_candidates)
+	{
+		gc_u128		v = 0;
+
+		for (int b = 0; b < nblocks; b++)
+			v += partials[(int64_t) b * L + threadIdx.x];
+		potential[threadIdx.x] = v;
+	}
+	__syncthreads();
+	if (threadIdx.x == 0)
+	{
+		int			best = 0;
+
+		for (int j = 1; j < step_candidates; j++)
+			if (potential[j] < potential[best])
+				best = j;
+		winner[t] = best;
+		chosen[t] = (long long) (uint32_t) race[(int64_t) t * L + best];
+	}
+}
+
+/* Device buffers of one seeding */
+typedef struct GreedyBuffers
+{
+	double	   *mind2;
+	double	   *cand_d2;
+	unsigned long long *race;
+	gc_u128    *partials;
+	int		   *winner;
+	long long  *chosen;
+} GreedyBuffers;
+
+static void
+free_buffers(GreedyBuffers *b)
+{
+	cudaFree(b->mind2);
+	cudaFree(b->cand_d2);
+	cudaFree(b->race);
+	cudaFree(b->partials);
+	cudaFree(b->winner);
+	cudaFree(b->chosen);
+	(void) cudaGetLastError();
+}
+
+static GcStatus
+run_steps(const double *x64, const uint64_t *hashes, const double *weights,
+		  int64_t n, int d, const GcKmeansParams *params, int L, uint64_t seed,
+		  int inertia_exp, cudaStream_t stream, GreedyBuffers *b, int64_t *chosen,
+		  GcError *err)
+{
+	int			k = params->k;
+	int			nblocks = (int) ((n + GREEDY_THREADS - 1) / GREEDY_THREADS);
+	long long  *chosen_host;
+
+	if (nblocks > GREEDY_BLOCKS)
+		nblocks = GREEDY_BLOCKS;
+	ALLOC_OR_RETURN(b->mind2, (size_t) n);
+	ALLOC_OR_RETURN(b->race, (size_t) k * L);
+	ALLOC_OR_RETURN(b->partials, (size_t) nblocks * L);
+	ALLOC_OR_RETURN(b->winner, (size_t) k);
+	ALLOC_OR_RETURN(b->chosen, (size_t) k);
+	/* the candidates' distances, where they fit beside the data */
+	if (L <= d && cudaMalloc((void **) &b->cand_d2, sizeof(double) * n * L) != cudaSuccess)
+	{
+		(void) cudaGetLastError();
+		b->cand_d2 = NULL;
+	}
+	GC_CUDA_TRY(cudaMemsetAsync(b->race, 0xff, sizeof(unsigned long long) * k * L, stream), err);
+
+	for (int t = 0; t < k; t++)
+	{
+		int			step_candidates = t == 0 ? 1 : L;
+		int			groups = (step_candidates + GREEDY_GROUP - 1) / GREEDY_GROUP;
+		dim3		race_grid(nblocks, groups);
+
+		greedy_race_kernel<<<race_grid, GREEDY_THREADS, 0, stream>>>(
+			x64, hashes, weights, n, d, seed, t, L, step_candidates, b->chosen, b->winner,
+			b->cand_d2, b->mind2, b->race);
+		GC_CUDA_LAUNCHED("greedy_race", err);
+		if (t > 0)
+			for (int g = 0; g < groups; g++)
+			{
+				greedy_potential_kernel<<<nblocks, GREEDY_THREADS, 0, stream>>>(
+					x64, weights, n, d, t, L, g * GREEDY_GROUP,
+					step_candidates - g * GREEDY_GROUP < GREEDY_GROUP ?
+					step_candidates - g * GREEDY_GROUP : GREEDY_GROUP, inertia_exp,
+					b->race, b->mind2, b->cand_d2, b->partials);
+				GC_CUDA_LAUNCHED("greedy_potential", err);
+			}
+		greedy_pick_kernel<<<1, GC_MAX_INIT_CANDIDATES, 0, stream>>>(
+			t, L, step_candidates, t > 0 ? nblocks : 0, b->partials, b->race,
+			b->winner, b->chosen);
+		GC_CUDA_LAUNCHED("greedy_pick", err);
+		if ((t + 1) % GREEDY_POLL_STEPS == 0)
+		{
+			GC_CUDA_TRY(cudaStreamSynchronize(stream), err);
+			if (params->interrupted && params->interrupted())
+				return gc_fail(err, GC_INTERRUPTED, "interrupted during seeding");
+		}
+	}
+	chosen_host = (long long *) malloc(sizeof(long long) * k);
+	if (chosen_host == NULL)
+		return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for seeding");
+	{
+		cudaError_t e = cudaMemcpyAsync(chosen_host, b->chosen, sizeof(long long) * k,
+										cudaMemcpyDeviceToHost, stream);
+
+		if (e == cudaSuccess)
+			e = cudaStreamSynchronize(stream);
+		if (e != cudaSuccess)
+		{
+			free(chosen_host);
+			return gc_cuda_fail(err, e, "copying the k-means++ centres", __FILE__, __LINE__);
+		}
+	}
+	for (int t = 0; t < k; t++)
+		chosen[t] = (int64_t) chosen_host[t];
+	free(chosen_host);
+	return GC_OK;
+}
+
+GcStatus
+launch_greedy_kmeanspp(const double *x64, const uint64_t *hashes, const double *weights,
+					   int64_t n, int d, const GcKmeansParams *params, uint64_t seed,
+					   int inertia_exp, cudaStream_t stream, int64_t *chosen,
+					   GcError *err)
+{
+	GreedyBuffers b = {0};
+	GcStatus	status = run_steps(x64, hashes, weights, n, d, params,
+								   gc_seed_candidates(params), seed, inertia_exp,
+								   stream, &b, chosen, err);
+
+	(void) cudaStreamSynchronize(stream);
+	free_buffers(&b);
+	return status;
+}

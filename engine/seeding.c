@@ -1,0 +1,204 @@
+/*-------------------------------------------------------------------------
+ *
+ * seeding.c
+ *	  k-means++ seeding on the CPU, plain (Arthur & Vassilvitskii, 2007)
+ *	  and greedy (several candidates per step, the best kept, as
+ *	  scikit-learn's KMeans does): the reference the GPU's seeding is
+ *	  tested against.
+ *
+ * Every draw is an exponential race over per-row seeded draws: row i bids
+ * -log(u_i) / (w_i D_i^2) with u_i drawn from its hash, the seed and a
+ * stream number, and the lowest bid wins.  So a draw depends on the rows'
+ * values and the seed, never on their order.  A greedy step runs one race
+ * per candidate (stream gc_seed_stream(t, j); candidate 0 uses the plain
+ * draw's stream t, so one candidate is exactly plain k-means++), then
+ * scores each candidate c by the potential sum_i w_i min(D_i^2, |x_i - c|^2)
+ * with every term quantised as the inertia is (gc_quantize_wide, units of
+ * 2^-inertia_exp) and summed as a 128-bit integer: the sums, and so the
+ * choice, are exact and the same on every device.  The candidate with the
+ * lowest potential is kept, the lowest candidate number on ties.
+ *
+ * A step makes two passes over the rows: the first folds the previous
+ * step's winner into D^2 and runs the candidates' races, the second
+ * computes every row's distances to all candidates at once.
+ *
+ * IDENTIFICATION
+ *	  engine/seeding.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "gc_engine.h"
+#include "gc_math.h"
+
+#include <stdlib.h>
+
+/* Rows between two polls of the interrupt hook */
+#define POLL_ROWS 1024
+
+/*
+ * Candidates per greedy step: init_candidates, or 2 + floor(ln k) (the
+ * number scikit-learn tries) when it is 0
+ */
+int
+gc_seed_candidates(const GcKmeansParams *params)
+{
+	int			candidates = params->init_candidates;
+
+	if (candidates <= 0)
+		candidates = 2 + (int) floor(log((double) (params->k > 1 ? params->k : 1)));
+	if (candidates > GC_MAX_INIT_CANDIDATES)
+		candidates = GC_MAX_INIT_CANDIDATES;
+	return candidates;
+}
+
+static bool
+poll_interrupt(const GcKmeansParams *params, int64_t row)
+{
+	return (row % POLL_ROWS) == 0 && params->interrupted && params->interrupted();
+}
+
+/*
+ * Pass one of step t: fold the previous centre (NULL at step 0) into
+ * mind2, then run the races of the step's candidates into best[0..L-1]
+ */
+static GcStatus
+race_pass(const GcRows *rows, const GcKmeansParams *params, uint64_t seed,
+		  int t, int candidates, const double *previous, double *mind2,
+		  uint64_t *best, GcError *err)
+{
+	double		leader[GC_MAX_INIT_CANDIDATES];	/* best[j]'s bid */
+
+	for (int j = 0; j < candidates; j++)
+	{
+		best[j] = GC_RACE_NONE;
+		leader[j] = INFINITY;
+	}
+	for (int ci = 0; ci < rows->nchunks; ci++)
+	{
+		const GcChunk *chunk = &rows->chunks[ci];
+
+		for (int64_t i = 0; i < chunk->count; i++)
+		{
+			int64_t		row = chunk->first_row + i;
+			double		w = 1.0;
+
+			if (poll_interrupt(params, row))
+				return gc_fail(err, GC_INTERRUPTED, "interrupted during seeding");
+			if (previous != NULL)
+			{
+				double		d2 = gc_sqdist_exact(chunk->values + (size_t) i * rows->d,
+												 previous, rows->d);
+
+				if (t == 1 || d2 < mind2[row])
+					mind2[row] = d2;
+				w = mind2[row];
+			}
+			if (chunk->weights)
+				w *= chunk->weights[i];
+			for (int j = 0; j < candidates; j++)
+			{
+				double		u = gc_unit_draw(chunk->hashes[i], seed, gc_seed_stream(t, j));
+				uint64_t	key;
+
+				/*
+				 * -log(u) >= 1 - u: a bid that bound puts clearly above the
+				 * best so far cannot win (nor tie, rows coming in index
+				 * order), and needs no logarithm
+				 */
+				if (w >= 0.0 && (1.0 - u) > leader[j] * w * (1.0 + 1e-6))
+					continue;
+				key = gc_race_key(u, w, row);
+				if (key < best[j])
+				{
+					uint32_t	bits = (uint32_t) (key >> 32);
+					float		value;
+
+					memcpy(&value, &bits, sizeof(value));
+					best[j] = key;
+					leader[j] = value;
+				}
+			}
+		}
+	}
+	return GC_OK;
+}
+
+/*
+ * Pass two: the exact potential of each candidate into potential[j], and
+ * the index of the lowest (the first on ties)
+ */
+static GcStatus
+potential_pass(const GcRows *rows, const GcFrame *frame,
+			   const GcKmeansParams *params, int candidates,
+			   const double *const *centre, const double *mind2,
+			   gc_u128 *potential, int *winner, GcError *err)
+{
+	for (int j = 0; j < candidates; j++)
+		potential[j] = 0;
+	for (int ci = 0; ci < rows->nchunks; ci++)
+	{
+		const GcChunk *chunk = &rows->chunks[ci];
+
+		for (int64_t i = 0; i < chunk->count; i++)
+		{
+			int64_t		row = chunk->first_row + i;
+			const double *x = chunk->values + (size_t) i * rows->d;
+			gc_u128		w = (gc_u128) gc_chunk_weight(chunk, i);
+
+			if (poll_interrupt(params, row))
+				return gc_fail(err, GC_INTERRUPTED, "interrupted during seeding");
+			for (int j = 0; j < candidates; j++)
+			{
+				double		d2 = gc_sqdist_exact(x, centre[j], rows->d);
+
+				if (mind2[row] < d2)
+					d2 = mind2[row];
+				potential[j] += gc_quantize_wide(d2, frame->inertia_exp) * w;
+			}
+		}
+	}
+	*winner = 0;
+	for (int j = 1; j < candidates; j++)
+		if (potential[j] < potential[*winner])
+			*winner = j;
+	return GC_OK;
+}
+
+GcStatus
+gc_seed_kmeanspp_cpu(const GcRows *rows, const GcFrame *frame,
+					 const GcKmeansParams *params, uint64_t seed,
+					 int64_t *chosen, GcError *err)
+{
+	int			candidates = gc_seed_candidates(params);
+	double	   *mind2 = malloc(sizeof(double) * (rows->n > 0 ? rows->n : 1));
+	uint64_t	best[GC_MAX_INIT_CANDIDATES];
+	gc_u128		potential[GC_MAX_INIT_CANDIDATES];
+	const double *centre[GC_MAX_INIT_CANDIDATES];
+	GcStatus	status = GC_OK;
+
+	if (mind2 == NULL)
+		return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for seeding");
+
+	for (int t = 0; t < params->k && status == GC_OK; t++)
+	{
+		/* step 0 draws the first centre uniformly, one candidate */
+		int			step_candidates = t == 0 ? 1 : candidates;
+		int			winner = 0;
+
+		status = race_pass(rows, params, seed, t, step_candidates,
+						   t > 0 ? gc_rows_get(rows, chosen[t - 1]) : NULL,
+						   mind2, best, err);
+		if (status != GC_OK)
+			break;
+		if (step_candidates > 1)
+		{
+			for (int j = 0; j < step_candidates; j++)
+				centre[j] = gc_rows_get(rows, (int64_t) (uint32_t) best[j]);
+			status = potential_pass(rows, frame, params, step_candidates, centre,
+									mind2, potential, &winner, err);
+		}
+		chosen[t] = (int64_t) (uint32_t) best[winner];
+	}
+	free(mind2);
+	return status;
+}
