@@ -187,7 +187,7 @@ cuda_seed_kmeanspp(void *session, const GcKmeansParams *params, uint64_t seed,
 	CudaSession *s = (CudaSession *) session;
 	unsigned long long *race_host;
 
-	if (gc_seed_candidates(params) > 1)
+	if (gc_seed_candidates(params, s->n, s->d) > 1)
 		return launch_greedy_kmeanspp(s->x64, s->hashes, s->weights, s->n, s->d, params,
 									  seed, s->frame->inertia_exp, s->stream, chosen, err);
 	GC_CUDA_TRY(cudaMemsetAsync(s->race, 0xff, sizeof(unsigned long long) * s->k,

@@ -197,7 +197,7 @@ GcStatus	launch_kmeanspp_step(const double *x64, const uint64_t *hashes,
 								 cudaStream_t stream, GcError *err);
 
 /*
- * seeding_greedy.cu: greedy k-means++ (gc_seed_candidates(params) > 1),
+ * seeding_greedy.cu: greedy k-means++ (gc_seed_candidates(params, n, d) > 1),
  * all k steps, the chosen rows into chosen (host)
  */
 GcStatus	launch_greedy_kmeanspp(const double *x64, const uint64_t *hashes,

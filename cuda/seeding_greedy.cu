@@ -362,7 +362,7 @@ launch_greedy_kmeanspp(const double *x64, const uint64_t *hashes, const double *
 {
 	GreedyBuffers b = {0};
 	GcStatus	status = run_steps(x64, hashes, weights, n, d, params,
-								   gc_seed_candidates(params), seed, inertia_exp,
+								   gc_seed_candidates(params, n, d), seed, inertia_exp,
 								   stream, &b, chosen, err);
 
 	(void) cudaStreamSynchronize(stream);

@@ -345,7 +345,7 @@ typedef struct GcKmeansBackend
 						 const GcKmeansParams *params, void **session,
 						 GcError *err);
 	/*
-	 * k-means++ seeding, greedy when gc_seed_candidates(params) > 1
+	 * k-means++ seeding, greedy when gc_seed_candidates(params, n, d) > 1
 	 * (order-independent exponential races, engine/seeding.c)
 	 */
 	GcStatus	(*seed_kmeanspp) (void *session, const GcKmeansParams *params,
@@ -396,7 +396,7 @@ extern int	gc_nearest_centroid(const double *x, const double *centroids,
 
 /*
  * Greedy k-means++ (engine/seeding.c).  Step 0 draws one row uniformly;
- * each later step draws gc_seed_candidates() rows with probability
+ * each later step draws gc_seed_candidates(params, n, d) rows with probability
  * proportional to weight times D^2 (candidate j by its own race, stream
  * gc_seed_stream(t, j), gc_math.h) and keeps the one that lowers the potential
  * sum w min(D^2, |x - c|^2), summed exactly in units of
@@ -404,7 +404,7 @@ extern int	gc_nearest_centroid(const double *x, const double *centroids,
  * candidate is plain k-means++.
  */
 #define GC_MAX_INIT_CANDIDATES 64
-extern int	gc_seed_candidates(const GcKmeansParams *params);
+extern int	gc_seed_candidates(const GcKmeansParams *params, int64_t n, int d);
 
 /* The CPU reference of greedy (and plain) k-means++ */
 extern GcStatus gc_seed_kmeanspp_cpu(const GcRows *rows, const GcFrame *frame,

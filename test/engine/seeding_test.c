@@ -276,7 +276,7 @@ test_against_naive(void)
 				{
 					bool		same = true;
 
-					naive_seed(&rows, &frame, k, gc_seed_candidates(&params), seed, want);
+					naive_seed(&rows, &frame, k, gc_seed_candidates(&params, rows.n, rows.d), seed, want);
 					check(gc_seed_kmeanspp_cpu(&rows, &frame, &params, seed, got, &err) == GC_OK,
 						  "CPU seeding runs");
 					for (int c = 0; c < k; c++)
@@ -415,11 +415,15 @@ test_greedy_quality(void)
 	snprintf(what, sizeof(what), "greedy seeding finds every blob more often (%d > %d)",
 			 all_found[1], all_found[0]);
 	check(all_found[1] > all_found[0], what);
-	check(gc_seed_candidates(&(GcKmeansParams) {.k = 20}) == 4 &&
-		  gc_seed_candidates(&(GcKmeansParams) {.k = 1000}) == 8 &&
-		  gc_seed_candidates(&(GcKmeansParams) {.k = 1}) == 2 &&
-		  gc_seed_candidates(&(GcKmeansParams) {.k = 1000, .init_candidates = 3}) == 3,
+	check(gc_seed_candidates(&(GcKmeansParams) {.k = 20}, 10000, 8) == 4 &&
+		  gc_seed_candidates(&(GcKmeansParams) {.k = 1000}, 10000, 8) == 8 &&
+		  gc_seed_candidates(&(GcKmeansParams) {.k = 1}, 10000, 8) == 2 &&
+		  gc_seed_candidates(&(GcKmeansParams) {.k = 1000, .init_candidates = 3}, 10000, 8) == 3,
 		  "2 + floor(ln k) candidates unless init_candidates says");
+	check(gc_seed_candidates(&(GcKmeansParams) {.k = 1000}, 1000000, 768) == 1 &&
+		  gc_seed_candidates(&(GcKmeansParams) {.k = 1000, .init_candidates = 8}, 1000000, 768) == 8 &&
+		  gc_seed_candidates(&(GcKmeansParams) {.k = 1000}, 22369, 768) == 8,
+		  "plain k-means++ by default where n k d > 2^34");
 	gc_rows_release(&rows);
 	free(centres);
 	free(x);
@@ -559,7 +563,7 @@ test_gpu_equals_cpu(void)
 						same &= cpu[c] == gpu[c];
 					snprintf(what, sizeof(what),
 							 "GPU seeding = CPU seeding (n=%d d=%d k=%d candidates=%d weighted=%d seed=%d; %.1f ms CPU, %.1f ms GPU)",
-							 n, d, k, gc_seed_candidates(&params), weighted, (int) seed, cpu_ms, gpu_ms);
+							 n, d, k, gc_seed_candidates(&params, n, d), weighted, (int) seed, cpu_ms, gpu_ms);
 					check(same, what);
 					if (seed == 0)
 						printf("%s\n", what);
@@ -612,7 +616,7 @@ gpu_bench(int64_t n, int d, int k, int candidates)
 			exit(1);
 		}
 		printf("gpu seeding n=%lld d=%d k=%d candidates=%d: %.1f ms\n",
-			   (long long) n, d, k, gc_seed_candidates(&params), gc_now_ms() - t0);
+			   (long long) n, d, k, gc_seed_candidates(&params, n, d), gc_now_ms() - t0);
 	}
 	gc_kmeans_cuda_backend.close(session);
 	gc_frame_release(&frame);
@@ -678,7 +682,7 @@ fit_file(const char *path, int k, int n_init, uint64_t seed, int candidates, dou
 		if (seed_cpu(&rows, &params, seed, chosen) != GC_OK)
 			return 1;
 		printf("{\"k\": %d, \"seed\": %llu, \"candidates\": %d, \"seeding_cost\": %.17g}\n",
-			   k, (unsigned long long) seed, gc_seed_candidates(&params),
+			   k, (unsigned long long) seed, gc_seed_candidates(&params, rows.n, rows.d),
 			   seeding_cost(&rows, chosen, k));
 		for (int c = 0; c < k; c++)
 			printf("chosen %lld\n", (long long) chosen[c]);
@@ -699,7 +703,7 @@ fit_file(const char *path, int k, int n_init, uint64_t seed, int candidates, dou
 	printf("{\"n\": %lld, \"d\": %d, \"k\": %d, \"n_init\": %d, \"seed\": %llu, \"candidates\": %d, "
 		   "\"inertia\": %.17g, \"iterations\": %d, \"seeding_ms\": %.1f, \"iterations_ms\": %.1f}\n",
 		   (long long) rows.n, d, k, n_init, (unsigned long long) seed,
-		   gc_seed_candidates(&params), result.inertia, result.iterations,
+		   gc_seed_candidates(&params, rows.n, rows.d), result.inertia, result.iterations,
 		   result.timings.seeding_ms, result.timings.iterations_ms);
 	for (int c = 0; c < k; c++)
 	{
