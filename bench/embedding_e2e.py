@@ -203,19 +203,21 @@ def main():
     ap.add_argument("--text-rows", type=int, default=100_000,
                     help="rows of the text COPY route (scaled to n in the report)")
     ap.add_argument("--skip-load", action="store_true")
+    ap.add_argument("--device", default="gpu", help="gpuclust.device for our fits")
+    ap.add_argument("--no-torch", action="store_true", help="leave out the PyTorch route (no GPU)")
     a = ap.parse_args()
     conn = psycopg.connect(autocommit=True)
     with conn.cursor() as cur:
         for ext in ("vector", "gpuclust", "gpuclust_pgvector"):
             cur.execute(f"CREATE EXTENSION IF NOT EXISTS {ext}")
-        cur.execute("SET gpuclust.device = gpu")
+        cur.execute(f"SET gpuclust.device = {a.device}")
         cur.execute("SELECT gpuclust_device_info()")
         emit(phase="device", info=cur.fetchone()[0])
     if not a.skip_load:
         load(conn, a.n, a.d, a.k)
     fixed = {"max_iter": a.iters, "tol": 0, "seed": 1}
     with conn.cursor() as cur:
-        cur.execute("SET gpuclust.device = gpu")
+        cur.execute(f"SET gpuclust.device = {a.device}")
         scan = bare_scan(cur, "emb")
         hscan = bare_scan(cur, "embh")
         fit(cur, "emb", a.k, fixed, "warm-up")         # the session's CUDA context and buffers
@@ -235,6 +237,8 @@ def main():
     emit(phase="export_binary", rows=len(ids), copy_ms=copy_ms, parse_ms=parse_ms)
     text_ms, text_rows = export_text(conn, a.d, a.text_rows)
     emit(phase="export_text", rows=text_rows, ms=text_ms, scaled_ms=text_ms * a.n / max(text_rows, 1))
+    if a.no_torch:
+        return
     labels, torch_ms = torch_lloyd(X, a.k, a.iters, False)
     emit(phase="torch_lloyd", ms=torch_ms, iterations=a.iters)
     _, torch_cos_ms = torch_lloyd(X, a.k, a.iters, True)

@@ -63,6 +63,38 @@ CREATE FUNCTION kmeans_gpu_cluster(vec vector, k bigint) RETURNS int
 	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_window_vector'
 	LANGUAGE C VOLATILE WINDOW CALLED ON NULL INPUT PARALLEL SAFE;
 
+-- a smallint k (drivers such as psycopg send small integers as smallint,
+-- which the int and bigint forms would both take)
+CREATE FUNCTION kmeans_gpu_transfn(internal, vector, smallint, jsonb) RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_transfn_vector'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION kmeans_gpu_transfn(internal, vector, smallint) RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_transfn_vector'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE AGGREGATE kmeans_gpu(vec vector, k smallint, options jsonb) (
+	SFUNC = kmeans_gpu_transfn, STYPE = internal,
+	FINALFUNC = kmeans_gpu_finalfn, COMBINEFUNC = kmeans_gpu_combinefn,
+	SERIALFUNC = kmeans_gpu_serialfn, DESERIALFUNC = kmeans_gpu_deserialfn,
+	PARALLEL = SAFE
+);
+
+CREATE AGGREGATE kmeans_gpu(vec vector, k smallint) (
+	SFUNC = kmeans_gpu_transfn, STYPE = internal,
+	FINALFUNC = kmeans_gpu_finalfn, COMBINEFUNC = kmeans_gpu_combinefn,
+	SERIALFUNC = kmeans_gpu_serialfn, DESERIALFUNC = kmeans_gpu_deserialfn,
+	PARALLEL = SAFE
+);
+
+CREATE FUNCTION kmeans_gpu_cluster(vec vector, k smallint, options jsonb) RETURNS int
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_window_vector'
+	LANGUAGE C VOLATILE WINDOW CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION kmeans_gpu_cluster(vec vector, k smallint) RETURNS int
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_window_vector'
+	LANGUAGE C VOLATILE WINDOW CALLED ON NULL INPUT PARALLEL SAFE;
+
 CREATE FUNCTION kmeans_gpu_cluster(vec vector, k int, options jsonb) RETURNS int
 	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_window_vector'
 	LANGUAGE C VOLATILE WINDOW CALLED ON NULL INPUT PARALLEL SAFE;
@@ -186,6 +218,38 @@ CREATE FUNCTION kmeans_gpu_cluster(vec halfvec, k bigint, options jsonb) RETURNS
 	LANGUAGE C VOLATILE WINDOW CALLED ON NULL INPUT PARALLEL SAFE;
 
 CREATE FUNCTION kmeans_gpu_cluster(vec halfvec, k bigint) RETURNS int
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_window_halfvec'
+	LANGUAGE C VOLATILE WINDOW CALLED ON NULL INPUT PARALLEL SAFE;
+
+-- a smallint k (drivers such as psycopg send small integers as smallint,
+-- which the int and bigint forms would both take)
+CREATE FUNCTION kmeans_gpu_transfn(internal, halfvec, smallint, jsonb) RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_transfn_halfvec'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION kmeans_gpu_transfn(internal, halfvec, smallint) RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_transfn_halfvec'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE AGGREGATE kmeans_gpu(vec halfvec, k smallint, options jsonb) (
+	SFUNC = kmeans_gpu_transfn, STYPE = internal,
+	FINALFUNC = kmeans_gpu_finalfn, COMBINEFUNC = kmeans_gpu_combinefn,
+	SERIALFUNC = kmeans_gpu_serialfn, DESERIALFUNC = kmeans_gpu_deserialfn,
+	PARALLEL = SAFE
+);
+
+CREATE AGGREGATE kmeans_gpu(vec halfvec, k smallint) (
+	SFUNC = kmeans_gpu_transfn, STYPE = internal,
+	FINALFUNC = kmeans_gpu_finalfn, COMBINEFUNC = kmeans_gpu_combinefn,
+	SERIALFUNC = kmeans_gpu_serialfn, DESERIALFUNC = kmeans_gpu_deserialfn,
+	PARALLEL = SAFE
+);
+
+CREATE FUNCTION kmeans_gpu_cluster(vec halfvec, k smallint, options jsonb) RETURNS int
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_window_halfvec'
+	LANGUAGE C VOLATILE WINDOW CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION kmeans_gpu_cluster(vec halfvec, k smallint) RETURNS int
 	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_window_halfvec'
 	LANGUAGE C VOLATILE WINDOW CALLED ON NULL INPUT PARALLEL SAFE;
 

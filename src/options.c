@@ -282,6 +282,8 @@ gc_k_value(Datum k, Oid type)
 {
 	int64		value;
 
+	if (type == INT2OID)
+		return DatumGetInt16(k);
 	if (type != INT8OID)
 		return DatumGetInt32(k);
 	value = DatumGetInt64(k);

@@ -34,6 +34,14 @@ SELECT (SELECT kmeans_gpu(v, (SELECT count(*) / 100 FROM pv_pts), '{"seed": 7}')
 	   (SELECT count(*) FILTER (WHERE a <> b)
 		FROM (SELECT kmeans_gpu_cluster(v, 3::bigint) OVER () AS a, kmeans_gpu_cluster(v, 3) OVER () AS b
 			  FROM pv_pts) s) AS window_bigint_k_differences;
+-- a smallint k, as drivers bind small integers (int and bigint would both fit)
+SELECT (SELECT kmeans_gpu(v, 3::smallint, '{"seed": 7}')::jsonb - 'timings_ms' FROM pv_pts)
+	 = (SELECT kmeans_gpu(v, 3, '{"seed": 7}')::jsonb - 'timings_ms' FROM pv_pts) AS vector_smallint_k,
+	   (SELECT kmeans_gpu(h, 3::smallint)::jsonb - 'timings_ms' FROM pv_pts)
+	 = (SELECT kmeans_gpu(h, 3)::jsonb - 'timings_ms' FROM pv_pts) AS halfvec_smallint_k,
+	   (SELECT count(*) FILTER (WHERE a <> b)
+		FROM (SELECT kmeans_gpu_cluster(v, 3::smallint) OVER () AS a, kmeans_gpu_cluster(v, 3) OVER () AS b
+			  FROM pv_pts) s) AS window_smallint_k_differences;
 
 -- window form: the same clusters row by row
 SELECT count(*) AS rows,
