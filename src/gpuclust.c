@@ -35,7 +35,7 @@ PG_MODULE_MAGIC;
 static int	gc_device_setting = GC_DEVICE_AUTO;
 static int	gc_gpu_id = 0;
 static int	gc_pinned_cache_mb = 256;
-static int	gc_max_fit_memory_mb = 4096;
+static int	gc_max_fit_memory_mb = 32768;
 
 static const struct config_enum_entry device_options[] = {
 	{"auto", GC_DEVICE_AUTO, false},
@@ -79,16 +79,16 @@ _PG_init(void)
 	/*
 	 * A fit holds all its rows in host memory at once (work_mem cannot
 	 * bound it), so that an ordinary user could otherwise take any amount
-	 * of it: superuser-only, like the pinned cache.  4 GB holds 4 million
-	 * 128-dimension rows, above the largest fits of the benchmarks (1
-	 * million rows of 128 dimensions, 1 GB), and keeps one backend's fit
-	 * to a few percent of a server's memory.
+	 * of it: superuser-only, like the pinned cache.  32 GB holds 5 million
+	 * embeddings of 768 dimensions (the embedding benchmark's 1 million
+	 * take 6.2 GB; a 4 GB default refused them), and bounds one backend's
+	 * fit to a share of a GPU server's memory; larger fits need a superuser.
 	 */
 	DefineCustomIntVariable("gpuclust.max_fit_memory_mb",
 							"Host memory one fit may hold for its rows.",
 							"A fit (aggregate, window partition or assignment) whose rows need "
 							"more fails before allocating past it; 0 removes the limit.",
-							&gc_max_fit_memory_mb, 4096, 0, INT_MAX,
+							&gc_max_fit_memory_mb, 32768, 0, INT_MAX,
 							PGC_SUSET, GUC_UNIT_MB, NULL, NULL, NULL);
 	MarkGUCPrefixReserved("gpuclust");
 	gc_partial_init();
