@@ -988,8 +988,8 @@ gc_pmedian_fit(const GcPmBackend *backend, const GcRows *rows,
 			   const double *demand, const GcPmParams *params,
 			   GcPmResult *result, GcError *err)
 {
-	PmFit		f = {backend, NULL, params, rows,
-	params->capacitated ? demand : NULL, rows->n, err};
+	PmFit		f = {.backend = backend, .params = params, .rows = rows,
+		.demand = params->capacitated ? demand : NULL, .n = rows->n, .err = err};
 	PmProblem	pb = {0};
 	GcStatus	status;
 	double		t0 = gc_now_ms();
