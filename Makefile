@@ -163,10 +163,10 @@ engine-check: test/engine/engine_test test/engine/pmedian_test test/engine/cosin
 	test/engine/cosine_test
 	test/engine/seeding_test
 
-test/engine/cosine_test: test/engine/cosine_test.c $(ENGINE_TEST_OBJS)
+test/engine/cosine_test: test/engine/cosine_test.c $(TEST_HARNESS) $(ENGINE_TEST_OBJS)
 	$(call progress,CCLD)
-	$(CC) -O2 -ffp-contract=off -Wall $(if $(WERROR),-Werror) $(PG_CPPFLAGS) -o $@ $< $(ENGINE_TEST_OBJS) \
-		$(if $(filter 1,$(WITH_CUDA)),$(SHLIB_LINK)) -lm
+	$(CC) -O2 -ffp-contract=off -Wall $(if $(WERROR),-Werror) $(PG_CPPFLAGS) -o $@ $< \
+		test/engine/harness.c $(ENGINE_TEST_OBJS) $(if $(filter 1,$(WITH_CUDA)),$(SHLIB_LINK)) -lm
 
 # k-means++ seeding tests, and the CPU fits of bench/seeding_quality.py
 test/engine/seeding_test: test/engine/seeding_test.c $(ENGINE_TEST_OBJS)
@@ -194,7 +194,7 @@ ASAN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stac
 $(ASAN_DIR)/%: test/engine/%.c $(ENGINE_OBJS:.o=.c) $(wildcard engine/*.h) $(TEST_HARNESS)
 	@mkdir -p $(ASAN_DIR)
 	$(call progress,CCLD,$@)
-	$(CC) $(ASAN_CFLAGS) -o $@ $< $(if $(filter %engine_test,$@),test/engine/harness.c) \
+	$(CC) $(ASAN_CFLAGS) -o $@ $< $(if $(filter %engine_test %cosine_test,$@),test/engine/harness.c) \
 		$(ENGINE_OBJS:.o=.c) -lm
 
 .PHONY: engine-check-asan

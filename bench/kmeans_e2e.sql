@@ -4,15 +4,8 @@
 -- the wall time of each statement, the model its phase timings.
 \set ON_ERROR_STOP 1
 \pset pager off
-CREATE EXTENSION IF NOT EXISTS gpuclust;
+\ir kmeans_e2e_table.sql
 SET max_parallel_workers_per_gather = 0;
-DROP TABLE IF EXISTS bench_t;
-SELECT setseed(0.42);
-CREATE TABLE bench_t AS
-	SELECT i AS id,
-		   ARRAY[random(), random(), random(), random(),
-				 random(), random(), random(), random()]::float8[] AS v
-	FROM generate_series(1, 4000000) i;
 VACUUM ANALYZE bench_t;
 SELECT pg_size_pretty(pg_total_relation_size('bench_t')) AS table_size;
 \timing on

@@ -5,14 +5,7 @@
 -- Run by bench/gpu-run parallel on the GPU machine.
 \set ON_ERROR_STOP 1
 \pset pager off
-CREATE EXTENSION IF NOT EXISTS gpuclust;
-DROP TABLE IF EXISTS bench_t;
-SELECT setseed(0.42);
-CREATE TABLE bench_t AS
-	SELECT i AS id,
-		   ARRAY[random(), random(), random(), random(),
-				 random(), random(), random(), random()]::float8[] AS v
-	FROM generate_series(1, 4000000) i;
+\ir kmeans_e2e_table.sql
 ALTER TABLE bench_t SET (parallel_workers = 8);
 VACUUM ANALYZE bench_t;
 SET max_parallel_workers_per_gather = 8;

@@ -22,47 +22,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gc_engine.h"
-#include "gc_math.h"
+#include "harness.h"
 #ifdef GC_WITH_CUDA
 #include "gc_cuda.h"
 #endif
-
-static int	passed,
-			failed;
-
-static void
-check(int ok, const char *what)
-{
-	if (ok)
-		passed++;
-	else
-	{
-		failed++;
-		printf("FAILED: %s\n", what);
-	}
-}
-
-static uint64_t rng_state = 7;
-
-static double
-uniform(void)
-{
-	rng_state += UINT64_C(0x9e3779b97f4a7c15);
-	return (double) (gc_mix64(rng_state) >> 11) / 9007199254740992.0;
-}
-
-static double
-normal(void)
-{
-	return sqrt(-2.0 * log(uniform() + 1e-300)) * cos(2 * M_PI * uniform());
-}
-
-static void *
-plain_alloc(size_t bytes)
-{
-	return malloc(bytes);
-}
 
 /*
  * n unit rows around k random directions (angular spread sigma), each
@@ -96,33 +59,9 @@ make_directions(int64_t n, int d, int k, double sigma, int *truth)
 	return x;
 }
 
-static void
-load_rows(GcRows *rows, const double *x, int64_t n, int d, const int64_t *order,
-		  GcHostAlloc alloc, GcHostFree free_fn)
-{
-	GcError		err = {0};
-
-	gc_rows_init(rows, d, alloc, free_fn, &err);
-	for (int64_t i = 0; i < n; i++)
-	{
-		double	   *slot = gc_rows_reserve(rows, &err);
-
-		memcpy(slot, x + (order ? order[i] : i) * d, sizeof(double) * d);
-		gc_rows_commit(rows);
-	}
-}
-
-typedef struct Fit
-{
-	double	   *centroids;
-	int64_t    *sizes;
-	int32_t    *labels;
-	GcKmeansResult result;
-	GcStatus	status;
-} Fit;
-
+/* A cosine fit: k-means++, four restarts, 50 iterations */
 static Fit
-fit(const GcKmeansBackend *backend, GcRows *rows, int k, GcMetric metric)
+cosine_fit(const GcKmeansBackend *backend, GcRows *rows, int k, GcMetric metric)
 {
 	Fit			f;
 	GcKmeansParams params = {0};
@@ -151,14 +90,6 @@ fit(const GcKmeansBackend *backend, GcRows *rows, int k, GcMetric metric)
 }
 
 static void
-free_fit(Fit *f)
-{
-	free(f->centroids);
-	free(f->sizes);
-	free(f->labels);
-}
-
-static void
 test_normalize(void)
 {
 	double		a[3] = {3.0, 0.0, 4.0},
@@ -166,12 +97,12 @@ test_normalize(void)
 				c[3] = {ldexp(3.0, 1020), 0.0, ldexp(4.0, 1020)},	/* squares overflow */
 				z[3] = {0.0, 0.0, 0.0};
 
-	check(gc_unit_normalize(a, 3) && a[0] == 0.6 && a[2] == 0.8, "(3, 0, 4) becomes (0.6, 0, 0.8)");
+	check(gc_unit_normalize(a, 3) && a[0] == 0.6 && a[2] == 0.8, "(3, 0, 4) becomes (0.6, 0, 0.8)", "cosine");
 	check(gc_unit_normalize(b, 3) && memcmp(a, b, sizeof(a)) == 0,
-		  "tiny vectors normalise without underflow, to the same bits");
+		  "tiny vectors normalise without underflow, to the same bits", "cosine");
 	check(gc_unit_normalize(c, 3) && memcmp(a, c, sizeof(a)) == 0,
-		  "huge vectors normalise without overflow, to the same bits");
-	check(!gc_unit_normalize(z, 3) && z[0] == 0.0, "a zero vector is refused and left alone");
+		  "huge vectors normalise without overflow, to the same bits", "cosine");
+	check(!gc_unit_normalize(z, 3) && z[0] == 0.0, "a zero vector is refused and left alone", "cosine");
 }
 
 static int
@@ -187,31 +118,6 @@ centroids_unit(const Fit *f, int k, int d)
 			return 0;
 	}
 	return 1;
-}
-
-/* every true direction's rows share one label, and no two directions one */
-static int
-recovers(const Fit *f, const int *truth, int64_t n, int k)
-{
-	int		   *label_of = malloc(sizeof(int) * k);
-	int		   *owner = malloc(sizeof(int) * k);
-	int			ok = 1;
-
-	for (int c = 0; c < k; c++)
-		label_of[c] = owner[c] = -1;
-	for (int64_t i = 0; i < n && ok; i++)
-	{
-		int			t = truth[i],
-					l = f->labels[i];
-
-		if (label_of[t] < 0 && owner[l] < 0)
-			label_of[t] = l, owner[l] = t;
-		else if (label_of[t] != l || owner[l] != t)
-			ok = 0;
-	}
-	free(label_of);
-	free(owner);
-	return ok;
 }
 
 static void
@@ -232,13 +138,13 @@ test_cpu(void)
 		order[i] = (i * 7919) % n;	/* a permutation: 7919 is prime to 4000 */
 	load_rows(&rows, x, n, d, NULL, plain_alloc, free);
 	load_rows(&shuffled, x, n, d, order, plain_alloc, free);
-	a = fit(&gc_kmeans_cpu_backend, &rows, k, GC_METRIC_COSINE);
-	b = fit(&gc_kmeans_cpu_backend, &shuffled, k, GC_METRIC_COSINE);
-	check(a.status == GC_OK && b.status == GC_OK, "CPU cosine fits run");
-	check(centroids_unit(&a, k, d), "CPU cosine centroids are unit vectors");
-	check(recovers(&a, truth, n, k), "CPU cosine fit recovers the directions");
+	a = cosine_fit(&gc_kmeans_cpu_backend, &rows, k, GC_METRIC_COSINE);
+	b = cosine_fit(&gc_kmeans_cpu_backend, &shuffled, k, GC_METRIC_COSINE);
+	check(a.status == GC_OK && b.status == GC_OK, "CPU cosine fits run", "cosine");
+	check(centroids_unit(&a, k, d), "CPU cosine centroids are unit vectors", "cosine");
+	check(recovers(truth, a.labels, n, k), "CPU cosine fit recovers the directions", "cosine");
 	check(memcmp(a.centroids, b.centroids, sizeof(double) * k * d) == 0,
-		  "CPU cosine centroids do not depend on row order");
+		  "CPU cosine centroids do not depend on row order", "cosine");
 	free_fit(&a);
 	free_fit(&b);
 	gc_rows_release(&rows);
@@ -259,17 +165,17 @@ test_gpu(int64_t n, int d, int k, double sigma, const char *what)
 	char		label[160];
 
 	load_rows(&rows, x, n, d, NULL, gc_cuda_host_alloc, gc_cuda_host_free);
-	cpu = fit(&gc_kmeans_cpu_backend, &rows, k, GC_METRIC_COSINE);
-	gpu = fit(&gc_kmeans_cuda_backend, &rows, k, GC_METRIC_COSINE);
+	cpu = cosine_fit(&gc_kmeans_cpu_backend, &rows, k, GC_METRIC_COSINE);
+	gpu = cosine_fit(&gc_kmeans_cuda_backend, &rows, k, GC_METRIC_COSINE);
 	snprintf(label, sizeof(label), "GPU cosine fit runs (%s, kernel %s)", what,
 			 gpu.result.kernel ? gpu.result.kernel : "?");
-	check(cpu.status == GC_OK && gpu.status == GC_OK, label);
+	check(cpu.status == GC_OK && gpu.status == GC_OK, label, "cosine");
 	snprintf(label, sizeof(label), "GPU cosine labels equal the CPU's (%s)", what);
-	check(memcmp(cpu.labels, gpu.labels, sizeof(int32_t) * n) == 0, label);
+	check(memcmp(cpu.labels, gpu.labels, sizeof(int32_t) * n) == 0, label, "cosine");
 	snprintf(label, sizeof(label), "GPU cosine centroids equal the CPU's to the bit (%s)", what);
-	check(memcmp(cpu.centroids, gpu.centroids, sizeof(double) * k * d) == 0, label);
+	check(memcmp(cpu.centroids, gpu.centroids, sizeof(double) * k * d) == 0, label, "cosine");
 	snprintf(label, sizeof(label), "GPU cosine iterations equal the CPU's (%s)", what);
-	check(cpu.result.iterations == gpu.result.iterations, label);
+	check(cpu.result.iterations == gpu.result.iterations, label, "cosine");
 	free_fit(&cpu);
 	free_fit(&gpu);
 	gc_rows_release(&rows);
@@ -280,6 +186,7 @@ test_gpu(int64_t n, int d, int k, double sigma, const char *what)
 int
 main(void)
 {
+	rng_state = 7;
 	test_normalize();
 	test_cpu();
 #ifdef GC_WITH_CUDA
