@@ -708,7 +708,12 @@ run_partial_case(int64_t n, int d, int k)
 	const GcKmeansBackend *backends[2] = {&gc_kmeans_cpu_backend, NULL};
 
 #ifdef GC_WITH_CUDA
-	backends[1] = &gc_kmeans_cuda_backend;
+	{
+		char		why[256];
+
+		if (gc_cuda_use_device(0, why, sizeof(why)))	/* where a GPU is usable */
+			backends[1] = &gc_kmeans_cuda_backend;
+	}
 #endif
 	snprintf(config, sizeof(config), "partial n=%lld d=%d k=%d", (long long) n, d, k);
 	load_rows(&whole, x, n, d, NULL, plain_alloc, free);
