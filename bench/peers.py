@@ -10,7 +10,9 @@ convergence test ends them early); the time per iteration is the median of
 three timed runs after a warm-up run (Triton's autotuning and compilation
 happen there).
 
-Usage (GPU machine, after bench/pack18): bash bench/pg18-run python3 bench/peers.py [workload ...]
+Usage (GPU machine, after bench/pack18): bash bench/gpu-run peers [workload ...]
+(installs the carried flash-kmeans wheel into /tmp/site and runs this script
+as root with a Triton cache in /tmp: no server is needed).
 Results: one JSON line per measurement on stdout and in $OUT/peers.jsonl.
 """
 import json, os, sys, time
