@@ -149,16 +149,18 @@ gc_use_cpu_device(GcDevice *device)
  * for creating its CUDA context (214-229 ms on an H100) and later ones do
  * not.
  *
- * PROVISIONAL, to be set from bench/auto_threshold.py on the H100.  Derived
- * from a 2-core x86 development machine (loaded), where the CPU backend's
- * exact Lloyd iteration cost 1.43 ns per row x k x d (20,000 rows, d = 32,
- * k = 100: 92 ms an iteration; 2.0 ns at k = 10), and from the H100's
- * known fixed costs (a 1,000-row fit: about 1 ms warm, about 220 ms with
- * the context).  With about 20 iterations a fit, the CPU takes
- * 1.4 ns x 20 x work, which passes 220 ms at 8e6 and 1 ms at 4e4.
+ * Measured with bench/auto_threshold.py on an H100 (PostgreSQL 18, 84
+ * fits: n 1,000-64,000, d 8-128, k 4-256, 20 iterations, 2026-11-23;
+ * bench/results/auto-threshold-h100.txt): the CPU backend's exact Lloyd
+ * iteration costs 0.98 ns per row x k x d there, a warm GPU fit of small
+ * work about 2.9 ms, and the first GPU fit of a backend 145 ms more (the
+ * context).  Cold, the CPU still won up to work 3.3e7 and the GPU won from
+ * 8.2e6 (both sides are within 1.5x of each other between): the geometric
+ * middle, 2e7.  Warm, the GPU won at every measured point from 3.2e4, the
+ * smallest, where both take about 2 ms.
  */
-#define GC_AUTO_GPU_MIN_WORK_COLD 8e6
-#define GC_AUTO_GPU_MIN_WORK_WARM 4e4
+#define GC_AUTO_GPU_MIN_WORK_COLD 2e7
+#define GC_AUTO_GPU_MIN_WORK_WARM 3e4
 
 /* The GPU (gpuclust.gpu_id) whose context this backend created; -1: none */
 static int	gc_gpu_context_id = -1;
