@@ -2,9 +2,11 @@
  *
  * common.c
  *	  Helpers every part of the engine shares: recording a failure in a
- *	  GcError, the monotonic clock behind the phase timings, and the
- *	  order-independent random choice of rows (k-means' random start and
- *	  p-median's samples).
+ *	  GcError, the monotonic clock behind the phase timings, the rule of
+ *	  cancel by work (how much work passes between two polls of the
+ *	  interrupt hook, on the CPU and per GPU launch, gc_engine.h), the
+ *	  nearest centroid polled as it goes, and the order-independent random
+ *	  choice of rows (k-means' random start and p-median's samples).
  *
  * IDENTIFICATION
  *	  engine/common.c
@@ -14,6 +16,7 @@
 #include "gc_engine.h"
 #include "gc_math.h"
 
+#include <float.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +47,60 @@ gc_now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1000.0 + ts.tv_nsec / 1.0e6;
+}
+
+int64_t
+gc_poll_span(int64_t unit)
+{
+	return unit >= GC_POLL_WORK ? 1 : GC_POLL_WORK / (unit > 0 ? unit : 1);
+}
+
+/*
+ * Rows per GPU launch: about GC_POLL_WORK_GPU units, at least
+ * GC_POLL_MIN_GPU_ROWS (a chunk that fills the device), at most n
+ */
+int64_t
+gc_poll_chunk_rows(int64_t row_units, int64_t n)
+{
+	int64_t		rows = GC_POLL_WORK_GPU / (row_units > 0 ? row_units : 1);
+
+	if (rows < GC_POLL_MIN_GPU_ROWS)
+		rows = GC_POLL_MIN_GPU_ROWS;
+	return rows < n ? rows : (n > 0 ? n : 1);
+}
+
+/*
+ * Nearest centroid as gc_nearest_centroid finds it, over blocks of
+ * centroids of at most one poll's work each: the same centroid (blocks in
+ * index order, a later one wins only when strictly nearer), or -1 when the
+ * interrupt hook asked to stop
+ */
+int
+gc_nearest_centroid_polled(const double *x, const double *centroids, int k,
+						   int d, double *distance2, GcPoll *poll)
+{
+	int			span = (int) (k < gc_poll_span(d) ? k : gc_poll_span(d));
+	int			best = 0;
+	double		bestd = DBL_MAX;
+
+	for (int first = 0; first < k; first += span)
+	{
+		int			count = k - first < span ? k - first : span;
+		double		d2;
+		int			c = first + gc_nearest_centroid(x, centroids + (size_t) first * d,
+												   count, d, &d2);
+
+		if (first == 0 || d2 < bestd)
+		{
+			best = c;
+			bestd = d2;
+		}
+		if (gc_poll(poll, (int64_t) count * d))
+			return -1;
+	}
+	if (distance2)
+		*distance2 = bestd;
+	return best;
 }
 
 typedef struct RankedRow
@@ -87,10 +144,11 @@ sift_down(RankedRow *heap, int size, int i)
  */
 GcStatus
 gc_select_random_rows(const GcRows *rows, int k, uint64_t seed, int64_t *chosen,
-					  GcError *err)
+					  bool (*interrupted) (void), GcError *err)
 {
 	RankedRow  *heap = malloc(sizeof(RankedRow) * k);
 	int			size = 0;
+	GcPoll		poll = {interrupted, 0};
 
 	if (heap == NULL)
 		return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for seeding");
@@ -102,6 +160,12 @@ gc_select_random_rows(const GcRows *rows, int k, uint64_t seed, int64_t *chosen,
 		{
 			RankedRow	r = {gc_unit_draw(chunk->hashes[i], seed, 0), chunk->first_row + i};
 
+			/* a draw and a heap step: a few dozen units */
+			if (gc_poll(&poll, 32))
+			{
+				free(heap);
+				return gc_fail(err, GC_INTERRUPTED, "interrupted during seeding");
+			}
 			if (size < k)
 			{
 				heap[size++] = r;

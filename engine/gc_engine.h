@@ -57,6 +57,58 @@ extern GcStatus gc_fail(GcError *err, GcStatus status, const char *fmt,...)
 			__attribute__((format(printf, 3, 4)));
 
 /* ---------------------------------------------------------------------
+ * Cancel by work, not by rows.  Every loop that can run long counts what
+ * it does in distance-dimension units (one coordinate of one distance:
+ * labelling a row against k centroids of d dimensions is k d units) and
+ * polls the interrupt hook once GC_POLL_WORK units have passed since the
+ * last poll: about 20 ms of one CPU core (an exact double distance costs
+ * about a nanosecond per coordinate), whatever n, k and d.  A single item
+ * larger than that (a row against a million centroids) is split with
+ * gc_poll_span.  The GPU backends cut their long launches into chunks of
+ * rows of about GC_POLL_WORK_GPU units each (gc_poll_chunk_rows) and poll
+ * between chunks; the hook itself is the glue's (src/interrupt.c), which
+ * asks PostgreSQL, so a cancel, a termination and a lost client all count.
+ * ---------------------------------------------------------------------
+ */
+#define GC_POLL_WORK	(INT64_C(1) << 24)
+
+/*
+ * The GPU's chunk: 2^36 units, a few milliseconds of the H100's float64
+ * pipes (about 1.5e13 units a second at their peak, 4 to 20 ms in the
+ * kernels' practice) and less on the float32 and tensor paths; never fewer
+ * rows than GC_POLL_MIN_GPU_ROWS, below which a chunk would no longer fill
+ * the device and splitting would serialise work instead of bounding it.
+ */
+#define GC_POLL_WORK_GPU	(INT64_C(1) << 36)
+#define GC_POLL_MIN_GPU_ROWS	INT64_C(8192)
+
+typedef struct GcPoll
+{
+	bool		(*interrupted) (void);	/* NULL: never interrupted */
+	int64_t		work;			/* units counted since the last poll */
+} GcPoll;
+
+/*
+ * Count units of work done; true when the hook, polled once GC_POLL_WORK
+ * units have accumulated, asks to stop
+ */
+static inline bool
+gc_poll(GcPoll *poll, int64_t units)
+{
+	poll->work += units;
+	if (poll->work < GC_POLL_WORK)
+		return false;
+	poll->work = 0;
+	return poll->interrupted != NULL && poll->interrupted();
+}
+
+/* Items of unit units each that fit in one poll's budget (at least 1) */
+extern int64_t gc_poll_span(int64_t unit);
+
+/* GPU: rows per launch, for rows costing row_units units each, of n in all */
+extern int64_t gc_poll_chunk_rows(int64_t row_units, int64_t n);
+
+/* ---------------------------------------------------------------------
  * Row store: rows appended one at a time into chunks of (possibly pinned)
  * host memory.  Chunks double in size up to a cap, so that small inputs
  * stay small and large ones need few allocations; rows are never copied
@@ -390,9 +442,14 @@ extern GcStatus gc_kmeans_fit(const GcKmeansBackend *backend,
 
 /* Shared pieces of the algorithm, identical on both backends. */
 extern GcStatus gc_select_random_rows(const GcRows *rows, int k, uint64_t seed,
-									  int64_t *chosen, GcError *err);
+									  int64_t *chosen, bool (*interrupted) (void),
+									  GcError *err);
 extern int	gc_nearest_centroid(const double *x, const double *centroids,
 								int k, int d, double *distance2);
+/* The same, counting k d units on poll: -1 when interrupted */
+extern int	gc_nearest_centroid_polled(const double *x, const double *centroids,
+									   int k, int d, double *distance2,
+									   GcPoll *poll);
 
 /*
  * Greedy k-means++ (engine/seeding.c).  Step 0 draws one row uniformly;

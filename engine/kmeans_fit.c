@@ -147,7 +147,7 @@ initial_centroids(const GcKmeansBackend *backend, void *session,
 	if (chosen == NULL)
 		return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for seeding");
 	if (params->init == GC_INIT_RANDOM)
-		status = gc_select_random_rows(rows, k, seed, chosen, err);
+		status = gc_select_random_rows(rows, k, seed, chosen, params->interrupted, err);
 	else
 		status = backend->seed_kmeanspp(session, params, seed, chosen, err);
 	if (status == GC_OK)

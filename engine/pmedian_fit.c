@@ -560,7 +560,8 @@ sample_phase(PmFit *f, int nbig, PmProblem *sample, GcPmResult *result)
 	chosen = malloc(sizeof(int64_t) * s);
 	if (chosen == NULL)
 		return gc_fail(f->err, GC_ERR_HOST_MEMORY, "out of memory for the sample");
-	if (gc_select_random_rows(f->rows, s, params->seed, chosen, f->err) != GC_OK)
+	if (gc_select_random_rows(f->rows, s, params->seed, chosen, params->interrupted,
+							  f->err) != GC_OK)
 	{
 		free(chosen);
 		return f->err->status;
