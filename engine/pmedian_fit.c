@@ -98,18 +98,23 @@ gc_pmedian_improve_name(GcPmImprove improve)
 }
 
 /*
- * Nearest medoid vector to x, lowest index on ties
+ * Nearest medoid vector to x, lowest index on ties; -1 when the interrupt
+ * hook, polled by work (gc_poll), asked to stop
  */
 int
 gc_pmedian_nearest(const double *x, const double *medoids, int p, int d,
-				   GcPmMetric metric, double *distance)
+				   GcPmMetric metric, double *distance, GcPoll *poll)
 {
 	int			best = 0;
 	double		bestd = DBL_MAX;
 
 	for (int m = 0; m < p; m++)
 	{
-		double		dm = gc_pm_dist(x, medoids + (size_t) m * d, d, metric);
+		double		dm;
+
+		if (gc_poll(poll, d))
+			return -1;
+		dm = gc_pm_dist(x, medoids + (size_t) m * d, d, metric);
 
 		if (dm < bestd)
 		{
