@@ -55,18 +55,13 @@ gc_poll_span(int64_t unit)
 	return unit >= GC_POLL_WORK ? 1 : GC_POLL_WORK / (unit > 0 ? unit : 1);
 }
 
-/*
- * Rows per GPU launch: about GC_POLL_WORK_GPU units, at least
- * GC_POLL_MIN_GPU_ROWS (a chunk that fills the device), at most n
- */
 int64_t
-gc_poll_chunk_rows(int64_t row_units, int64_t n)
+gc_poll_gpu_items(int64_t unit, int64_t granule, int64_t count)
 {
-	int64_t		rows = GC_POLL_WORK_GPU / (row_units > 0 ? row_units : 1);
+	int64_t		items = GC_POLL_WORK_GPU / (unit > 0 ? unit : 1);
 
-	if (rows < GC_POLL_MIN_GPU_ROWS)
-		rows = GC_POLL_MIN_GPU_ROWS;
-	return rows < n ? rows : (n > 0 ? n : 1);
+	items = items < granule ? granule : items / granule * granule;
+	return items < count ? items : (count > 0 ? count : 1);
 }
 
 /*

@@ -65,7 +65,7 @@ extern GcStatus gc_fail(GcError *err, GcStatus status, const char *fmt,...)
  * about a nanosecond per coordinate), whatever n, k and d.  A single item
  * larger than that (a row against a million centroids) is split with
  * gc_poll_span.  The GPU backends cut their long launches into chunks of
- * rows of about GC_POLL_WORK_GPU units each (gc_poll_chunk_rows) and poll
+ * rows of about GC_POLL_WORK_GPU units each (gc_poll_gpu_items) and poll
  * between chunks; the hook itself is the glue's (src/interrupt.c), which
  * asks PostgreSQL, so a cancel, a termination and a lost client all count.
  * ---------------------------------------------------------------------
@@ -73,14 +73,18 @@ extern GcStatus gc_fail(GcError *err, GcStatus status, const char *fmt,...)
 #define GC_POLL_WORK	(INT64_C(1) << 24)
 
 /*
- * The GPU's chunk: 2^36 units, a few milliseconds of the H100's float64
- * pipes (about 1.5e13 units a second at their peak, 4 to 20 ms in the
- * kernels' practice) and less on the float32 and tensor paths; never fewer
- * rows than GC_POLL_MIN_GPU_ROWS, below which a chunk would no longer fill
- * the device and splitting would serialise work instead of bounding it.
+ * The GPU's share between two polls: 2^38 units, 10 to 30 ms of an H100's
+ * float64 pipes (the slowest path: float64 labeling, k-means++ seeding,
+ * the p-median kernels, about 1e13 units a second) and less on the
+ * float32 and tensor-core paths.  A chunk of rows is a multiple of
+ * GC_POLL_MIN_GPU_ROWS, 2,048 warps of one row a thread (15 a
+ * multiprocessor on an H100): below that a chunk would no longer keep
+ * the device busy, and splitting would slow the fit down instead of
+ * bounding the wait.  Device memory bounds what a chunk of that many
+ * rows can cost (n d values must fit beside the centroids).
  */
-#define GC_POLL_WORK_GPU	(INT64_C(1) << 36)
-#define GC_POLL_MIN_GPU_ROWS	INT64_C(8192)
+#define GC_POLL_WORK_GPU	(INT64_C(1) << 38)
+#define GC_POLL_MIN_GPU_ROWS	INT64_C(65536)
 
 typedef struct GcPoll
 {
@@ -105,8 +109,12 @@ gc_poll(GcPoll *poll, int64_t units)
 /* Items of unit units each that fit in one poll's budget (at least 1) */
 extern int64_t gc_poll_span(int64_t unit);
 
-/* GPU: rows per launch, for rows costing row_units units each, of n in all */
-extern int64_t gc_poll_chunk_rows(int64_t row_units, int64_t n);
+/*
+ * GPU: items of unit units each that one launch, or the launches between
+ * two polls, take: about GC_POLL_WORK_GPU units, in whole granules of
+ * items (at least one), at most count
+ */
+extern int64_t gc_poll_gpu_items(int64_t unit, int64_t granule, int64_t count);
 
 /* ---------------------------------------------------------------------
  * Row store: rows appended one at a time into chunks of (possibly pinned)

@@ -395,7 +395,7 @@ seed_centres(PmFit *f, const int32_t *ent, int32_t nent, int k, uint64_t seed,
 		}
 		taken[e] = true;
 		cen[t] = centre = ent[e];
-		if (t % 64 == 63 && interrupted(f))
+		if (interrupted(f))
 			status = gc_fail(f->err, GC_INTERRUPTED, "interrupted during seeding");
 	}
 	free(taken);

@@ -9,7 +9,11 @@
  *	  rows of wide vectors against many centroids, the ones that a poll
  *	  per 1,024 rows left uninterruptible for whole passes.  Also the
  *	  nearest centroid found in blocks of one poll each equals the plain
- *	  search, ties across blocks included.
+ *	  search, ties across blocks included.  Where a GPU is usable, the
+ *	  CUDA backend labels in chunks of rows (gc_poll_gpu_items) with a
+ *	  poll between chunks: the labels of rows on both sides of each chunk
+ *	  boundary equal the CPU's, a stop is honoured there, and the device
+ *	  memory comes back.
  *
  * IDENTIFICATION
  *	  test/engine/interrupt_test.c
@@ -22,6 +26,9 @@
 
 #include "harness.h"
 #include "pmedian_engine.h"
+#ifdef GC_WITH_CUDA
+#include "gc_cuda.h"
+#endif
 
 /* The hook: counts its calls, asks to stop at call stop_at (0: never) */
 static int64_t polls;
@@ -247,6 +254,82 @@ run_repair_case(int64_t n, int d, int p)
 	free(medoids);
 }
 
+#ifdef GC_WITH_CUDA
+/*
+ * k d = 2^22 puts GC_POLL_MIN_GPU_ROWS rows in a chunk: n rows are three
+ * chunks, so labeling polls twice and scoring twice more.  Rows next to
+ * the chunk boundaries (and a sample) are checked against the CPU's
+ * nearest centroid of the fit's centroids.
+ */
+static void
+run_gpu_case(int64_t n, int k, int d)
+{
+	GcRows		rows;
+	GcKmeansParams params = {0};
+	GcKmeansResult result = {0};
+	GcError		err = {0};
+	double	   *x = uniform_rows(n, d);
+	int64_t		chunk = gc_poll_gpu_items((int64_t) k * d, GC_POLL_MIN_GPU_ROWS, n);
+	int64_t		mismatched = 0;
+	size_t		free_before = 0,
+				free_after = 0,
+				total = 0;
+	char		name[128],
+				config[96],
+				what[128];
+	GcStatus	status;
+
+	snprintf(config, sizeof(config), "gpu n=%lld k=%d d=%d, chunks of %lld rows",
+			 (long long) n, k, d, (long long) chunk);
+	check(chunk < n / 2, "the rows span three chunks", config);
+	load_rows(&rows, x, n, d, NULL, gc_cuda_host_alloc, gc_cuda_host_free);
+	params.k = k;
+	params.max_iter = 1;
+	params.tol = 0.0;
+	params.init = GC_INIT_RANDOM;
+	params.n_init = 1;
+	params.algorithm = GC_ALGORITHM_LLOYD;
+	params.interrupted = count_polls;
+	result.centroids = malloc(sizeof(double) * k * d);
+	result.sizes = malloc(sizeof(int64_t) * k);
+	result.labels = malloc(sizeof(int32_t) * n);
+
+	reset_polls(0);
+	status = gc_kmeans_fit(&gc_kmeans_cuda_backend, &rows, &params, &result, &err);
+	check(status == GC_OK, "fit without a stop: ok", config);
+	snprintf(what, sizeof(what), "polls between chunks (%lld polls)", (long long) polls);
+	check(polls >= 2 * ((n - 1) / chunk), what, config);
+	for (int64_t i = 0; status == GC_OK && i < n; i++)
+	{
+		int64_t		near = i % chunk;
+
+		if (near < 2 || near >= chunk - 2 || i >= n - 2 || i % 997 == 0)
+			mismatched += result.labels[i] !=
+				gc_nearest_centroid(x + i * d, result.centroids, k, d, NULL);
+	}
+	snprintf(what, sizeof(what), "labels at the chunk boundaries equal the CPU's (%lld differ)",
+			 (long long) mismatched);
+	check(mismatched == 0, what, config);
+
+	/* the kernels are loaded now: what the device has free is the baseline */
+	(void) gc_cuda_describe_device(name, sizeof(name), &free_before, &total);
+	reset_polls(2);
+	memset(&err, 0, sizeof(err));
+	status = gc_kmeans_fit(&gc_kmeans_cuda_backend, &rows, &params, &result, &err);
+	check(status == GC_INTERRUPTED && polls == 2, "stops between chunks", config);
+	(void) gc_cuda_describe_device(name, sizeof(name), &free_after, &total);
+	snprintf(what, sizeof(what), "device memory back after the stop (%.1f MB short)",
+			 ((double) free_before - (double) free_after) / 1048576.0);
+	check(free_after + (size_t) 64 * 1048576 >= free_before, what, config);
+
+	free(result.centroids);
+	free(result.sizes);
+	free(result.labels);
+	gc_rows_release(&rows);
+	free(x);
+}
+#endif
+
 int
 main(void)
 {
@@ -255,6 +338,16 @@ main(void)
 	run_nearest_case(520, 32768);
 	run_pmedian_case(240, 8192);
 	run_repair_case(2000, 4096, 8);
+#ifdef GC_WITH_CUDA
+	{
+		char		why[256];
+
+		if (gc_cuda_use_device(0, why, sizeof(why)))
+			run_gpu_case(3 * GC_POLL_MIN_GPU_ROWS - 1000, 4096, 1024);
+		else
+			printf("no GPU case: %s\n", why);
+	}
+#endif
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed > 0;
 }
