@@ -20,6 +20,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 /*
@@ -53,6 +54,23 @@ int64_t
 gc_poll_span(int64_t unit)
 {
 	return unit >= GC_POLL_WORK ? 1 : GC_POLL_WORK / (unit > 0 ? unit : 1);
+}
+
+bool
+gc_copy_polled(void *dst, const void *src, size_t bytes, GcPoll *poll)
+{
+	for (size_t done = 0; done < bytes; done += (size_t) GC_POLL_WORK)
+	{
+		size_t		slice = bytes - done < (size_t) GC_POLL_WORK ? bytes - done : (size_t) GC_POLL_WORK;
+
+		if (src != NULL)
+			memcpy((char *) dst + done, (const char *) src + done, slice);
+		else
+			memset((char *) dst + done, 0, slice);
+		if (gc_poll(poll, (int64_t) slice))
+			return false;
+	}
+	return true;
 }
 
 int64_t

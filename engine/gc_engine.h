@@ -110,6 +110,13 @@ gc_poll(GcPoll *poll, int64_t units)
 extern int64_t gc_poll_span(int64_t unit);
 
 /*
+ * memcpy from src, or zeroes where src is NULL, of bytes, polling between
+ * slices: a byte counts as one unit (fresh memory's first-touch page
+ * faults cost about a nanosecond a byte); false when the hook asked to stop
+ */
+extern bool gc_copy_polled(void *dst, const void *src, size_t bytes, GcPoll *poll);
+
+/*
  * GPU: items of unit units each that one launch, or the launches between
  * two polls, take: about GC_POLL_WORK_GPU units, in whole granules of
  * items (at least one), at most count

@@ -197,7 +197,8 @@ cpu_begin(void *session, const double *centroids, GcRestartPlan *plan, GcError *
 
 	for (int64_t i = 0; i < s->rows->n; i++)
 		s->labels[i] = -1;
-	memcpy(s->centroids, centroids, sizeof(double) * s->k * s->rows->d);
+	if (!gc_copy_polled(s->centroids, centroids, sizeof(double) * s->k * s->rows->d, &s->poll))
+		return gc_fail(err, GC_INTERRUPTED, "interrupted while loading centroids");
 	s->iteration = 0;
 	plan->kernel = "cpu";
 	plan->can_prune = true;
@@ -244,7 +245,8 @@ cpu_step(void *session, int64_t pruned_rows, GcStepStatus *status, GcError *err)
 
 	if (pruned_rows > 0 && !rank_centroids(centroids, k, d, s->icd, s->rid, &s->poll))
 		return gc_fail(err, GC_INTERRUPTED, "interrupted in iteration %d", s->iteration + 1);
-	memset(s->sums, 0, sizeof(long long) * k * d);
+	if (!gc_copy_polled(s->sums, NULL, sizeof(long long) * k * d, &s->poll))
+		return gc_fail(err, GC_INTERRUPTED, "interrupted in iteration %d", s->iteration + 1);
 	memset(s->counts, 0, sizeof(long long) * k);
 	for (int ci = 0; ci < rows->nchunks; ci++)
 	{

@@ -77,8 +77,12 @@ cpu_open(const GcRows *rows, const double *demand, const GcPmParams *params,
 	{
 		const GcChunk *chunk = &rows->chunks[c];
 
-		memcpy(s->x + (size_t) chunk->first_row * s->d, chunk->values,
-			   sizeof(double) * s->d * chunk->count);
+		if (!gc_copy_polled(s->x + (size_t) chunk->first_row * s->d, chunk->values,
+							sizeof(double) * s->d * chunk->count, &s->poll))
+		{
+			cpu_close(s);
+			return gc_fail(err, GC_INTERRUPTED, "interrupted while copying the rows");
+		}
 		memcpy(s->hashes + chunk->first_row, chunk->hashes,
 			   sizeof(uint64_t) * chunk->count);
 	}
