@@ -92,10 +92,17 @@ int
 gc_nearest_centroid_polled(const double *x, const double *centroids, int k,
 						   int d, double *distance2, GcPoll *poll)
 {
-	int			span = (int) (k < gc_poll_span(d) ? k : gc_poll_span(d));
+	int			span;
 	int			best = 0;
 	double		bestd = DBL_MAX;
 
+	/* the common case: the row is less than one poll's work */
+	if ((int64_t) k * d <= GC_POLL_WORK)
+	{
+		best = gc_nearest_centroid(x, centroids, k, d, distance2);
+		return gc_poll(poll, (int64_t) k * d) ? -1 : best;
+	}
+	span = (int) gc_poll_span(d);
 	for (int first = 0; first < k; first += span)
 	{
 		int			count = k - first < span ? k - first : span;
