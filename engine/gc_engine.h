@@ -61,8 +61,11 @@ extern GcStatus gc_fail(GcError *err, GcStatus status, const char *fmt,...)
  * it does in distance-dimension units (one coordinate of one distance:
  * labelling a row against k centroids of d dimensions is k d units) and
  * polls the interrupt hook once GC_POLL_WORK units have passed since the
- * last poll: about 20 ms of one CPU core (an exact double distance costs
- * about a nanosecond per coordinate), whatever n, k and d.  A single item
+ * last poll: about 10 ms of one CPU core (an exact double distance costs
+ * about a nanosecond per coordinate; with small d a row's bookkeeping
+ * costs as much again, and a loaded core three times more, so 50 ms is
+ * the worst seen), whatever n, k and d.  Polls cost next to nothing (the
+ * hook reads a flag), so there is no gain in fewer.  A single item
  * larger than that (a row against a million centroids) is split with
  * gc_poll_span.  The GPU backends cut their long launches into chunks of
  * rows of about GC_POLL_WORK_GPU units each (gc_poll_gpu_items) and poll
@@ -70,7 +73,7 @@ extern GcStatus gc_fail(GcError *err, GcStatus status, const char *fmt,...)
  * asks PostgreSQL, so a cancel, a termination and a lost client all count.
  * ---------------------------------------------------------------------
  */
-#define GC_POLL_WORK	(INT64_C(1) << 24)
+#define GC_POLL_WORK	(INT64_C(1) << 23)
 
 /*
  * The GPU's share between two polls: 2^38 units, 10 to 30 ms of an H100's
