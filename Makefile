@@ -64,7 +64,8 @@ BUILD_CONFIG := with_cuda=$(WITH_CUDA) $(shell $(PG_CONFIG) --version)
 $(shell echo '$(BUILD_CONFIG)' | cmp -s - .build-config || echo '$(BUILD_CONFIG)' > .build-config)
 
 EXTRA_CLEAN = .build-config $(ASAN_DIR) test/engine/engine_test test/engine/kmeans_bench \
-	test/engine/pmedian_test test/engine/cosine_test test/engine/seeding_test $(CUDA_OBJS) \
+	test/engine/pmedian_test test/engine/cosine_test test/engine/seeding_test \
+	test/engine/interrupt_test $(CUDA_OBJS) \
 	test/results test/regression.diffs test/regression.out \
 	test/fuzz/stream_decode_fuzz test/fuzz/stream_seeds test/fuzz/corpus
 
@@ -157,11 +158,18 @@ test/engine/kmeans_bench: test/engine/kmeans_bench.c $(TEST_HARNESS) $(ENGINE_TE
 
 .PHONY: engine-check
 engine-check: test/engine/engine_test test/engine/pmedian_test test/engine/cosine_test \
-		test/engine/seeding_test
+		test/engine/seeding_test test/engine/interrupt_test
 	test/engine/engine_test
 	test/engine/pmedian_test
 	test/engine/cosine_test
 	test/engine/seeding_test
+	test/engine/interrupt_test
+
+# cancel by work: the CPU engine polls per GC_POLL_WORK units whatever the shape
+test/engine/interrupt_test: test/engine/interrupt_test.c $(TEST_HARNESS) $(ENGINE_TEST_OBJS)
+	$(call progress,CCLD)
+	$(CC) -O2 -ffp-contract=off -Wall $(if $(WERROR),-Werror) $(PG_CPPFLAGS) -o $@ $< \
+		test/engine/harness.c $(ENGINE_TEST_OBJS) $(if $(filter 1,$(WITH_CUDA)),$(SHLIB_LINK)) -lm
 
 test/engine/cosine_test: test/engine/cosine_test.c $(TEST_HARNESS) $(ENGINE_TEST_OBJS)
 	$(call progress,CCLD)
@@ -194,16 +202,17 @@ ASAN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stac
 $(ASAN_DIR)/%: test/engine/%.c $(ENGINE_OBJS:.o=.c) $(wildcard engine/*.h) $(TEST_HARNESS)
 	@mkdir -p $(ASAN_DIR)
 	$(call progress,CCLD,$@)
-	$(CC) $(ASAN_CFLAGS) -o $@ $< $(if $(filter %engine_test %cosine_test,$@),test/engine/harness.c) \
+	$(CC) $(ASAN_CFLAGS) -o $@ $< $(if $(filter %engine_test %cosine_test %interrupt_test,$@),test/engine/harness.c) \
 		$(ENGINE_OBJS:.o=.c) -lm
 
 .PHONY: engine-check-asan
 engine-check-asan: $(ASAN_DIR)/engine_test $(ASAN_DIR)/pmedian_test $(ASAN_DIR)/cosine_test \
-		$(ASAN_DIR)/seeding_test
+		$(ASAN_DIR)/seeding_test $(ASAN_DIR)/interrupt_test
 	$(ASAN_ENV) $(ASAN_DIR)/engine_test
 	$(ASAN_ENV) $(ASAN_DIR)/pmedian_test
 	$(ASAN_ENV) $(ASAN_DIR)/cosine_test
 	$(ASAN_ENV) $(ASAN_DIR)/seeding_test
+	$(ASAN_ENV) $(ASAN_DIR)/interrupt_test
 
 $(filter src/pmedian_%.o,$(OBJS)): src/pmedian_glue.h
 $(GLUE_OBJS): src/gpuclust.h $(wildcard engine/*.h)

@@ -30,7 +30,6 @@
 #include "cuda_check.cuh"
 
 #define SCORE_PARTIALS 1024
-#define SEED_POLL_STEPS 32
 
 static void cuda_close(void *session);
 
@@ -73,6 +72,8 @@ upload(CudaSession *s, GcError *err)
 							  cudaHostAllocDefault), err);
 	for (int e = 0; e < 3; e++)
 		GC_CUDA_TRY(cudaEventCreate(&s->phase[e]), err);
+	for (int e = 0; e < 2; e++)
+		GC_CUDA_TRY(cudaEventCreateWithFlags(&s->chunk_done[e], cudaEventDisableTiming), err);
 
 	for (int c = 0; c < rows->nchunks; c++)
 	{
@@ -168,6 +169,9 @@ cuda_close(void *session)
 	for (int e = 0; e < 3; e++)
 		if (s->phase[e])
 			cudaEventDestroy(s->phase[e]);
+	for (int e = 0; e < 2; e++)
+		if (s->chunk_done[e])
+			cudaEventDestroy(s->chunk_done[e]);
 	if (s->stream)
 		cudaStreamDestroy(s->stream);
 	(void) cudaGetLastError();
@@ -186,6 +190,8 @@ cuda_seed_kmeanspp(void *session, const GcKmeansParams *params, uint64_t seed,
 {
 	CudaSession *s = (CudaSession *) session;
 	unsigned long long *race_host;
+	/* a step is n d units: poll after about GC_POLL_WORK_GPU of them */
+	int64_t		poll_steps = gc_poll_gpu_items(s->n * s->d, 1, s->k);
 
 	if (gc_seed_candidates(params, s->n, s->d) > 1)
 		return launch_greedy_kmeanspp(s->x64, s->hashes, s->weights, s->n, s->d, params,
@@ -197,7 +203,7 @@ cuda_seed_kmeanspp(void *session, const GcKmeansParams *params, uint64_t seed,
 		if (launch_kmeanspp_step(s->x64, s->hashes, s->weights, s->n, s->d, seed, t,
 								 s->work, s->race, s->stream, err) != GC_OK)
 			return err->status;
-		if ((t + 1) % SEED_POLL_STEPS == 0)
+		if ((t + 1) % poll_steps == 0)
 		{
 			GC_CUDA_TRY(cudaStreamSynchronize(s->stream), err);
 			if (interrupted(s))
@@ -235,12 +241,39 @@ refresh_centroids(CudaSession *s, GcError *err)
 	return s->labeler->refresh(s, s->labeler_state, err);
 }
 
-/* Lloyd's labeling of every row with the session's labeler */
+/*
+ * Lloyd's labeling of every row with the session's labeler, in chunks of
+ * rows of about GC_POLL_WORK_GPU units of k d each (cancel by work,
+ * engine/common.c): while one chunk runs, the host waits for the end of
+ * the one before it and polls the interrupt hook, so the device never
+ * idles for the poll.  On a stop the chunk in flight finishes before
+ * close frees what it reads (close synchronises the stream).
+ */
 static GcStatus
 label_points(CudaSession *s, unsigned long long *changed, IterationStatus *status,
 			 GcError *err)
 {
-	return s->labeler->label(s, s->labeler_state, changed, status, err);
+	int64_t		rows = gc_poll_gpu_items((int64_t) s->k * s->d, GC_POLL_MIN_GPU_ROWS, s->n);
+	int			chunk = 0;
+
+	for (int64_t first = 0; first < s->n; first += rows, chunk++)
+	{
+		int64_t		count = s->n - first < rows ? s->n - first : rows;
+
+		if (s->labeler->label(s, s->labeler_state, first, count, changed, status,
+							  err) != GC_OK)
+			return err->status;
+		if (count == s->n)
+			break;
+		GC_CUDA_TRY(cudaEventRecord(s->chunk_done[chunk % 2], s->stream), err);
+		if (chunk > 0)
+		{
+			GC_CUDA_TRY(cudaEventSynchronize(s->chunk_done[(chunk - 1) % 2]), err);
+			if (interrupted(s))
+				return gc_fail(err, GC_INTERRUPTED, "interrupted while labelling");
+		}
+	}
+	return GC_OK;
 }
 
 /*

@@ -64,6 +64,7 @@ typedef struct CudaSession
 	IterationStatus *status;	/* device */
 	IterationStatus *status_host;	/* page-locked */
 	cudaEvent_t phase[3];		/* labeling starts, ends, update ends */
+	cudaEvent_t chunk_done[2];	/* labeling in chunks: the last two chunks' ends */
 
 	/* Lloyd's labeling: the kernel in use and its labeler */
 	GcKernel	kernel;
@@ -81,9 +82,11 @@ typedef struct CudaSession
  * A labeling strategy.  open allocates and fills what it reads besides
  * the session's buffers (called at upload, before the session's stream
  * is synchronised, or at a hand-over); refresh rebuilds its copies of the
- * centroids after c64, c32 and cnorm changed; label labels every row,
- * counting changed labels into changed (NULL: not counted) and, in an
- * iteration (status not NULL), its re-checks into status; restart and
+ * centroids after c64, c32 and cnorm changed; label labels count rows
+ * from row first (the session calls it chunk by chunk, polling for cancel
+ * in between: kmeans_cuda.cu), adding changed labels into changed (NULL:
+ * not counted) and, in an iteration (status not NULL), its re-checks
+ * into status; restart and
  * review (both optional) say which kernel a restart starts with and which
  * the next iteration takes, given this one's status (a labeler may hand
  * over to another).
@@ -92,8 +95,9 @@ typedef struct Labeler
 {
 	GcStatus	(*open) (CudaSession *s, void **state, GcError *err);
 	GcStatus	(*refresh) (CudaSession *s, void *state, GcError *err);
-	GcStatus	(*label) (CudaSession *s, void *state, unsigned long long *changed,
-						  IterationStatus *status, GcError *err);
+	GcStatus	(*label) (CudaSession *s, void *state, int64_t first, int64_t count,
+						  unsigned long long *changed, IterationStatus *status,
+						  GcError *err);
 	GcKernel	(*restart) (CudaSession *s, void *state);
 	GcKernel	(*review) (CudaSession *s, void *state, const IterationStatus *status);
 	void		(*close) (void *state);

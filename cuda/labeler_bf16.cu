@@ -64,14 +64,16 @@ bf16_refresh(CudaSession *s, void *state, GcError *err)
 }
 
 static GcStatus
-bf16_label(CudaSession *s, void *state, unsigned long long *changed,
-		   IterationStatus *status, GcError *err)
+bf16_label(CudaSession *s, void *state, int64_t first, int64_t count,
+		   unsigned long long *changed, IterationStatus *status, GcError *err)
 {
 	Bf16State  *b = (Bf16State *) state;
 
-	return launch_assign_points_bf16(b->xb, b->cb, b->cnorm_bf16, s->n, b->ld, s->k,
-									 s->params->tensor_streamed, s->labels, changed,
-									 b->group_tops, s->stream, err);
+	/* group_tops is scratch of one pass: each chunk reuses it from the start */
+	return launch_assign_points_bf16(b->xb + first * b->ld, b->cb, b->cnorm_bf16, count,
+									 b->ld, s->k, s->params->tensor_streamed,
+									 s->labels + first, changed, b->group_tops, s->stream,
+									 err);
 }
 
 static void

@@ -13,11 +13,11 @@
 #include "kmeans_session.cuh"
 
 static GcStatus
-float64_label(CudaSession *s, void *state, unsigned long long *changed,
-			  IterationStatus *status, GcError *err)
+float64_label(CudaSession *s, void *state, int64_t first, int64_t count,
+			  unsigned long long *changed, IterationStatus *status, GcError *err)
 {
-	return launch_assign_points_f64(s->x64, s->c64, s->n, s->d, s->k, s->labels, changed,
-									s->stream, err);
+	return launch_assign_points_f64(s->x64 + first * s->d, s->c64, count, s->d, s->k,
+									s->labels + first, changed, s->stream, err);
 }
 
 const Labeler gc_labeler_float64 = {

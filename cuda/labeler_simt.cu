@@ -15,11 +15,11 @@
 #include "kmeans_session.cuh"
 
 static GcStatus
-simt_label(CudaSession *s, void *state, unsigned long long *changed,
-		   IterationStatus *status, GcError *err)
+simt_label(CudaSession *s, void *state, int64_t first, int64_t count,
+		   unsigned long long *changed, IterationStatus *status, GcError *err)
 {
-	return launch_assign_points(s->x32, s->c32, s->n, s->d, s->k, s->labels, changed,
-								s->stream, err);
+	return launch_assign_points(s->x32 + first * s->d, s->c32, count, s->d, s->k,
+								s->labels + first, changed, s->stream, err);
 }
 
 const Labeler gc_labeler_simt = {

@@ -149,31 +149,50 @@ tensor_refresh(CudaSession *s, void *state, GcError *err)
 							 err);
 }
 
+/* A chunk's count of doubts, added into the iteration's status */
+__global__ void
+add_count_kernel(unsigned long long *total, const unsigned int *count)
+{
+	*total += *count;
+}
+
 static GcStatus
-tensor_label(CudaSession *s, void *state, unsigned long long *changed,
-			 IterationStatus *status, GcError *err)
+add_count(unsigned long long *total, const unsigned int *count, cudaStream_t stream,
+		  GcError *err)
+{
+	add_count_kernel<<<1, 1, 0, stream>>>(total, count);
+	GC_CUDA_LAUNCHED("add_count", err);
+	return GC_OK;
+}
+
+/*
+ * Rows first to first + count: the lists of doubts hold positions in the
+ * chunk, so the refinement reads the chunk's rows and norms; group_tops
+ * and the lists are scratch of one chunk
+ */
+static GcStatus
+tensor_label(CudaSession *s, void *state, int64_t first, int64_t count,
+			 unsigned long long *changed, IterationStatus *status, GcError *err)
 {
 	TensorState *t = (TensorState *) state;
+	TensorRefinement refine = t->refine;
+	const float *x = t->xpad != NULL ? t->xpad : s->x32;	/* rows of width ld */
 
-	t->refine.x64 = s->x64;		/* re-ordering swaps the buffers */
-	if (launch_assign_points_tensor(t->xpad != NULL ? t->xpad : s->x32, t->cpad, s->cnorm,
-									t->exact ? &t->refine : NULL, s->n, t->ld, s->k,
-									s->kernel, s->params->tensor_streamed, s->labels,
+	refine.x64 = s->x64 + first * s->d;	/* re-ordering swaps the buffers */
+	if (refine.xnorm != NULL)
+		refine.xnorm += first;
+	if (launch_assign_points_tensor(x + first * t->ld, t->cpad, s->cnorm,
+									t->exact ? &refine : NULL, count, t->ld, s->k,
+									s->kernel, s->params->tensor_streamed, s->labels + first,
 									changed, t->group_tops, s->stream, err) != GC_OK)
 		return err->status;
 	if (status == NULL || !t->exact)
 		return GC_OK;
 	if (s->kernel == GC_KERNEL_TENSOR_3XTF32)
-		GC_CUDA_TRY(cudaMemcpyAsync(&status->doubtful, t->doubtful_count, sizeof(unsigned int),
-									cudaMemcpyDeviceToDevice, s->stream), err);
-	else
-	{
-		GC_CUDA_TRY(cudaMemcpyAsync(&status->screened, t->doubtful_count, sizeof(unsigned int),
-									cudaMemcpyDeviceToDevice, s->stream), err);
-		GC_CUDA_TRY(cudaMemcpyAsync(&status->doubtful, t->exact_count, sizeof(unsigned int),
-									cudaMemcpyDeviceToDevice, s->stream), err);
-	}
-	return GC_OK;
+		return add_count(&status->doubtful, t->doubtful_count, s->stream, err);
+	if (add_count(&status->screened, t->doubtful_count, s->stream, err) != GC_OK)
+		return err->status;
+	return add_count(&status->doubtful, t->exact_count, s->stream, err);
 }
 
 /* every restart starts from the screen; 3xTF32 alone is its stand-in */

@@ -78,6 +78,20 @@ static void pm_cuda_close(void *session);
 #define SYNC() GC_CUDA_TRY(cudaStreamSynchronize(s->stream), err)
 
 /*
+ * Cancel by work (engine/common.c): a launch over many entities or rows
+ * is cut into chunks of about GC_POLL_WORK_GPU units, and between two
+ * chunks the host waits for the first and polls the interrupt hook
+ */
+static GcStatus
+chunk_done(PmCudaSession *s, GcError *err)
+{
+	SYNC();
+	if (s->params->interrupted && s->params->interrupted())
+		return gc_fail(err, GC_INTERRUPTED, "interrupted on the GPU");
+	return GC_OK;
+}
+
+/*
  * Allocate device memory and upload rows, hashes and demands
  */
 static GcStatus
@@ -187,17 +201,28 @@ pm_cuda_allocate(void *session, int32_t ncen, const int32_t *cen,
 				 int32_t *alloc, double *dist, GcError *err)
 {
 	PmCudaSession *s = (PmCudaSession *) session;
+	int32_t		step;
 
 	UPLOAD(s->cen, cen, ncen);
 	UPLOAD(s->cen_first, cen_first, ngroups + 1);
 	if (penalty != NULL)
 		UPLOAD(s->penalty, penalty, ncen);
-	if (launch_gather_rows(s->x, s->cen, ncen, s->d, s->cx, s->stream, err) != GC_OK ||
-		launch_allocate_entities(s->x, s->d, s->params->metric, s->ent, s->group,
-								 s->nent, s->cen, s->cen_first, s->cx,
-								 penalty != NULL ? s->penalty : NULL, s->demand,
-								 s->alloc, s->dist, s->stream, err) != GC_OK)
+	if (launch_gather_rows(s->x, s->cen, ncen, s->d, s->cx, s->stream, err) != GC_OK)
 		return err->status;
+	/* an entity costs its group's centres, ncen / ngroups on average, of d units */
+	step = (int32_t) gc_poll_gpu_items((int64_t) s->d * (ncen / (ngroups > 0 ? ngroups : 1) + 1),
+									   GC_POLL_MIN_GPU_ROWS, s->nent);
+	for (int32_t e0 = 0; e0 < s->nent; e0 += step)
+	{
+		int32_t		count = s->nent - e0 < step ? s->nent - e0 : step;
+
+		if ((e0 > 0 && chunk_done(s, err) != GC_OK) ||
+			launch_allocate_entities(s->x, s->d, s->params->metric, s->ent + e0, s->group + e0,
+									 count, s->cen, s->cen_first, s->cx,
+									 penalty != NULL ? s->penalty : NULL, s->demand,
+									 s->alloc + e0, s->dist + e0, s->stream, err) != GC_OK)
+			return err->status;
+	}
 	DOWNLOAD(STAGE_INT(s), s->alloc, s->nent);
 	DOWNLOAD(STAGE_DOUBLE(s, 1), s->dist, s->nent);
 	SYNC();
@@ -211,14 +236,25 @@ pm_cuda_cluster_sums(void *session, int32_t ncen, const int32_t *members,
 					 const int32_t *first, double *sums, GcError *err)
 {
 	PmCudaSession *s = (PmCudaSession *) session;
+	double		pairs = 0.0;
+	int32_t		step;
 
 	memcpy(STAGE_INT(s), members, sizeof(int32_t) * s->nent);
 	UPLOAD(s->members, STAGE_INT(s), s->nent);
 	UPLOAD(s->first, first, ncen + 1);
-	if (launch_gather_rows(s->x, s->members, s->nent, s->d, s->xs, s->stream, err) != GC_OK ||
-		launch_cluster_sums(s->xs, s->d, s->params->metric, s->first, ncen, s->nent,
-							s->sums, s->stream, err) != GC_OK)
+	if (launch_gather_rows(s->x, s->members, s->nent, s->d, s->xs, s->stream, err) != GC_OK)
 		return err->status;
+	/* a member costs its cluster's size in distances: chunks by the mean */
+	for (int32_t c = 0; c < ncen; c++)
+		pairs += (double) (first[c + 1] - first[c]) * (first[c + 1] - first[c]);
+	step = (int32_t) gc_poll_gpu_items((int64_t) (pairs / (s->nent > 0 ? s->nent : 1) + 1.0) * s->d,
+									   GC_POLL_MIN_GPU_ROWS, s->nent);
+	for (int32_t t0 = 0; t0 < s->nent; t0 += step)
+		if ((t0 > 0 && chunk_done(s, err) != GC_OK) ||
+			launch_cluster_sums(s->xs, s->d, s->params->metric, s->first, ncen, t0,
+								s->nent - t0 < step ? s->nent : t0 + step, s->sums,
+								s->stream, err) != GC_OK)
+			return err->status;
 	DOWNLOAD(STAGE_DOUBLE(s, 1), s->sums, s->nent);
 	SYNC();
 	memcpy(sums, STAGE_DOUBLE(s, 1), sizeof(double) * s->nent);
@@ -250,6 +286,7 @@ pm_cuda_nearest2(void *session, int p, const int32_t *medoids, double far,
 				 int32_t *nearest, double *dn, double *ds, GcError *err)
 {
 	PmCudaSession *s = (PmCudaSession *) session;
+	int64_t		step;
 
 	if (s->nearest == NULL)
 	{
@@ -262,10 +299,15 @@ pm_cuda_nearest2(void *session, int p, const int32_t *medoids, double far,
 		ALLOC_OR_RETURN(s->best_gain, GC_PM_SWAP_BATCH);
 	}
 	UPLOAD(s->cen, medoids, p);
-	if (launch_gather_rows(s->x, s->cen, p, s->d, s->cx, s->stream, err) != GC_OK ||
-		launch_nearest2(s->x, s->n, s->d, s->params->metric, s->cx, p, far,
-						s->nearest, s->dn, s->ds, s->stream, err) != GC_OK)
+	if (launch_gather_rows(s->x, s->cen, p, s->d, s->cx, s->stream, err) != GC_OK)
 		return err->status;
+	step = gc_poll_gpu_items((int64_t) p * s->d, GC_POLL_MIN_GPU_ROWS, s->n);
+	for (int64_t r0 = 0; r0 < s->n; r0 += step)
+		if ((r0 > 0 && chunk_done(s, err) != GC_OK) ||
+			launch_nearest2(s->x + r0 * s->d, s->n - r0 < step ? s->n - r0 : step, s->d,
+							s->params->metric, s->cx, p, far, s->nearest + r0, s->dn + r0,
+							s->ds + r0, s->stream, err) != GC_OK)
+			return err->status;
 	DOWNLOAD(STAGE_INT(s), s->nearest, s->n);
 	DOWNLOAD(STAGE_DOUBLE(s, 1), s->dn, s->n);
 	DOWNLOAD(STAGE_DOUBLE(s, 2), s->ds, s->n);

@@ -38,10 +38,10 @@ GcStatus	launch_seed_step(const double *x, const uint64_t *hashes, int d,
 							 double *mind, unsigned long long *winner,
 							 cudaStream_t stream, GcError *err);
 
-/* pmedian_locate.cu: xs holds the members' rows, gathered */
+/* pmedian_locate.cu: xs holds the members' rows, gathered; members t0 to nent - 1 */
 GcStatus	launch_cluster_sums(const double *xs, int d, int metric,
 								const int32_t *first, int32_t ncen,
-								int32_t nent, double *sums,
+								int32_t t0, int32_t nent, double *sums,
 								cudaStream_t stream, GcError *err);
 
 /* pmedian_swap.cu: mx holds the medoids' rows, gathered */

@@ -46,9 +46,9 @@ __global__ void
 __launch_bounds__(SUM_THREADS)
 cluster_sums_kernel(const double *__restrict__ xs, int d, int metric,
 					const int32_t *__restrict__ first, int32_t ncen,
-					int32_t nent, double *__restrict__ sums)
+					int32_t t0, int32_t nent, double *__restrict__ sums)
 {
-	int32_t		t = blockIdx.x * blockDim.x + threadIdx.x;
+	int32_t		t = t0 + blockIdx.x * blockDim.x + threadIdx.x;
 	int			dd = D > 0 ? D : d;
 	double		xi[D > 0 ? D : 1];
 	const double *xp;
@@ -75,19 +75,19 @@ cluster_sums_kernel(const double *__restrict__ xs, int d, int metric,
 
 GcStatus
 launch_cluster_sums(const double *xs, int d, int metric, const int32_t *first,
-					int32_t ncen, int32_t nent, double *sums, cudaStream_t stream,
-					GcError *err)
+					int32_t ncen, int32_t t0, int32_t nent, double *sums,
+					cudaStream_t stream, GcError *err)
 {
-	int			blocks = (nent + SUM_THREADS - 1) / SUM_THREADS;
+	int			blocks = (nent - t0 + SUM_THREADS - 1) / SUM_THREADS;
 
-	if (nent == 0)
+	if (nent <= t0)
 		return GC_OK;
 	if (d == 2)
-		cluster_sums_kernel<2><<<blocks, SUM_THREADS, 0, stream>>>(xs, d, metric, first, ncen, nent, sums);
+		cluster_sums_kernel<2><<<blocks, SUM_THREADS, 0, stream>>>(xs, d, metric, first, ncen, t0, nent, sums);
 	else if (d == 3)
-		cluster_sums_kernel<3><<<blocks, SUM_THREADS, 0, stream>>>(xs, d, metric, first, ncen, nent, sums);
+		cluster_sums_kernel<3><<<blocks, SUM_THREADS, 0, stream>>>(xs, d, metric, first, ncen, t0, nent, sums);
 	else
-		cluster_sums_kernel<0><<<blocks, SUM_THREADS, 0, stream>>>(xs, d, metric, first, ncen, nent, sums);
+		cluster_sums_kernel<0><<<blocks, SUM_THREADS, 0, stream>>>(xs, d, metric, first, ncen, t0, nent, sums);
 	GC_CUDA_LAUNCHED("cluster_sums", err);
 	return GC_OK;
 }

@@ -39,7 +39,6 @@
 #define GREEDY_THREADS 256
 #define GREEDY_GROUP 8			/* candidates per pass over the rows */
 #define GREEDY_BLOCKS 1024		/* most blocks (and partials) per pass */
-#define GREEDY_POLL_STEPS 32
 
 __device__ __forceinline__ unsigned long long
 greedy_warp_min(unsigned long long v)
@@ -286,6 +285,8 @@ run_steps(const double *x64, const uint64_t *hashes, const double *weights,
 	int			k = params->k;
 	int			nblocks = (int) ((n + GREEDY_THREADS - 1) / GREEDY_THREADS);
 	long long  *chosen_host;
+	/* a step is about (L + 1) n d units: poll after GC_POLL_WORK_GPU of them */
+	int64_t		poll_steps = gc_poll_gpu_items(n * d * (L + 1), 1, k);
 
 	if (nblocks > GREEDY_BLOCKS)
 		nblocks = GREEDY_BLOCKS;
@@ -326,7 +327,7 @@ run_steps(const double *x64, const uint64_t *hashes, const double *weights,
 			t, L, step_candidates, t > 0 ? nblocks : 0, b->partials, b->race,
 			b->winner, b->chosen);
 		GC_CUDA_LAUNCHED("greedy_pick", err);
-		if ((t + 1) % GREEDY_POLL_STEPS == 0)
+		if ((t + 1) % poll_steps == 0)
 		{
 			GC_CUDA_TRY(cudaStreamSynchronize(stream), err);
 			if (params->interrupted && params->interrupted())

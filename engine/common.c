@@ -2,9 +2,11 @@
  *
  * common.c
  *	  Helpers every part of the engine shares: recording a failure in a
- *	  GcError, the monotonic clock behind the phase timings, and the
- *	  order-independent random choice of rows (k-means' random start and
- *	  p-median's samples).
+ *	  GcError, the monotonic clock behind the phase timings, the rule of
+ *	  cancel by work (how much work passes between two polls of the
+ *	  interrupt hook, on the CPU and per GPU launch, gc_engine.h), the
+ *	  nearest centroid polled as it goes, and the order-independent random
+ *	  choice of rows (k-means' random start and p-median's samples).
  *
  * IDENTIFICATION
  *	  engine/common.c
@@ -14,9 +16,11 @@
 #include "gc_engine.h"
 #include "gc_math.h"
 
+#include <float.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 /*
@@ -44,6 +48,79 @@ gc_now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1000.0 + ts.tv_nsec / 1.0e6;
+}
+
+int64_t
+gc_poll_span(int64_t unit)
+{
+	return unit >= GC_POLL_WORK ? 1 : GC_POLL_WORK / (unit > 0 ? unit : 1);
+}
+
+bool
+gc_copy_polled(void *dst, const void *src, size_t bytes, GcPoll *poll)
+{
+	for (size_t done = 0; done < bytes; done += (size_t) GC_POLL_WORK)
+	{
+		size_t		slice = bytes - done < (size_t) GC_POLL_WORK ? bytes - done : (size_t) GC_POLL_WORK;
+
+		if (src != NULL)
+			memcpy((char *) dst + done, (const char *) src + done, slice);
+		else
+			memset((char *) dst + done, 0, slice);
+		if (gc_poll(poll, (int64_t) slice))
+			return false;
+	}
+	return true;
+}
+
+int64_t
+gc_poll_gpu_items(int64_t unit, int64_t granule, int64_t count)
+{
+	int64_t		items = GC_POLL_WORK_GPU / (unit > 0 ? unit : 1);
+
+	items = items < granule ? granule : items / granule * granule;
+	return items < count ? items : (count > 0 ? count : 1);
+}
+
+/*
+ * Nearest centroid as gc_nearest_centroid finds it, over blocks of
+ * centroids of at most one poll's work each: the same centroid (blocks in
+ * index order, a later one wins only when strictly nearer), or -1 when the
+ * interrupt hook asked to stop
+ */
+int
+gc_nearest_centroid_polled(const double *x, const double *centroids, int k,
+						   int d, double *distance2, GcPoll *poll)
+{
+	int			span;
+	int			best = 0;
+	double		bestd = DBL_MAX;
+
+	/* the common case: the row is less than one poll's work */
+	if ((int64_t) k * d <= GC_POLL_WORK)
+	{
+		best = gc_nearest_centroid(x, centroids, k, d, distance2);
+		return gc_poll(poll, (int64_t) k * d) ? -1 : best;
+	}
+	span = (int) gc_poll_span(d);
+	for (int first = 0; first < k; first += span)
+	{
+		int			count = k - first < span ? k - first : span;
+		double		d2;
+		int			c = first + gc_nearest_centroid(x, centroids + (size_t) first * d,
+												   count, d, &d2);
+
+		if (first == 0 || d2 < bestd)
+		{
+			best = c;
+			bestd = d2;
+		}
+		if (gc_poll(poll, (int64_t) count * d))
+			return -1;
+	}
+	if (distance2)
+		*distance2 = bestd;
+	return best;
 }
 
 typedef struct RankedRow
@@ -87,10 +164,11 @@ sift_down(RankedRow *heap, int size, int i)
  */
 GcStatus
 gc_select_random_rows(const GcRows *rows, int k, uint64_t seed, int64_t *chosen,
-					  GcError *err)
+					  bool (*interrupted) (void), GcError *err)
 {
 	RankedRow  *heap = malloc(sizeof(RankedRow) * k);
 	int			size = 0;
+	GcPoll		poll = {interrupted, 0};
 
 	if (heap == NULL)
 		return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for seeding");
@@ -102,6 +180,12 @@ gc_select_random_rows(const GcRows *rows, int k, uint64_t seed, int64_t *chosen,
 		{
 			RankedRow	r = {gc_unit_draw(chunk->hashes[i], seed, 0), chunk->first_row + i};
 
+			/* a draw and a heap step: a few dozen units */
+			if (gc_poll(&poll, 32))
+			{
+				free(heap);
+				return gc_fail(err, GC_INTERRUPTED, "interrupted during seeding");
+			}
 			if (size < k)
 			{
 				heap[size++] = r;

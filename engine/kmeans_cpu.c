@@ -28,9 +28,6 @@
 
 #include <stdlib.h>
 
-/* Rows between two polls of the interrupt hook */
-#define POLL_ROWS 1024
-
 typedef struct CpuSession
 {
 	const GcRows *rows;
@@ -45,6 +42,7 @@ typedef struct CpuSession
 	double	   *icd;			/* k * k, pruned labeling: inter-centroid distances */
 	int32_t    *rid;			/* k * k, pruned labeling: centroids ranked by distance */
 	int			iteration;		/* steps since the restart began */
+	GcPoll		poll;			/* work since the interrupt hook was last polled */
 } CpuSession;
 
 static void cpu_close(void *session);
@@ -62,6 +60,7 @@ cpu_open(const GcRows *rows, const GcFrame *frame,
 	s->frame = frame;
 	s->params = params;
 	s->k = k;
+	s->poll.interrupted = params->interrupted;
 	s->labels = malloc(sizeof(int32_t) * rows->n);
 	s->sums = malloc(sizeof(long long) * k * rows->d);
 	s->counts = malloc(sizeof(long long) * k);
@@ -92,12 +91,6 @@ cpu_close(void *session)
 	free(s);
 }
 
-static bool
-poll_interrupt(const GcKmeansParams *params, int64_t i)
-{
-	return (i % POLL_ROWS) == 0 && params->interrupted && params->interrupted();
-}
-
 /* k-means++, greedy or plain: engine/seeding.c */
 static GcStatus
 cpu_seed_kmeanspp(void *session, const GcKmeansParams *params, uint64_t seed,
@@ -113,8 +106,9 @@ cpu_seed_kmeanspp(void *session, const GcKmeansParams *params, uint64_t seed,
  * centroids ranked by distance from it (rid, k x k, the centroid itself
  * first): the tables of Wu & Hong's pruned labeling
  */
-static void
-rank_centroids(const double *centroids, int k, int d, double *icd, int32_t *rid)
+static bool
+rank_centroids(const double *centroids, int k, int d, double *icd, int32_t *rid,
+			   GcPoll *poll)
 {
 	for (int a = 0; a < k; a++)
 	{
@@ -125,6 +119,8 @@ rank_centroids(const double *centroids, int k, int d, double *icd, int32_t *rid)
 													centroids + (size_t) b * d, d));
 
 			icd[(size_t) a * k + b] = icd[(size_t) b * k + a] = dist;
+			if (gc_poll(poll, d))
+				return false;
 		}
 	}
 	for (int a = 0; a < k; a++)
@@ -145,24 +141,30 @@ rank_centroids(const double *centroids, int k, int d, double *icd, int32_t *rid)
 			}
 			ranks[pos] = b;
 		}
+		if (gc_poll(poll, k))
+			return false;
 	}
+	return true;
 }
 
 /*
  * Nearest centroid of x starting from its previous one, a: centroids are
  * tried in rid order and the walk stops at the first whose distance from
  * a exceeds d(x, a) + best, beyond which, by the triangle inequality, none
- * can be closer than best.  The result equals gc_nearest_centroid's.
+ * can be closer than best.  The result equals gc_nearest_centroid's; -1
+ * when the interrupt hook, polled per distance, asked to stop.
  */
 static int
 nearest_pruned(const double *x, const double *centroids, int k, int d, int a,
-			   const double *icd, const int32_t *rid, int64_t *work)
+			   const double *icd, const int32_t *rid, int64_t *work, GcPoll *poll)
 {
 	double		best2 = gc_sqdist_exact(x, centroids + (size_t) a * d, d);
 	double		da = sqrt(best2),
 				best = da;
 	int			best_c = a;
 
+	if (gc_poll(poll, d))
+		return -1;
 	for (int r = 1; r < k; r++)
 	{
 		int			j = rid[(size_t) a * k + r];
@@ -172,6 +174,8 @@ nearest_pruned(const double *x, const double *centroids, int k, int d, int a,
 			break;
 		d2 = gc_sqdist_exact(x, centroids + (size_t) j * d, d);
 		(*work)++;
+		if (gc_poll(poll, d))
+			return -1;
 		if (d2 < best2 || (d2 == best2 && j < best_c))
 		{
 			best2 = d2;
@@ -193,7 +197,8 @@ cpu_begin(void *session, const double *centroids, GcRestartPlan *plan, GcError *
 
 	for (int64_t i = 0; i < s->rows->n; i++)
 		s->labels[i] = -1;
-	memcpy(s->centroids, centroids, sizeof(double) * s->k * s->rows->d);
+	if (!gc_copy_polled(s->centroids, centroids, sizeof(double) * s->k * s->rows->d, &s->poll))
+		return gc_fail(err, GC_INTERRUPTED, "interrupted while loading centroids");
 	s->iteration = 0;
 	plan->kernel = "cpu";
 	plan->can_prune = true;
@@ -238,9 +243,10 @@ cpu_step(void *session, int64_t pruned_rows, GcStepStatus *status, GcError *err)
 				pruned_work = 0;
 	double		max_shift2 = 0.0;
 
-	if (pruned_rows > 0)
-		rank_centroids(centroids, k, d, s->icd, s->rid);
-	memset(s->sums, 0, sizeof(long long) * k * d);
+	if (pruned_rows > 0 && !rank_centroids(centroids, k, d, s->icd, s->rid, &s->poll))
+		return gc_fail(err, GC_INTERRUPTED, "interrupted in iteration %d", s->iteration + 1);
+	if (!gc_copy_polled(s->sums, NULL, sizeof(long long) * k * d, &s->poll))
+		return gc_fail(err, GC_INTERRUPTED, "interrupted in iteration %d", s->iteration + 1);
 	memset(s->counts, 0, sizeof(long long) * k);
 	for (int ci = 0; ci < rows->nchunks; ci++)
 	{
@@ -254,21 +260,23 @@ cpu_step(void *session, int64_t pruned_rows, GcStepStatus *status, GcError *err)
 			long long	w = gc_chunk_weight(chunk, i);
 			long long  *sum;
 
-			if (poll_interrupt(params, row))
-				return gc_fail(err, GC_INTERRUPTED, "interrupted in iteration %d",
-							   s->iteration + 1);
 			if (row < pruned_rows)
 			{
 				int64_t		before = work;
 
-				l = nearest_pruned(x, centroids, k, d, s->labels[row], s->icd, s->rid, &work);
+				l = nearest_pruned(x, centroids, k, d, s->labels[row], s->icd, s->rid,
+								   &work, &s->poll);
 				pruned_work += work - before;
 			}
 			else
 			{
-				l = gc_nearest_centroid(x, centroids, k, d, NULL);
+				l = gc_nearest_centroid_polled(x, centroids, k, d, NULL, &s->poll);
 				work += k;
 			}
+			/* the row's share of the update: d more units */
+			if (l < 0 || gc_poll(&s->poll, d))
+				return gc_fail(err, GC_INTERRUPTED, "interrupted in iteration %d",
+							   s->iteration + 1);
 			changed += (l != s->labels[row]);
 			s->labels[row] = l;
 			s->counts[l] += w;
@@ -283,6 +291,9 @@ cpu_step(void *session, int64_t pruned_rows, GcStepStatus *status, GcError *err)
 		double	   *centroid = centroids + (size_t) c * d;
 		double		shift2 = 0.0;
 
+		if (gc_poll(&s->poll, d))
+			return gc_fail(err, GC_INTERRUPTED, "interrupted in iteration %d",
+						   s->iteration + 1);
 		if (s->counts[c] == 0)
 			continue;			/* an empty cluster keeps its centroid */
 		for (int j = 0; j < d; j++)
@@ -341,10 +352,10 @@ cpu_score(void *session, const double *centroids, int32_t *labels,
 			double		d2;
 			int			l;
 
-			if (poll_interrupt(s->params, row))
+			l = gc_nearest_centroid_polled(chunk->values + (size_t) i * rows->d,
+										   centroids, s->k, rows->d, &d2, &s->poll);
+			if (l < 0)
 				return gc_fail(err, GC_INTERRUPTED, "interrupted while scoring");
-			l = gc_nearest_centroid(chunk->values + (size_t) i * rows->d,
-									centroids, s->k, rows->d, &d2);
 
 			sizes[l]++;
 			total += gc_quantize_wide(d2, s->frame->inertia_exp) *
@@ -362,7 +373,7 @@ cpu_score(void *session, const double *centroids, int32_t *labels,
 const GcKmeansBackend gc_kmeans_cpu_backend = {
 	.name = "cpu",
 	.hybrid = &gc_hybrid_cpu_rules,
-	.step_polls = true,			/* every 1,024 rows */
+	.step_polls = true,			/* by work: gc_poll */
 	.open = cpu_open,
 	.seed_kmeanspp = cpu_seed_kmeanspp,
 	.begin = cpu_begin,

@@ -137,23 +137,23 @@ initial_centroids(const GcKmeansBackend *backend, void *session,
 				d = rows->d;
 	int64_t    *chosen;
 	GcStatus	status = GC_OK;
+	GcPoll		poll = {params->interrupted, 0};
 
+	/* k d values into fresh memory: seconds of page faults for the widest */
 	if (params->init == GC_INIT_GIVEN)
-	{
-		memcpy(centroids, params->init_centroids, sizeof(double) * k * d);
-		return GC_OK;
-	}
+		return gc_copy_polled(centroids, params->init_centroids, sizeof(double) * k * d, &poll) ?
+			GC_OK : gc_fail(err, GC_INTERRUPTED, "interrupted during seeding");
 	chosen = malloc(sizeof(int64_t) * k);
 	if (chosen == NULL)
 		return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for seeding");
 	if (params->init == GC_INIT_RANDOM)
-		status = gc_select_random_rows(rows, k, seed, chosen, err);
+		status = gc_select_random_rows(rows, k, seed, chosen, params->interrupted, err);
 	else
 		status = backend->seed_kmeanspp(session, params, seed, chosen, err);
-	if (status == GC_OK)
-		for (int c = 0; c < k; c++)
-			memcpy(centroids + (size_t) c * d, gc_rows_get(rows, chosen[c]),
-				   sizeof(double) * d);
+	for (int c = 0; status == GC_OK && c < k; c++)
+		if (!gc_copy_polled(centroids + (size_t) c * d, gc_rows_get(rows, chosen[c]),
+							sizeof(double) * d, &poll))
+			status = gc_fail(err, GC_INTERRUPTED, "interrupted during seeding");
 	free(chosen);
 	return status;
 }

@@ -20,9 +20,6 @@
 #include <float.h>
 #include <stdlib.h>
 
-/* Distance evaluations between two polls of the interrupt hook */
-#define POLL_WORK (1 << 22)
-
 typedef struct PmCpuSession
 {
 	const GcPmParams *params;
@@ -39,7 +36,7 @@ typedef struct PmCpuSession
 	double	   *dn;
 	double	   *ds;
 	int64_t    *gains;			/* p: swap gains of one candidate */
-	int64_t		work;			/* distance evaluations since the last poll */
+	GcPoll		poll;			/* work since the interrupt hook was last polled */
 } PmCpuSession;
 
 static void cpu_close(void *session);
@@ -47,16 +44,13 @@ static void cpu_close(void *session);
 #define ROW(s, r) ((s)->x + (size_t) (r) * (s)->d)
 
 /*
- * Count work and poll the interrupt hook now and then
+ * Count evaluations distances of d coordinates each and poll the
+ * interrupt hook as the rule of gc_poll says
  */
 static bool
 poll_interrupt(PmCpuSession *s, int64_t evaluations)
 {
-	s->work += evaluations;
-	if (s->work < POLL_WORK)
-		return false;
-	s->work = 0;
-	return s->params->interrupted && s->params->interrupted();
+	return gc_poll(&s->poll, evaluations * s->d);
 }
 
 static GcStatus
@@ -68,6 +62,7 @@ cpu_open(const GcRows *rows, const double *demand, const GcPmParams *params,
 	if (s == NULL)
 		return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for the CPU session");
 	s->params = params;
+	s->poll.interrupted = params->interrupted;
 	s->n = rows->n;
 	s->d = rows->d;
 	s->demand = demand;
@@ -82,8 +77,12 @@ cpu_open(const GcRows *rows, const double *demand, const GcPmParams *params,
 	{
 		const GcChunk *chunk = &rows->chunks[c];
 
-		memcpy(s->x + (size_t) chunk->first_row * s->d, chunk->values,
-			   sizeof(double) * s->d * chunk->count);
+		if (!gc_copy_polled(s->x + (size_t) chunk->first_row * s->d, chunk->values,
+							sizeof(double) * s->d * chunk->count, &s->poll))
+		{
+			cpu_close(s);
+			return gc_fail(err, GC_INTERRUPTED, "interrupted while copying the rows");
+		}
 		memcpy(s->hashes + chunk->first_row, chunk->hashes,
 			   sizeof(uint64_t) * chunk->count);
 	}
@@ -155,6 +154,8 @@ cpu_allocate(void *session, int32_t ncen, const int32_t *cen,
 				bestd = 0.0;
 				break;
 			}
+			if (poll_interrupt(s, 1))
+				return gc_fail(err, GC_INTERRUPTED, "interrupted during allocation");
 			dc = gc_pm_dist(ROW(s, row), ROW(s, cen[c]), s->d, metric);
 			cost = penalty ? gc_pm_cost(dc, penalty[c], q) : dc;
 			if (cost < best)
@@ -166,8 +167,6 @@ cpu_allocate(void *session, int32_t ncen, const int32_t *cen,
 		}
 		alloc[e] = bestc;
 		dist[e] = bestd;
-		if (poll_interrupt(s, cen_first[g + 1] - cen_first[g]))
-			return gc_fail(err, GC_INTERRUPTED, "interrupted during allocation");
 	}
 	return GC_OK;
 }
@@ -190,11 +189,13 @@ cpu_cluster_sums(void *session, int32_t ncen, const int32_t *members,
 			double		sum = 0.0;
 
 			for (int32_t u = first[c]; u < first[c + 1]; u++)
+			{
+				if (poll_interrupt(s, 1))
+					return gc_fail(err, GC_INTERRUPTED, "interrupted while locating centres");
 				if (u != t)
 					sum = sum + gc_pm_dist(xt, ROW(s, members[u]), s->d, metric);
+			}
 			sums[t] = sum;
-			if (poll_interrupt(s, first[c + 1] - first[c]))
-				return gc_fail(err, GC_INTERRUPTED, "interrupted while locating centres");
 		}
 	}
 	return GC_OK;
@@ -217,6 +218,8 @@ cpu_seed_step(void *session, int32_t centre, uint64_t seed, int step,
 		double		w = 1.0;
 		uint64_t	key;
 
+		if (poll_interrupt(s, 1))
+			return gc_fail(err, GC_INTERRUPTED, "interrupted during seeding");
 		if (centre >= 0)
 		{
 			double		dc = gc_pm_dist(ROW(s, row), ROW(s, centre), s->d,
@@ -233,8 +236,6 @@ cpu_seed_step(void *session, int32_t centre, uint64_t seed, int step,
 		if (key < best)
 			best = key;
 	}
-	if (poll_interrupt(s, s->nent))
-		return gc_fail(err, GC_INTERRUPTED, "interrupted during seeding");
 	*winner = best;
 	return GC_OK;
 }
@@ -265,8 +266,11 @@ cpu_nearest2(void *session, int p, const int32_t *medoids, double far,
 
 		for (int m = 0; m < p; m++)
 		{
-			double		dm = gc_pm_dist(ROW(s, i), ROW(s, medoids[m]), s->d,
-										s->params->metric);
+			double		dm;
+
+			if (poll_interrupt(s, 1))
+				return gc_fail(err, GC_INTERRUPTED, "interrupted while improving");
+			dm = gc_pm_dist(ROW(s, i), ROW(s, medoids[m]), s->d, s->params->metric);
 
 			if (dm < d1)
 			{
@@ -280,8 +284,6 @@ cpu_nearest2(void *session, int p, const int32_t *medoids, double far,
 		s->nearest[i] = nearest[i] = m1;
 		s->dn[i] = dn[i] = d1;
 		s->ds[i] = ds[i] = d2;
-		if (poll_interrupt(s, p))
-			return gc_fail(err, GC_INTERRUPTED, "interrupted while improving");
 	}
 	return GC_OK;
 }
@@ -308,6 +310,8 @@ cpu_swap_gains(void *session, int p, int ncand, const int32_t *cand,
 			long long	o,
 						nr;
 
+			if (poll_interrupt(s, 1))
+				return gc_fail(err, GC_INTERRUPTED, "interrupted while improving");
 			gc_pm_swap_part(gc_pm_dist(ROW(s, i), xc, s->d, s->params->metric),
 							s->dn[i], s->ds[i], scale, &o, &nr);
 			own += o;
@@ -318,8 +322,6 @@ cpu_swap_gains(void *session, int p, int ncand, const int32_t *cand,
 				bm = m;
 		best_medoid[k] = bm;
 		best_gain[k] = s->gains[bm] + own;
-		if (poll_interrupt(s, s->n))
-			return gc_fail(err, GC_INTERRUPTED, "interrupted while improving");
 	}
 	return GC_OK;
 }

@@ -201,9 +201,10 @@ extern GcStatus gc_pmedian_repair(const GcRows *rows, const double *demand,
 								  bool (*interrupted) (void), int64_t *moves,
 								  GcError *err);
 
-/* Nearest of p medoid vectors to x by metric, lowest index on ties. */
+/* Nearest of p medoid vectors to x by metric, lowest index on ties; -1 if interrupted. */
 extern int	gc_pmedian_nearest(const double *x, const double *medoids, int p,
-							   int d, GcPmMetric metric, double *distance);
+							   int d, GcPmMetric metric, double *distance,
+							   GcPoll *poll);
 
 /* The names of metrics and methods, as the options spell them. */
 extern const char *gc_pmedian_metric_name(GcPmMetric metric);

@@ -98,18 +98,23 @@ gc_pmedian_improve_name(GcPmImprove improve)
 }
 
 /*
- * Nearest medoid vector to x, lowest index on ties
+ * Nearest medoid vector to x, lowest index on ties; -1 when the interrupt
+ * hook, polled by work (gc_poll), asked to stop
  */
 int
 gc_pmedian_nearest(const double *x, const double *medoids, int p, int d,
-				   GcPmMetric metric, double *distance)
+				   GcPmMetric metric, double *distance, GcPoll *poll)
 {
 	int			best = 0;
 	double		bestd = DBL_MAX;
 
 	for (int m = 0; m < p; m++)
 	{
-		double		dm = gc_pm_dist(x, medoids + (size_t) m * d, d, metric);
+		double		dm;
+
+		if (gc_poll(poll, d))
+			return -1;
+		dm = gc_pm_dist(x, medoids + (size_t) m * d, d, metric);
 
 		if (dm < bestd)
 		{
@@ -390,7 +395,7 @@ seed_centres(PmFit *f, const int32_t *ent, int32_t nent, int k, uint64_t seed,
 		}
 		taken[e] = true;
 		cen[t] = centre = ent[e];
-		if (t % 64 == 63 && interrupted(f))
+		if (interrupted(f))
 			status = gc_fail(f->err, GC_INTERRUPTED, "interrupted during seeding");
 	}
 	free(taken);
@@ -560,7 +565,8 @@ sample_phase(PmFit *f, int nbig, PmProblem *sample, GcPmResult *result)
 	chosen = malloc(sizeof(int64_t) * s);
 	if (chosen == NULL)
 		return gc_fail(f->err, GC_ERR_HOST_MEMORY, "out of memory for the sample");
-	if (gc_select_random_rows(f->rows, s, params->seed, chosen, f->err) != GC_OK)
+	if (gc_select_random_rows(f->rows, s, params->seed, chosen, params->interrupted,
+							  f->err) != GC_OK)
 	{
 		free(chosen);
 		return f->err->status;

@@ -57,11 +57,16 @@ typedef struct Repair
 	int32_t    *next;			/* n: next member, -1 at the end */
 	int32_t    *prev;			/* n */
 	int64_t		moves;			/* rows moved */
+	GcPoll		poll;			/* distances since the interrupt hook was last polled */
+	bool		interrupted;	/* the hook asked to stop: every loop ends */
 } Repair;
 
+/* The distance of a row to medoid c, counted as work (gc_poll) */
 static double
-row_dist(const Repair *r, int32_t row, int32_t c)
+row_dist(Repair *r, int32_t row, int32_t c)
 {
+	if (gc_poll(&r->poll, r->rows->d))
+		r->interrupted = true;
 	return gc_pm_dist(gc_rows_get(r->rows, row), r->medoid + (size_t) c * r->rows->d,
 					  r->rows->d, r->metric);
 }
@@ -120,7 +125,7 @@ movable(const Repair *r, int32_t i)
  * (lowest index on ties); false if interrupted
  */
 static bool
-nearest_candidates(Repair *r, bool (*interrupted) (void))
+nearest_candidates(Repair *r)
 {
 	for (int64_t i = 0; i < r->n; i++)
 	{
@@ -128,7 +133,7 @@ nearest_candidates(Repair *r, bool (*interrupted) (void))
 		double	   *cd = r->cand_dist + i * r->k;
 		int			have = 0;
 
-		if (i % 1024 == 1023 && interrupted && interrupted())
+		if (r->interrupted)
 			return false;
 		for (int32_t m = 0; m < r->p; m++)
 		{
@@ -165,6 +170,8 @@ direct_move(Repair *r, int32_t a)
 
 	for (int32_t i = r->head[a]; i >= 0; i = r->next[i])
 	{
+		if (r->interrupted)
+			return false;
 		if (!movable(r, i))
 			continue;
 		for (int32_t c = 0; c < r->p; c++)
@@ -207,6 +214,8 @@ exchange(Repair *r, int32_t i, int32_t y, double dy)
 		double		dj,
 					gain;
 
+		if (r->interrupted)
+			return false;
 		if (!movable(r, j) ||
 			r->load[a] - r->demand[i] + r->demand[j] > r->capacity ||
 			r->load[y] - r->demand[j] + r->demand[i] > r->capacity)
@@ -229,19 +238,22 @@ exchange(Repair *r, int32_t i, int32_t y, double dy)
 
 /*
  * Passes of moves of a row to a nearer candidate medoid: alone where it
- * has room, else in exchange for one of its rows
+ * has room, else in exchange for one of its rows; false if interrupted
  */
 static bool
-improving_moves(Repair *r, bool (*interrupted) (void))
+improving_moves(Repair *r)
 {
 	for (int pass = 0; pass < REPAIR_PASSES; pass++)
 	{
 		int64_t		improved = 0;
 
-		if (interrupted && interrupted())
-			return false;
 		for (int32_t i = 0; i < (int32_t) r->n; i++)
 		{
+			/* the candidates' tests count as work too */
+			if (gc_poll(&r->poll, r->k))
+				r->interrupted = true;
+			if (r->interrupted)
+				return false;
 			if (!movable(r, i))
 				continue;
 			for (int t = 0; t < r->k; t++)
@@ -309,6 +321,7 @@ gc_pmedian_repair(const GcRows *rows, const double *demand, GcPmMetric metric,
 	r.k = p - 1 < REPAIR_CANDIDATES ? p : REPAIR_CANDIDATES;
 	r.alloc = alloc;
 	r.dist = dist;
+	r.poll.interrupted = interrupted;
 	r.medoid = malloc(sizeof(double) * p * d);
 	r.load = calloc(p, sizeof(double));
 	r.is_medoid = calloc(n, sizeof(bool));
@@ -335,15 +348,16 @@ gc_pmedian_repair(const GcRows *rows, const double *demand, GcPmMetric metric,
 		r.load[alloc[i]] += demand[i];
 		link_row(&r, (int32_t) i, alloc[i]);
 	}
-	if (!nearest_candidates(&r, interrupted))
-		status = gc_fail(err, GC_INTERRUPTED, "interrupted in the capacity repair");
-
-	/* overloaded medoids in index order give up their cheapest rows */
-	for (int32_t c = 0; status == GC_OK && c < p; c++)
-		while (status == GC_OK && r.load[c] > capacity && direct_move(&r, c))
-			if (r.moves % 64 == 0 && interrupted && interrupted())
-				status = gc_fail(err, GC_INTERRUPTED, "interrupted in the capacity repair");
-	if (status == GC_OK && !improving_moves(&r, interrupted))
+	if (nearest_candidates(&r))
+	{
+		/* overloaded medoids in index order give up their cheapest rows */
+		for (int32_t c = 0; !r.interrupted && c < p; c++)
+			while (!r.interrupted && r.load[c] > capacity && direct_move(&r, c))
+				;
+		if (!r.interrupted)
+			(void) improving_moves(&r);
+	}
+	if (r.interrupted)
 		status = gc_fail(err, GC_INTERRUPTED, "interrupted in the capacity repair");
 	*moves = r.moves;
 	repair_release(&r);

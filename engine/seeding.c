@@ -32,9 +32,6 @@
 
 #include <stdlib.h>
 
-/* Rows between two polls of the interrupt hook */
-#define POLL_ROWS 1024
-
 /*
  * Candidates per greedy step: init_candidates, or by default 2 + floor(ln k)
  * (the number scikit-learn tries) where the seeding is cheap enough, and 1
@@ -61,20 +58,14 @@ gc_seed_candidates(const GcKmeansParams *params, int64_t n, int d)
 	return candidates;
 }
 
-static bool
-poll_interrupt(const GcKmeansParams *params, int64_t row)
-{
-	return (row % POLL_ROWS) == 0 && params->interrupted && params->interrupted();
-}
-
 /*
  * Pass one of step t: fold the previous centre (NULL at step 0) into
  * mind2, then run the races of the step's candidates into best[0..L-1]
  */
 static GcStatus
-race_pass(const GcRows *rows, const GcKmeansParams *params, uint64_t seed,
+race_pass(const GcRows *rows, uint64_t seed,
 		  int t, int candidates, const double *previous, double *mind2,
-		  uint64_t *best, GcError *err)
+		  uint64_t *best, GcPoll *poll, GcError *err)
 {
 	double		leader[GC_MAX_INIT_CANDIDATES];	/* best[j]'s bid */
 
@@ -92,7 +83,8 @@ race_pass(const GcRows *rows, const GcKmeansParams *params, uint64_t seed,
 			int64_t		row = chunk->first_row + i;
 			double		w = 1.0;
 
-			if (poll_interrupt(params, row))
+			/* the distance to the previous centre, and a draw per candidate */
+			if (gc_poll(poll, rows->d + 8 * candidates))
 				return gc_fail(err, GC_INTERRUPTED, "interrupted during seeding");
 			if (previous != NULL)
 			{
@@ -138,10 +130,9 @@ race_pass(const GcRows *rows, const GcKmeansParams *params, uint64_t seed,
  * the index of the lowest (the first on ties)
  */
 static GcStatus
-potential_pass(const GcRows *rows, const GcFrame *frame,
-			   const GcKmeansParams *params, int candidates,
+potential_pass(const GcRows *rows, const GcFrame *frame, int candidates,
 			   const double *const *centre, const double *mind2,
-			   gc_u128 *potential, int *winner, GcError *err)
+			   gc_u128 *potential, int *winner, GcPoll *poll, GcError *err)
 {
 	for (int j = 0; j < candidates; j++)
 		potential[j] = 0;
@@ -155,7 +146,7 @@ potential_pass(const GcRows *rows, const GcFrame *frame,
 			const double *x = chunk->values + (size_t) i * rows->d;
 			gc_u128		w = (gc_u128) gc_chunk_weight(chunk, i);
 
-			if (poll_interrupt(params, row))
+			if (gc_poll(poll, (int64_t) candidates * rows->d))
 				return gc_fail(err, GC_INTERRUPTED, "interrupted during seeding");
 			for (int j = 0; j < candidates; j++)
 			{
@@ -184,6 +175,7 @@ gc_seed_kmeanspp_cpu(const GcRows *rows, const GcFrame *frame,
 	uint64_t	best[GC_MAX_INIT_CANDIDATES];
 	gc_u128		potential[GC_MAX_INIT_CANDIDATES];
 	const double *centre[GC_MAX_INIT_CANDIDATES];
+	GcPoll		poll = {params->interrupted, 0};
 	GcStatus	status = GC_OK;
 
 	if (mind2 == NULL)
@@ -195,17 +187,17 @@ gc_seed_kmeanspp_cpu(const GcRows *rows, const GcFrame *frame,
 		int			step_candidates = t == 0 ? 1 : candidates;
 		int			winner = 0;
 
-		status = race_pass(rows, params, seed, t, step_candidates,
+		status = race_pass(rows, seed, t, step_candidates,
 						   t > 0 ? gc_rows_get(rows, chosen[t - 1]) : NULL,
-						   mind2, best, err);
+						   mind2, best, &poll, err);
 		if (status != GC_OK)
 			break;
 		if (step_candidates > 1)
 		{
 			for (int j = 0; j < step_candidates; j++)
 				centre[j] = gc_rows_get(rows, (int64_t) (uint32_t) best[j]);
-			status = potential_pass(rows, frame, params, step_candidates, centre,
-									mind2, potential, &winner, err);
+			status = potential_pass(rows, frame, step_candidates, centre,
+									mind2, potential, &winner, &poll, err);
 		}
 		chosen[t] = (int64_t) (uint32_t) best[winner];
 	}

@@ -299,6 +299,7 @@ nearest_of_arg(FunctionCallInfo fcinfo, Oid format, double *distance)
 	double	   *x;
 	double		d2;
 	int			nearest;
+	GcPoll		poll = {gc_interrupted, 0};
 
 	gc_vector_view(PG_GETARG_DATUM(1), format, 1, &view);
 	if (view.d != m->d)
@@ -309,7 +310,14 @@ nearest_of_arg(FunctionCallInfo fcinfo, Oid format, double *distance)
 	gc_vector_copy(&view, x, 1);
 	if (m->metric == GC_METRIC_COSINE)
 		gc_input_normalize(x, view.d, 0);
-	nearest = gc_nearest_centroid(x, KmeansModelCentroids(m), m->k, view.d, &d2);
+	/* a model of many wide centroids is a long search: cancel by work */
+	nearest = gc_nearest_centroid_polled(x, KmeansModelCentroids(m), m->k, view.d, &d2, &poll);
+	if (nearest < 0)
+	{
+		GcError		err = {GC_INTERRUPTED, "interrupted while predicting"};
+
+		gc_raise(&err);
+	}
 	if (distance)
 		*distance = gc_metric_distance((GcMetric) m->metric, d2);
 	return nearest;

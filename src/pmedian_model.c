@@ -264,6 +264,8 @@ predict(FunctionCallInfo fcinfo, Oid format)
 	PmedianModel *m = PG_GETARG_PMEDIAN_MODEL(0);
 	GcVectorView view;
 	double	   *x;
+	int			nearest;
+	GcPoll		poll = {gc_interrupted, 0};
 
 	gc_vector_view(PG_GETARG_DATUM(1), format, 1, &view);
 	if (view.d != m->d)
@@ -272,8 +274,16 @@ predict(FunctionCallInfo fcinfo, Oid format)
 				 errmsg("vector has %d dimensions, but the model has %d", view.d, m->d)));
 	x = palloc(sizeof(double) * view.d);
 	gc_vector_copy(&view, x, 1);
-	return PmedianModelIds(m)[gc_pmedian_nearest(x, PmedianModelMedoids(m), m->p,
-												 m->d, (GcPmMetric) m->metric, NULL)];
+	/* many wide medoids are a long search: cancel by work */
+	nearest = gc_pmedian_nearest(x, PmedianModelMedoids(m), m->p, m->d,
+								 (GcPmMetric) m->metric, NULL, &poll);
+	if (nearest < 0)
+	{
+		GcError		err = {GC_INTERRUPTED, "interrupted while predicting"};
+
+		gc_raise(&err);
+	}
+	return PmedianModelIds(m)[nearest];
 }
 
 Datum
