@@ -9,7 +9,8 @@
  *
  *	  The suites; the harness (checks, generator, data, fits) is in
  *	  harness.c, and the GPU benchmark runner in kmeans_bench.c.
- *	  engine_test runs the checks, ending with "N passed, N failed".
+ *	  engine_test runs the checks, ending with "N passed, N failed";
+ *	  engine_test quick runs a subset on fewer rows (for compute-sanitizer).
  *
  * IDENTIFICATION
  *	  test/engine/engine_test.c
@@ -952,11 +953,47 @@ run_allocator_switch_case(void)
 		  "allocator switch: each chunk freed by its own allocator", "rowstore");
 }
 
+/*
+ * The quick subset (engine_test quick), for compute-sanitizer on the GPU
+ * machine, where kernels run tens of times slower: every path of the full
+ * run (each kernel family, the stream, partial and weighted cases), on
+ * fewer rows
+ */
+static void
+run_quick(void)
+{
+	static const int dims[] = {1, 3, 33, 128};
+	static const int ks[] = {1, 10, 100};
+
+	for (size_t a = 0; a < sizeof(dims) / sizeof(dims[0]); a++)
+		run_case(1000, dims[a], 10);
+	for (size_t b = 0; b < sizeof(ks) / sizeof(ks[0]); b++)
+		run_case(ks[b] * 20 + 100, 4, ks[b]);
+#ifdef GC_WITH_CUDA
+	run_tensor_case(4000, 64, 200, 0.5);
+	run_tensor_case(4000, 64, 512, 0.5);	/* sums past shared memory */
+	run_tensor_case(4000, 8, 256, -1.0);
+	run_tensor_case(4000, 12, 300, 0.5);
+	run_tensor_case(2000, 400, 200, 0.5);	/* points streamed past centroid tiles */
+#endif
+	run_partial_case(3000, 33, 40);
+	run_weighted_case(2000, 17, 20);
+	run_stream_format_cases();
+	run_stream_case(10000, 8, 10);
+}
+
 int
-main(void)
+main(int argc, char **argv)
 {
 	static const int dims[] = {1, 2, 3, 8, 17, 32, 33, 64, 128, 512};
 	static const int ks[] = {1, 2, 10, 100, 1000};
+
+	if (argc > 1 && strcmp(argv[1], "quick") == 0)
+	{
+		run_quick();
+		printf("%d passed, %d failed\n", passed, failed);
+		return failed != 0;
+	}
 
 	for (size_t a = 0; a < sizeof(dims) / sizeof(dims[0]); a++)
 		run_case(4000, dims[a], 10);
