@@ -245,4 +245,5 @@ fuzz-check: test/fuzz/stream_decode_fuzz test/fuzz/stream_seeds $(FUZZ_DIR)/gpuc
 	test/fuzz/stream_seeds test/fuzz/corpus
 	test/fuzz/stream_decode_fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \
 		-print_final_stats=1 test/fuzz/corpus
+	@echo "ok   kmeans_stream decoder: $(FUZZ_SECONDS) s"
 	PG_CONFIG=$(PG_CONFIG) FUZZ_CC=$(FUZZ_CC) test/fuzz/run-type-fuzz $(FUZZ_TYPE_SECONDS)
