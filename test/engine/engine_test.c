@@ -954,6 +954,62 @@ run_allocator_switch_case(void)
 }
 
 /*
+ * Rows spread far wider than float32 holds (scaled by 1e20 and by 1e140;
+ * the legal limit is 1e150): the fit asked for float32 labels in float64,
+ * says so, and on the GPU agrees with the CPU to the bit, where float32
+ * labeling would send every point to the first centroid
+ */
+static void
+run_wide_range_case(double scale)
+{
+	int64_t		n = 2000;
+	int			d = 4,
+				k = 5;
+	char		config[64];
+	double	   *centres = malloc(sizeof(double) * k * d);
+	int		   *truth = malloc(sizeof(int) * n);
+	double	   *x;
+	GcRows		rows;
+	Fit			cpu;
+
+	snprintf(config, sizeof(config), "n=%lld d=%d k=%d scale=%g", (long long) n, d, k, scale);
+	rng_state = 99;
+	x = make_data(n, d, k, 0.5, centres, truth);
+	for (int64_t i = 0; i < n * d; i++)
+		x[i] *= scale;
+	load_rows(&rows, x, n, d, NULL, plain_alloc, free);
+	cpu = fit(&gc_kmeans_cpu_backend, &rows, k, 7);
+	check(cpu.status == GC_OK && recovers(truth, cpu.labels, n, k),
+		  "wide range: cpu recovers the blobs", config);
+	check(cpu.result.precision == GC_PRECISION_FLOAT64,
+		  "wide range: float32 asked, float64 labeled", config);
+#ifdef GC_WITH_CUDA
+	{
+		char		why[256];
+
+		if (gc_cuda_use_device(0, why, sizeof(why)))
+		{
+			GcRows		pinned;
+			Fit			gpu;
+
+			load_rows(&pinned, x, n, d, NULL, gc_cuda_host_alloc, gc_cuda_host_free);
+			gpu = fit(&gc_kmeans_cuda_backend, &pinned, k, 7);
+			check(gpu.status == GC_OK && gpu.result.precision == GC_PRECISION_FLOAT64,
+				  "wide range: gpu labeled in float64", config);
+			check_same_fit(&cpu, &gpu, n, k, d, "wide range: gpu", config);
+			free_fit(&gpu);
+			gc_rows_release(&pinned);
+		}
+	}
+#endif
+	free_fit(&cpu);
+	gc_rows_release(&rows);
+	free(x);
+	free(truth);
+	free(centres);
+}
+
+/*
  * The quick subset (engine_test quick), for compute-sanitizer on the GPU
  * machine, where kernels run tens of times slower: every path of the full
  * run (each kernel family, the stream, partial and weighted cases), on
@@ -980,6 +1036,7 @@ run_quick(void)
 	run_weighted_case(2000, 17, 20);
 	run_stream_format_cases();
 	run_stream_case(10000, 8, 10);
+	run_wide_range_case(1e140);
 }
 
 int
@@ -1020,6 +1077,8 @@ main(int argc, char **argv)
 	run_weighted_case(3000, 3, 5);
 	run_weighted_case(2000, 17, 20);
 	run_hybrid_rule_cases();
+	run_wide_range_case(1e20);
+	run_wide_range_case(1e140);
 	run_stream_format_cases();
 	run_stream_case(40000, 2, 5);
 	run_stream_case(30000, 8, 10);
