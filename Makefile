@@ -67,7 +67,7 @@ EXTRA_CLEAN = .build-config $(ASAN_DIR) test/engine/engine_test test/engine/kmea
 	test/engine/pmedian_test test/engine/cosine_test test/engine/seeding_test \
 	test/engine/interrupt_test $(CUDA_OBJS) \
 	test/results test/regression.diffs test/regression.out \
-	test/fuzz/stream_decode_fuzz test/fuzz/stream_seeds test/fuzz/corpus
+	test/fuzz/stream_decode_fuzz test/fuzz/stream_seeds test/fuzz/corpus $(FUZZ_DIR)
 
 # .cu objects have no LLVM bitcode
 override with_llvm = no
@@ -226,9 +226,33 @@ test/fuzz/stream_decode_fuzz: test/fuzz/stream_decode_fuzz.c engine/stream_forma
 test/fuzz/stream_seeds: test/fuzz/stream_seeds.c engine/stream_format.c engine/stream_format.h
 	$(CC) -O2 -Wall $(if $(WERROR),-Werror) -Iengine -o $@ test/fuzz/stream_seeds.c engine/stream_format.c -lm
 
+# The type fuzz targets (test/fuzz/type_fuzz.c): the glue and the CPU
+# engine compiled again with clang's coverage, ASan and UBSan into one
+# module with libFuzzer, which a single-user backend loads
+# (test/fuzz/run-type-fuzz); CPU only, whatever WITH_CUDA says
+FUZZ_DIR = build/fuzz
+FUZZ_SOURCES = $(ENGINE_OBJS:.o=.c) $(GLUE_OBJS:.o=.c) test/fuzz/type_fuzz.c
+FUZZ_OBJS = $(patsubst %.c,$(FUZZ_DIR)/%.o,$(FUZZ_SOURCES))
+FUZZ_CFLAGS = -g -O1 -fPIC -ffp-contract=off -fno-omit-frame-pointer -Wno-ignored-attributes \
+	-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -shared-libasan \
+	-Isrc $(filter-out -DGC_WITH_CUDA,$(CPPFLAGS))
+$(FUZZ_DIR)/%.o: %.c $(wildcard engine/*.h src/*.h) .build-config
+	@mkdir -p $(dir $@)
+	$(call progress,FUZZCC)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -c -o $@ $<
+$(FUZZ_DIR)/gpuclust_fuzz.so: $(FUZZ_OBJS)
+	$(call progress,FUZZLD,$@)
+	$(FUZZ_CC) -shared -Wl,-Bsymbolic -fsanitize=address,undefined -shared-libasan -o $@ $(FUZZ_OBJS) \
+		$(shell $(FUZZ_CC) -print-file-name=libclang_rt.fuzzer_no_main-x86_64.a) -lstdc++ -lm
+
+# the decoder's target for FUZZ_SECONDS, then each type target for
+# FUZZ_TYPE_SECONDS (six targets)
+FUZZ_TYPE_SECONDS ?= 15
 .PHONY: fuzz-check
-fuzz-check: test/fuzz/stream_decode_fuzz test/fuzz/stream_seeds
+fuzz-check: test/fuzz/stream_decode_fuzz test/fuzz/stream_seeds $(FUZZ_DIR)/gpuclust_fuzz.so
 	rm -rf test/fuzz/corpus && mkdir -p test/fuzz/corpus
 	test/fuzz/stream_seeds test/fuzz/corpus
 	test/fuzz/stream_decode_fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \
 		-print_final_stats=1 test/fuzz/corpus
+	@echo "ok   kmeans_stream decoder: $(FUZZ_SECONDS) s"
+	PG_CONFIG=$(PG_CONFIG) FUZZ_CC=$(FUZZ_CC) test/fuzz/run-type-fuzz $(FUZZ_TYPE_SECONDS)

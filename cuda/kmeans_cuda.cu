@@ -201,7 +201,8 @@ cuda_seed_kmeanspp(void *session, const GcKmeansParams *params, uint64_t seed,
 	for (int t = 0; t < s->k; t++)
 	{
 		if (launch_kmeanspp_step(s->x64, s->hashes, s->weights, s->n, s->d, seed, t,
-								 s->work, s->race, s->stream, err) != GC_OK)
+								 s->frame->inertia_exp, s->work, s->race, s->stream,
+								 err) != GC_OK)
 			return err->status;
 		if ((t + 1) % poll_steps == 0)
 		{

@@ -193,7 +193,7 @@ GcStatus	launch_score_points(const double *x64, const double *weights,
 /* seeding.cu: step t of the k-means++ race, into race[t] */
 GcStatus	launch_kmeanspp_step(const double *x64, const uint64_t *hashes,
 								 const double *weights, int64_t n, int d, uint64_t seed, int t,
-								 double *mind2, unsigned long long *race,
+								 int inertia_exp, double *mind2, unsigned long long *race,
 								 cudaStream_t stream, GcError *err);
 
 /*

@@ -36,7 +36,7 @@ __global__ void
 kmeanspp_step_kernel(const double *__restrict__ x64,
 					 const uint64_t *__restrict__ hashes,
 					 const double *__restrict__ weights, int64_t n, int d,
-					 uint64_t seed, int t, double *__restrict__ mind2,
+					 uint64_t seed, int t, int inertia_exp, double *__restrict__ mind2,
 					 unsigned long long *race)
 {
 	__shared__ unsigned long long warp_best[SEED_THREADS / 32];
@@ -59,7 +59,8 @@ kmeanspp_step_kernel(const double *__restrict__ x64,
 		}
 		if (weights != NULL)
 			w = __dmul_rn(w, weights[i]);
-		key = gc_race_key(gc_unit_draw(hashes[i], seed, (uint64_t) t), w, i);
+		key = gc_race_key(gc_unit_draw(hashes[i], seed, (uint64_t) t),
+						  gc_race_weight(w, inertia_exp), i);
 		best = key < best ? key : best;
 	}
 	best = warp_min(best);
@@ -78,7 +79,7 @@ kmeanspp_step_kernel(const double *__restrict__ x64,
 GcStatus
 launch_kmeanspp_step(const double *x64, const uint64_t *hashes,
 					 const double *weights, int64_t n, int d,
-					 uint64_t seed, int t, double *mind2,
+					 uint64_t seed, int t, int inertia_exp, double *mind2,
 					 unsigned long long *race, cudaStream_t stream, GcError *err)
 {
 	int64_t		blocks = (n + SEED_THREADS - 1) / SEED_THREADS;
@@ -86,7 +87,7 @@ launch_kmeanspp_step(const double *x64, const uint64_t *hashes,
 	if (blocks > 4096)
 		blocks = 4096;
 	kmeanspp_step_kernel<<<(unsigned) blocks, SEED_THREADS, 0, stream>>>(
-		x64, hashes, weights, n, d, seed, t, mind2, race);
+		x64, hashes, weights, n, d, seed, t, inertia_exp, mind2, race);
 	GC_CUDA_LAUNCHED("kmeanspp_step", err);
 	return GC_OK;
 }

@@ -73,7 +73,7 @@ greedy_warp_sum(gc_u128 v)
 __global__ void
 greedy_race_kernel(const double *__restrict__ x64, const uint64_t *__restrict__ hashes,
 				   const double *__restrict__ weights, int64_t n, int d,
-				   uint64_t seed, int t, int L, int step_candidates,
+				   uint64_t seed, int t, int L, int step_candidates, int inertia_exp,
 				   const long long *__restrict__ chosen,
 				   const int *__restrict__ winner,
 				   const double *__restrict__ cand_d2,
@@ -113,6 +113,7 @@ greedy_race_kernel(const double *__restrict__ x64, const uint64_t *__restrict__ 
 		}
 		if (weights != NULL)
 			w = __dmul_rn(w, weights[i]);
+		w = gc_race_weight(w, inertia_exp);
 #pragma unroll
 		for (int jj = 0; jj < GREEDY_GROUP; jj++)
 			if (jj < count)
@@ -310,8 +311,8 @@ run_steps(const double *x64, const uint64_t *hashes, const double *weights,
 		dim3		race_grid(nblocks, groups);
 
 		greedy_race_kernel<<<race_grid, GREEDY_THREADS, 0, stream>>>(
-			x64, hashes, weights, n, d, seed, t, L, step_candidates, b->chosen, b->winner,
-			b->cand_d2, b->mind2, b->race);
+			x64, hashes, weights, n, d, seed, t, L, step_candidates, inertia_exp, b->chosen,
+			b->winner, b->cand_d2, b->mind2, b->race);
 		GC_CUDA_LAUNCHED("greedy_race", err);
 		if (t > 0)
 			for (int g = 0; g < groups; g++)

@@ -351,6 +351,8 @@ typedef struct GcKmeansResult
 	double		rechecked_fraction; /* labels a tensor pass left to a more exact one */
 	double		exact_fraction; /* labels left to the exact (double) check */
 	const char *kernel;
+	GcPrecision precision;		/* that labeled: as asked, or float64 where
+								 * the rows' range is beyond float32's */
 	GcKmeansTimings timings;
 } GcKmeansResult;
 

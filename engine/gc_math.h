@@ -124,6 +124,22 @@ gc_race_key(double u, double w, int64_t index)
 
 #define GC_RACE_NONE UINT64_MAX
 
+/*
+ * A k-means++ bid's weight (a squared distance times the row's weight)
+ * relative to the frame, for gc_race_key: w 2^(inertia_exp - 125), about
+ * w over the bounding box's squared diagonal times the rows' total weight.
+ * The key is a float, so without this the bids of rows spread wider than
+ * about 1e19 underflow to 0 (and of rows closer than about 1e-19 overflow
+ * to infinity), every row ties and the lowest index wins: the seeding
+ * stops sampling by distance.  A power of two, the scaling is exact, and
+ * at ordinary scales the keys keep their order, so the seeds do not change.
+ */
+GC_HD double
+gc_race_weight(double w, int inertia_exp)
+{
+	return ldexp(w, inertia_exp - 125);
+}
+
 /* Squared Euclidean distance in double, with no fused multiply-add. */
 GC_HD double
 gc_sqdist_exact(const double *a, const double *b, int d)

@@ -248,11 +248,29 @@ run_lloyd(const GcKmeansBackend *backend, void *session, const GcRows *rows,
  * Run params->n_init seeded restarts of Lloyd's algorithm on backend and
  * keep the one with the lowest inertia (the first, on ties).
  */
+/*
+ * Whether float32 labeling can hold the rows' squared distances: every one
+ * is at most the frame's squared diagonal, which must stay well inside
+ * float32's normal range (2^-126 to 2^128).  Past it the GPU's float32,
+ * TF32 and BF16 labelers see overflowed (or flushed) distances and every
+ * point goes to the first centroid, while the CPU, in double, labels
+ * correctly; rows spread wider than about 1e18 (the legal limit is 1e150)
+ * are labeled in float64 instead.
+ */
+static bool
+frame_fits_float32(const GcFrame *frame)
+{
+	return frame->diagonal == 0.0 ||
+		(frame->diagonal >= 0x1p-40 && frame->diagonal <= 0x1p60);
+}
+
 GcStatus
 gc_kmeans_fit(const GcKmeansBackend *backend, const GcRows *rows,
-			  const GcKmeansParams *params, GcKmeansResult *result,
+			  const GcKmeansParams *asked, GcKmeansResult *result,
 			  GcError *err)
 {
+	GcKmeansParams run_params = *asked;
+	const GcKmeansParams *params = &run_params;
 	int			k = params->k,
 				d = rows->d;
 	GcFrame		frame = {0};
@@ -268,6 +286,9 @@ gc_kmeans_fit(const GcKmeansBackend *backend, const GcRows *rows,
 	status = gc_frame_init(&frame, rows, err);
 	if (status != GC_OK)
 		return status;
+	if (!frame_fits_float32(&frame))
+		run_params.precision = GC_PRECISION_FLOAT64;
+	result->precision = run_params.precision;
 
 	gc_report_progress(params, GC_PHASE_UPLOADING, 0, NAN, NAN);
 	t0 = gc_now_ms();

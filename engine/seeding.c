@@ -7,8 +7,9 @@
  *	  tested against.
  *
  * Every draw is an exponential race over per-row seeded draws: row i bids
- * -log(u_i) / (w_i D_i^2) with u_i drawn from its hash, the seed and a
- * stream number, and the lowest bid wins.  So a draw depends on the rows'
+ * -log(u_i) / (w_i D_i^2), the weight scaled to the frame (gc_race_weight),
+ * with u_i drawn from its hash, the seed and a stream number, and the
+ * lowest bid wins.  So a draw depends on the rows'
  * values and the seed, never on their order.  A greedy step runs one race
  * per candidate (stream gc_seed_stream(t, j); candidate 0 uses the plain
  * draw's stream t, so one candidate is exactly plain k-means++), then
@@ -64,8 +65,8 @@ gc_seed_candidates(const GcKmeansParams *params, int64_t n, int d)
  */
 static GcStatus
 race_pass(const GcRows *rows, uint64_t seed,
-		  int t, int candidates, const double *previous, double *mind2,
-		  uint64_t *best, GcPoll *poll, GcError *err)
+		  int t, int candidates, const double *previous, int inertia_exp,
+		  double *mind2, uint64_t *best, GcPoll *poll, GcError *err)
 {
 	double		leader[GC_MAX_INIT_CANDIDATES];	/* best[j]'s bid */
 
@@ -97,6 +98,7 @@ race_pass(const GcRows *rows, uint64_t seed,
 			}
 			if (chunk->weights)
 				w *= chunk->weights[i];
+			w = gc_race_weight(w, inertia_exp);
 			for (int j = 0; j < candidates; j++)
 			{
 				double		u = gc_unit_draw(chunk->hashes[i], seed, gc_seed_stream(t, j));
@@ -189,7 +191,7 @@ gc_seed_kmeanspp_cpu(const GcRows *rows, const GcFrame *frame,
 
 		status = race_pass(rows, seed, t, step_candidates,
 						   t > 0 ? gc_rows_get(rows, chosen[t - 1]) : NULL,
-						   mind2, best, &poll, err);
+						   frame->inertia_exp, mind2, best, &poll, err);
 		if (status != GC_OK)
 			break;
 		if (step_candidates > 1)

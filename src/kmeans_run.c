@@ -17,7 +17,8 @@
 /*
  * Record in model (whose centroids and sizes the fit wrote) what the fit
  * reports and where it ran.  The precision is the one that ran: the CPU
- * backend computes in double whatever was asked.  The model is then
+ * backend computes in double whatever was asked, the GPU as asked unless
+ * the rows spread wider than float32 holds (then in float64).  The model is then
  * validated as text input and binary receive validate it, so that it
  * reads back.
  */
@@ -47,7 +48,7 @@ gc_model_record_result(KmeansModel *model, const GcKmeansResult *result,
 	model->update_ms = result->timings.update_ms;
 	model->precision_requested = origin->precision_requested;
 	model->precision = origin->device == GC_KIND_GPU ?
-		origin->precision_requested : GC_PRECISION_FLOAT64;
+		result->precision : GC_PRECISION_FLOAT64;
 	model->metric = origin->metric;
 	model->input = (int16) gc_model_input_code(origin->input);
 	model->pruned = result->pruned;

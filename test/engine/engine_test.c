@@ -9,7 +9,8 @@
  *
  *	  The suites; the harness (checks, generator, data, fits) is in
  *	  harness.c, and the GPU benchmark runner in kmeans_bench.c.
- *	  engine_test runs the checks, ending with "N passed, N failed".
+ *	  engine_test runs the checks, ending with "N passed, N failed";
+ *	  engine_test quick runs a subset on fewer rows (for compute-sanitizer).
  *
  * IDENTIFICATION
  *	  test/engine/engine_test.c
@@ -952,11 +953,104 @@ run_allocator_switch_case(void)
 		  "allocator switch: each chunk freed by its own allocator", "rowstore");
 }
 
+/*
+ * Rows spread far wider than float32 holds (scaled by 1e20 and by 1e140;
+ * the legal limit is 1e150): the fit asked for float32 labels in float64,
+ * says so, and on the GPU agrees with the CPU to the bit, where float32
+ * labeling would send every point to the first centroid
+ */
+static void
+run_wide_range_case(double scale)
+{
+	int64_t		n = 2000;
+	int			d = 4,
+				k = 5;
+	char		config[64];
+	double	   *centres = malloc(sizeof(double) * k * d);
+	int		   *truth = malloc(sizeof(int) * n);
+	double	   *x;
+	GcRows		rows;
+	Fit			cpu;
+
+	snprintf(config, sizeof(config), "n=%lld d=%d k=%d scale=%g", (long long) n, d, k, scale);
+	rng_state = 99;
+	x = make_data(n, d, k, 0.5, centres, truth);
+	for (int64_t i = 0; i < n * d; i++)
+		x[i] *= scale;
+	load_rows(&rows, x, n, d, NULL, plain_alloc, free);
+	cpu = fit(&gc_kmeans_cpu_backend, &rows, k, 7);
+	check(cpu.status == GC_OK && recovers(truth, cpu.labels, n, k),
+		  "wide range: cpu recovers the blobs", config);
+	check(cpu.result.precision == GC_PRECISION_FLOAT64,
+		  "wide range: float32 asked, float64 labeled", config);
+#ifdef GC_WITH_CUDA
+	{
+		char		why[256];
+
+		if (gc_cuda_use_device(0, why, sizeof(why)))
+		{
+			GcRows		pinned;
+			Fit			gpu;
+
+			load_rows(&pinned, x, n, d, NULL, gc_cuda_host_alloc, gc_cuda_host_free);
+			gpu = fit(&gc_kmeans_cuda_backend, &pinned, k, 7);
+			check(gpu.status == GC_OK && gpu.result.precision == GC_PRECISION_FLOAT64,
+				  "wide range: gpu labeled in float64", config);
+			check_same_fit(&cpu, &gpu, n, k, d, "wide range: gpu", config);
+			free_fit(&gpu);
+			gc_rows_release(&pinned);
+		}
+	}
+#endif
+	free_fit(&cpu);
+	gc_rows_release(&rows);
+	free(x);
+	free(truth);
+	free(centres);
+}
+
+/*
+ * The quick subset (engine_test quick), for compute-sanitizer on the GPU
+ * machine, where kernels run tens of times slower: every path of the full
+ * run (each kernel family, the stream, partial and weighted cases), on
+ * fewer rows
+ */
+static void
+run_quick(void)
+{
+	static const int dims[] = {1, 3, 33, 128};
+	static const int ks[] = {1, 10, 100};
+
+	for (size_t a = 0; a < sizeof(dims) / sizeof(dims[0]); a++)
+		run_case(1000, dims[a], 10);
+	for (size_t b = 0; b < sizeof(ks) / sizeof(ks[0]); b++)
+		run_case(ks[b] * 20 + 100, 4, ks[b]);
+#ifdef GC_WITH_CUDA
+	run_tensor_case(4000, 64, 200, 0.5);
+	run_tensor_case(4000, 64, 512, 0.5);	/* sums past shared memory */
+	run_tensor_case(4000, 8, 256, -1.0);
+	run_tensor_case(4000, 12, 300, 0.5);
+	run_tensor_case(2000, 400, 200, 0.5);	/* points streamed past centroid tiles */
+#endif
+	run_partial_case(3000, 33, 40);
+	run_weighted_case(2000, 17, 20);
+	run_stream_format_cases();
+	run_stream_case(10000, 8, 10);
+	run_wide_range_case(1e140);
+}
+
 int
-main(void)
+main(int argc, char **argv)
 {
 	static const int dims[] = {1, 2, 3, 8, 17, 32, 33, 64, 128, 512};
 	static const int ks[] = {1, 2, 10, 100, 1000};
+
+	if (argc > 1 && strcmp(argv[1], "quick") == 0)
+	{
+		run_quick();
+		printf("%d passed, %d failed\n", passed, failed);
+		return failed != 0;
+	}
 
 	for (size_t a = 0; a < sizeof(dims) / sizeof(dims[0]); a++)
 		run_case(4000, dims[a], 10);
@@ -983,6 +1077,8 @@ main(void)
 	run_weighted_case(3000, 3, 5);
 	run_weighted_case(2000, 17, 20);
 	run_hybrid_rule_cases();
+	run_wide_range_case(1e20);
+	run_wide_range_case(1e140);
 	run_stream_format_cases();
 	run_stream_case(40000, 2, 5);
 	run_stream_case(30000, 8, 10);

@@ -193,7 +193,7 @@ naive_seed(const GcRows *rows, const GcFrame *frame, int k, int candidates,
 					for (int c = 0; c < t; c++)
 						w = fmin(w, gc_sqdist_exact(x, gc_rows_get(rows, chosen[c]), d));
 				}
-				w *= gc_rows_weight(rows, i);
+				w = gc_race_weight(w * gc_rows_weight(rows, i), frame->inertia_exp);
 				key = gc_race_key(gc_unit_draw(gc_rows_hash(rows, i), seed,
 											   gc_seed_stream(t, j)), w, i);
 				if (key < best)
