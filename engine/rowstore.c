@@ -144,13 +144,10 @@ gc_rows_reserve(GcRows *rows, GcError *err)
  * (gc_row_hash), in one pass over the row.  The comparisons are selects
  * and the hash a sum of independent terms, so the loop vectorises: with
  * AVX-512's 64-bit multiplies it runs five times as fast as the scalar
- * loop on 768-dimensional rows, with AVX2 three times; the clones are
- * chosen once, at load.  Every operation is exact, so every clone gives
- * the same box and hash.
+ * loop on 768-dimensional rows, with AVX2 three times (GC_SIMD_CLONES).
+ * Every operation is exact, so every clone gives the same box and hash.
  */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
-__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#endif
+GC_SIMD_CLONES
 static uint64_t
 widen_box_and_hash(const double *restrict x, double *restrict lo,
 				   double *restrict hi, int d)

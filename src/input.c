@@ -216,6 +216,7 @@ reject_element(int64 rowno, int j, double v)
  * vectorises: adding one to an exponent field of all ones carries into the
  * sign bit, and into nothing else.
  */
+GC_SIMD_CLONES
 static bool
 float4_copy(const char *restrict data, int d, double *restrict out)
 {
