@@ -415,6 +415,20 @@ gc_input_release(GcInput *input)
 	input->progress = 0;
 }
 
+/*
+ * The host memory the rows hold (0 before the first row)
+ */
+double
+gc_input_bytes(const GcInput *input)
+{
+	const GcRows *rows = &input->rows;
+
+	if (!input->started)
+		return 0;
+	return (double) rows->n * (sizeof(double) * (rows->d + (rows->weighted ? 1 : 0)) +
+							   sizeof(uint64));
+}
+
 static void
 release_callback(void *arg)
 {
