@@ -55,9 +55,11 @@ typedef struct GcError
 /*
  * On a function whose loops vectorise (exact operations only): clones for
  * AVX-512 and AVX2 beside the baseline build, one chosen when the library
- * loads (GCC 12 or later on x86-64; elsewhere the baseline alone)
+ * loads (GCC 12 or later on x86-64 with glibc, whose ifunc picks the clone;
+ * elsewhere the baseline alone)
  */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12 && \
+	defined(__GLIBC__)
 #define GC_SIMD_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define GC_SIMD_CLONES
