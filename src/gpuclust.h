@@ -21,6 +21,7 @@
 #include "access/htup.h"
 #include "lib/stringinfo.h"
 #include "access/tupdesc.h"
+#include "executor/tuptable.h"
 #include "utils/array.h"
 #include "utils/jsonb.h"
 
@@ -126,6 +127,7 @@ extern void gc_input_add(GcInput *input, Datum vector, Oid format);
 extern void gc_input_add_null(GcInput *input);
 extern void gc_input_normalize(double *x, int d, int64 rowno);
 extern void gc_input_release(GcInput *input);
+extern double gc_input_bytes(const GcInput *input);
 extern void gc_input_settle_device(GcInput *input, double work);
 extern void gc_input_release_at_reset(GcInput *input, MemoryContext context);
 
@@ -358,12 +360,14 @@ extern void gc_model_binary_length(StringInfo buf, const char *type,
 
 /* spi_rows.c: the query argument of the *_assign functions */
 typedef void (*GcSpiColumnsFn) (TupleDesc tupdesc, void *arg);
-typedef void (*GcSpiRowFn) (HeapTuple tuple, TupleDesc tupdesc, void *arg);
+typedef void (*GcSpiRowFn) (TupleTableSlot *slot, void *arg);
 extern void gc_spi_for_each_row(const char *query, GcSpiColumnsFn on_columns,
 								GcSpiRowFn on_row, void *arg);
 extern int64 gc_spi_id_value(Datum id, Oid idtype);
 extern struct ReturnSetInfo *gc_materialize_context(FunctionCallInfo fcinfo,
 													 const char *fname);
+extern struct Tuplestorestate *gc_result_store(struct ReturnSetInfo *rsinfo,
+											   double held_bytes);
 
 /* kmeans_run.c: run a fit with ereport on failure */
 extern KmeansModel *gc_run_kmeans(GcInput *input, GcKmeansOptions *opts,

@@ -216,6 +216,7 @@ reject_element(int64 rowno, int j, double v)
  * vectorises: adding one to an exponent field of all ones carries into the
  * sign bit, and into nothing else.
  */
+GC_SIMD_CLONES
 static bool
 float4_copy(const char *restrict data, int d, double *restrict out)
 {
@@ -412,6 +413,20 @@ gc_input_release(GcInput *input)
 	input->started = false;
 	gc_progress_end(input->progress);
 	input->progress = 0;
+}
+
+/*
+ * The host memory the rows hold (0 before the first row)
+ */
+double
+gc_input_bytes(const GcInput *input)
+{
+	const GcRows *rows = &input->rows;
+
+	if (!input->started)
+		return 0;
+	return (double) rows->n * (sizeof(double) * (rows->d + (rows->weighted ? 1 : 0)) +
+							   sizeof(uint64));
 }
 
 static void

@@ -98,13 +98,13 @@ on_columns(TupleDesc tupdesc, void *arg)
 
 /* Append the row's vector to the input and remember its id */
 static void
-on_row(HeapTuple tuple, TupleDesc tupdesc, void *arg)
+on_row(TupleTableSlot *slot, void *arg)
 {
 	QueryRows  *qr = arg;
 	bool		idnull,
 				vecnull;
-	Datum		id = SPI_getbinval(tuple, tupdesc, 1, &idnull);
-	Datum		vec = SPI_getbinval(tuple, tupdesc, 2, &vecnull);
+	Datum		id = slot_getattr(slot, 1, &idnull);
+	Datum		vec = slot_getattr(slot, 2, &vecnull);
 
 	if (vecnull)
 		gc_input_add_null(qr->input);
@@ -122,6 +122,7 @@ gpuclust_kmeans_assign(PG_FUNCTION_ARGS)
 	MemoryContext oldcontext;
 	TupleDesc	tupdesc;
 	Tuplestorestate *store;
+	volatile double held_bytes = 0;
 	GcKmeansOptions opts;
 	GcInput		input;
 	QueryRows	qr = {0};
@@ -159,6 +160,7 @@ gpuclust_kmeans_assign(PG_FUNCTION_ARGS)
 	}
 	PG_FINALLY();
 	{
+		held_bytes = gc_input_bytes(&input);
 		gc_input_release(&input);
 	}
 	PG_END_TRY();
@@ -167,8 +169,8 @@ gpuclust_kmeans_assign(PG_FUNCTION_ARGS)
 		elog(ERROR, "return type must be a row type");
 	oldcontext = MemoryContextSwitchTo(per_query);
 	tupdesc = CreateTupleDescCopy(tupdesc);
-	store = tuplestore_begin_heap(true, false, work_mem);
 	MemoryContextSwitchTo(oldcontext);
+	store = gc_result_store(rsinfo, held_bytes);
 
 	for (int64 i = 0; i < qr.count; i++)
 	{

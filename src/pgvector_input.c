@@ -109,6 +109,7 @@ half_to_float(uint16 h)
  * NaN or infinite (an exponent field of all ones, which carries into the
  * sign bit when one is added to it)
  */
+GC_SIMD_CLONES
 bool
 gc_halfvec_copy(const char *restrict data, int d, double *restrict out)
 {

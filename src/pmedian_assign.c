@@ -92,15 +92,15 @@ on_columns(TupleDesc tupdesc, void *arg)
  * known); a row with a NULL vector is kept in null_ids for the result
  */
 static void
-on_row(HeapTuple tuple, TupleDesc desc, void *arg)
+on_row(TupleTableSlot *slot, void *arg)
 {
 	CollectState *cs = arg;
 	bool		idnull,
 				vecnull,
 				qnull = false;
-	Datum		id = SPI_getbinval(tuple, desc, 1, &idnull);
-	Datum		vec = SPI_getbinval(tuple, desc, 2, &vecnull);
-	Datum		q = cs->shape.with_demand ? SPI_getbinval(tuple, desc, 3, &qnull) : (Datum) 0;
+	Datum		id = slot_getattr(slot, 1, &idnull);
+	Datum		vec = slot_getattr(slot, 2, &vecnull);
+	Datum		q = cs->shape.with_demand ? slot_getattr(slot, 3, &qnull) : (Datum) 0;
 
 	gc_pm_input_add(cs->in, idnull, idnull ? 0 : gc_spi_id_value(id, cs->shape.idtype),
 					vecnull ? (Datum) 0 : vec, cs->shape.format, qnull,
@@ -126,6 +126,7 @@ gpuclust_pmedian_assign(PG_FUNCTION_ARGS)
 	MemoryContext oldcontext;
 	TupleDesc	tupdesc;
 	Tuplestorestate *store;
+	volatile double held_bytes = 0;
 	GcPmParams	params;
 	PmInput		in;
 	PmedianModel *volatile model = NULL;
@@ -166,6 +167,7 @@ gpuclust_pmedian_assign(PG_FUNCTION_ARGS)
 	}
 	PG_FINALLY();
 	{
+		held_bytes = gc_input_bytes(&in.input);
 		gc_input_release(&in.input);
 	}
 	PG_END_TRY();
@@ -174,8 +176,8 @@ gpuclust_pmedian_assign(PG_FUNCTION_ARGS)
 		elog(ERROR, "return type must be a row type");
 	oldcontext = MemoryContextSwitchTo(per_query);
 	tupdesc = CreateTupleDescCopy(tupdesc);
-	store = tuplestore_begin_heap(true, false, work_mem);
 	MemoryContextSwitchTo(oldcontext);
+	store = gc_result_store(rsinfo, held_bytes);
 
 	for (int64 i = 0; model != NULL && i < in.count; i++)
 	{

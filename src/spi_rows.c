@@ -1,10 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * spi_rows.c
- *	  The query argument of the *_assign functions: runs it through an SPI
- *	  cursor in batches, hands each row to a callback in a memory context
- *	  reset between batches (so detoasted vectors do not pile up), and
- *	  honours cancel between batches.  Also the integer id column's value.
+ *	  The query argument of the *_assign functions: runs it through SPI
+ *	  into a receiver that hands each row's slot to a callback as the
+ *	  executor produces it (no copy of the row into an SPI tuple table, no
+ *	  fetch round trips), in a memory context reset every batch of rows (so
+ *	  detoasted vectors do not pile up), and honours cancel between
+ *	  batches.  Also the integer id column's value.
  *
  * IDENTIFICATION
  *	  src/spi_rows.c
@@ -17,45 +19,94 @@
 #include "executor/spi.h"
 #include "nodes/execnodes.h"
 #include "miscadmin.h"
+#include "utils/guc.h"
+#include "utils/tuplestore.h"
 #include "utils/memutils.h"
 
-#define FETCH_ROWS 10000
+#define BATCH_ROWS 10000
+
+/* The receiver: the callbacks and the batch context */
+typedef struct RowReceiver
+{
+	DestReceiver pub;
+	GcSpiColumnsFn on_columns;
+	GcSpiRowFn	on_row;
+	void	   *arg;
+	MemoryContext batch;
+	uint64		in_batch;		/* rows since the batch context was reset */
+} RowReceiver;
+
+static void
+receiver_startup(DestReceiver *self, int operation, TupleDesc typeinfo)
+{
+	RowReceiver *r = (RowReceiver *) self;
+
+	r->on_columns(typeinfo, r->arg);
+}
+
+/* One row, straight from the executor */
+static bool
+receiver_row(TupleTableSlot *slot, DestReceiver *self)
+{
+	RowReceiver *r = (RowReceiver *) self;
+	MemoryContext oldcontext = MemoryContextSwitchTo(r->batch);
+
+	r->on_row(slot, r->arg);
+	MemoryContextSwitchTo(oldcontext);
+	if (++r->in_batch == BATCH_ROWS)
+	{
+		MemoryContextReset(r->batch);
+		r->in_batch = 0;
+		CHECK_FOR_INTERRUPTS();
+	}
+	return true;
+}
+
+static void
+receiver_shutdown(DestReceiver *self)
+{
+}
 
 /*
  * Run query (SPI must be connected): on_columns sees the result's shape
- * once, on_row every row
+ * once, before any row, on_row every row.  The query must be one
+ * statement that returns rows, as a cursor's must.
  */
 void
 gc_spi_for_each_row(const char *query, GcSpiColumnsFn on_columns,
 					GcSpiRowFn on_row, void *arg)
 {
-	MemoryContext batch = AllocSetContextCreate(CurrentMemoryContext,
-												"gpuclust query batch",
-												ALLOCSET_DEFAULT_SIZES);
 	SPIPlanPtr	plan = SPI_prepare(query, 0, NULL);
-	Portal		portal;
+	SPIExecuteOptions options = {0};
+	RowReceiver receiver = {
+		.pub = {
+			.receiveSlot = receiver_row,
+			.rStartup = receiver_startup,
+			.rShutdown = receiver_shutdown,
+			.rDestroy = receiver_shutdown,
+			.mydest = DestNone
+		},
+		.on_columns = on_columns,
+		.on_row = on_row,
+		.arg = arg
+	};
+	int			rc;
 
 	if (plan == NULL)
 		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-	portal = SPI_cursor_open(NULL, plan, NULL, NULL, true);
-	on_columns(portal->tupDesc, arg);
-	for (;;)
-	{
-		MemoryContext oldcontext;
-
-		SPI_cursor_fetch(portal, true, FETCH_ROWS);
-		if (SPI_processed == 0)
-			break;
-		oldcontext = MemoryContextSwitchTo(batch);
-		for (uint64 i = 0; i < SPI_processed; i++)
-			on_row(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, arg);
-		MemoryContextSwitchTo(oldcontext);
-		MemoryContextReset(batch);
-		SPI_freetuptable(SPI_tuptable);
-		CHECK_FOR_INTERRUPTS();
-	}
-	SPI_cursor_close(portal);
-	MemoryContextDelete(batch);
+	if (!SPI_is_cursor_plan(plan))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_CURSOR_DEFINITION),
+				 errmsg("the query must be one statement that returns rows")));
+	receiver.batch = AllocSetContextCreate(CurrentMemoryContext,
+										   "gpuclust query batch",
+										   ALLOCSET_DEFAULT_SIZES);
+	options.read_only = true;
+	options.dest = &receiver.pub;
+	rc = SPI_execute_plan_extended(plan, &options);
+	if (rc < 0)
+		elog(ERROR, "SPI_execute_plan_extended failed: %s", SPI_result_code_string(rc));
+	MemoryContextDelete(receiver.batch);
 }
 
 /*
@@ -73,6 +124,27 @@ gc_materialize_context(FunctionCallInfo fcinfo, const char *fname)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("%s must be called in a context that accepts a set", fname)));
 	return rsinfo;
+}
+
+/*
+ * The tuplestore for a set-returning function's result, in per-query
+ * memory.  It stays in memory up to work_mem, or up to held_bytes where
+ * that is more: the memory the function's rows took during its fit, given
+ * back before the result is built, so that a result never spills to disk
+ * when it is smaller than what the fit just held (a label row takes less
+ * than a vector of eight doubles).
+ */
+Tuplestorestate *
+gc_result_store(ReturnSetInfo *rsinfo, double held_bytes)
+{
+	MemoryContext oldcontext = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
+	double		kilobytes = Min(Max((double) work_mem, held_bytes / 1024.0), (double) MAX_KILOBYTES);
+	Tuplestorestate *store;
+
+	store = tuplestore_begin_heap((rsinfo->allowedModes & SFRM_Materialize_Random) != 0,
+								  false, (int) kilobytes);
+	MemoryContextSwitchTo(oldcontext);
+	return store;
 }
 
 /* The value of an int2, int4 or int8 id column */

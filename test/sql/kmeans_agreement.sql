@@ -118,6 +118,17 @@ SELECT count(*) AS rows,
 	   count(DISTINCT a.cluster) AS labels
 FROM agr_pts p JOIN agr_window w USING (id) JOIN agr_assign a USING (id), agr_model;
 
+-- more rows than one batch of the query's reader (10,000) and a result
+-- past work_mem: the same labels as the window function
+SET work_mem = '64kB';
+CREATE TABLE agr_big AS SELECT * FROM agr_uniform(25000, 3, 11);
+SELECT count(*) AS rows, count(DISTINCT a.id) AS ids,
+	   count(*) FILTER (WHERE w.cluster IS DISTINCT FROM a.cluster) AS window_vs_assign
+FROM (SELECT id, kmeans_gpu_cluster(v, 5, '{"seed": 2}') OVER () AS cluster FROM agr_big) w
+JOIN kmeans_gpu_assign('SELECT id, v FROM agr_big', 5, '{"seed": 2}') a USING (id);
+RESET work_mem;
+DROP TABLE agr_big;
+
 -- the model's sizes are the label counts, its inertia the sum of squared
 -- distances, each centroid the mean of its rows (Lloyd ran to a fixpoint)
 SELECT (m::jsonb->>'converged')::bool AS converged,

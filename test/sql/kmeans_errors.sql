@@ -213,6 +213,10 @@ SELECT * FROM kmeans_gpu_assign('SELECT id, v FROM err_pts', 2, '[]');
 --
 -- kmeans_gpu_assign: the query
 --
+SELECT * FROM kmeans_gpu_assign('SELECT 1, ARRAY[1.0]::float8[]; SELECT 2, ARRAY[2.0]::float8[]', 1);
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM kmeans_gpu_assign('CREATE TEMP TABLE assign_not_a_query (i int)', 1);
+\echo :LAST_ERROR_SQLSTATE
 SELECT * FROM kmeans_gpu_assign('SELECT id FROM err_pts', 2);
 \echo :LAST_ERROR_SQLSTATE
 SELECT * FROM kmeans_gpu_assign('SELECT id, v, v FROM err_pts', 2);
