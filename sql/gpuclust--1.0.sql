@@ -69,7 +69,7 @@ CREATE FUNCTION kmeans_gpu_serialfn(internal) RETURNS bytea
 	LANGUAGE C STRICT PARALLEL SAFE;
 
 CREATE FUNCTION kmeans_gpu_deserialfn(bytea, internal) RETURNS internal
-	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_deserialfn'
+	AS 'MODULE_PATHNAME', 'gpuclust_partial_deserialfn'
 	LANGUAGE C STRICT PARALLEL SAFE;
 
 CREATE AGGREGATE kmeans_gpu(vec float8[], k int, options jsonb) (
@@ -455,7 +455,7 @@ CREATE FUNCTION pmedian_gpu_serialfn(internal) RETURNS bytea
 	LANGUAGE C STRICT PARALLEL SAFE;
 
 CREATE FUNCTION pmedian_gpu_deserialfn(bytea, internal) RETURNS internal
-	AS 'MODULE_PATHNAME', 'gpuclust_pmedian_deserialfn'
+	AS 'MODULE_PATHNAME', 'gpuclust_partial_deserialfn'
 	LANGUAGE C STRICT PARALLEL SAFE;
 
 CREATE AGGREGATE pmedian_gpu(id bigint, vec float8[], p int) (

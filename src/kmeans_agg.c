@@ -33,7 +33,6 @@ PG_FUNCTION_INFO_V1(gpuclust_kmeans_transfn_vector);
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_transfn_halfvec);
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_finalfn);
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_serialfn);
-PG_FUNCTION_INFO_V1(gpuclust_kmeans_deserialfn);
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_combinefn);
 
 typedef struct KmeansAggState
@@ -47,7 +46,6 @@ typedef struct KmeansAggState
 	int			partial_states; /* partial states combined into this one */
 	int			shared_memory_states;	/* of which came in shared memory */
 	GcPartialSegments *segments;	/* segments whose rows are borrowed */
-	GcPartialRows *partial;		/* deserialized: the rows are here */
 } KmeansAggState;
 
 /* k, declared integer or bigint */
@@ -181,7 +179,7 @@ gpuclust_kmeans_serialfn(PG_FUNCTION_ARGS)
 
 	if (!AggCheckCallContext(fcinfo, NULL))
 		elog(ERROR, "kmeans_gpu serial function called in non-aggregate context");
-	if (state->serialized || state->partial != NULL)
+	if (state->serialized)
 		elog(ERROR, "kmeans_gpu partial state serialized twice");
 	result = gc_partial_serialize(&state->input, &meta, NULL, 0);
 	state->serialized = true;
@@ -190,81 +188,52 @@ gpuclust_kmeans_serialfn(PG_FUNCTION_ARGS)
 }
 
 /*
- * A partial state read back in the leader: its rows stay where they are
- * (a mapped segment or the bytea) until the combine function adopts them
- */
-Datum
-gpuclust_kmeans_deserialfn(PG_FUNCTION_ARGS)
-{
-	bytea	   *serialized = PG_GETARG_BYTEA_PP(0);
-	KmeansAggState *state;
-
-	if (!AggCheckCallContext(fcinfo, NULL))
-		elog(ERROR, "kmeans_gpu deserial function called in non-aggregate context");
-	state = palloc0(sizeof(KmeansAggState));
-	state->partial = palloc(sizeof(GcPartialRows));
-	gc_partial_deserialize(serialized, state->partial);
-	state->k = state->partial->meta.k;
-	state->options = state->partial->meta.options;
-	state->started_ms = state->partial->meta.started_ms;
-	PG_RETURN_POINTER(state);
-}
-
-/*
  * The leader's state, made by the first partial state to arrive: the same
  * k and options, its rows in memory the fit's device reads
  */
 static KmeansAggState *
-start_combined_state(KmeansAggState *first, MemoryContext aggcontext)
+start_combined_state(const GcPartialRows *first, MemoryContext aggcontext)
 {
 	MemoryContext oldcontext = MemoryContextSwitchTo(aggcontext);
 	KmeansAggState *state = palloc0(sizeof(KmeansAggState));
 
-	state->k = first->k;
-	if (first->options)
-	{
-		state->options = palloc(VARSIZE(first->options));
-		memcpy(state->options, first->options, VARSIZE(first->options));
-	}
+	state->k = first->meta.k;
+	if (first->meta.options)
+		state->options = (Jsonb *) pg_detoast_datum_copy((struct varlena *) first->meta.options);
 	gc_parse_kmeans_options(state->options, state->k, &state->opts);
 	gc_input_init(&state->input);
 	gc_input_release_at_reset(&state->input, aggcontext);
 	state->segments = gc_partial_segments_create(aggcontext);
-	state->started_ms = first->started_ms;
+	state->started_ms = first->meta.started_ms;
 	MemoryContextSwitchTo(oldcontext);
 	return state;
 }
 
 /*
- * Join a deserialized partial state into the leader's state
+ * Join a deserialized partial state (gpuclust_partial_deserialfn's) into
+ * the leader's state
  */
 Datum
 gpuclust_kmeans_combinefn(PG_FUNCTION_ARGS)
 {
 	MemoryContext aggcontext;
 	KmeansAggState *state = PG_ARGISNULL(0) ? NULL : (KmeansAggState *) PG_GETARG_POINTER(0);
-	KmeansAggState *other = PG_ARGISNULL(1) ? NULL : (KmeansAggState *) PG_GETARG_POINTER(1);
-	GcPartialRows *part;
+	GcPartialRows *part = gc_partial_share(fcinfo, &aggcontext);
 
-	if (!AggCheckCallContext(fcinfo, &aggcontext))
-		elog(ERROR, "kmeans_gpu combine function called in non-aggregate context");
-	if (other == NULL)
+	if (part == NULL)
 	{
 		if (state == NULL)
 			PG_RETURN_NULL();
 		PG_RETURN_POINTER(state);
 	}
-	part = other->partial;
-	if (part == NULL || (state != NULL && state->partial != NULL))
-		elog(ERROR, "kmeans_gpu combine function expects deserialized partial states");
 	if (state == NULL)
-		state = start_combined_state(other, aggcontext);
-	else if (other->k != state->k)
+		state = start_combined_state(part, aggcontext);
+	else if (part->meta.k != state->k)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("k must be the same for every row of one kmeans_gpu")));
 
-	state->started_ms = Min(state->started_ms, other->started_ms);
+	state->started_ms = Min(state->started_ms, part->meta.started_ms);
 	state->partial_states++;
 	gc_partial_adopt(&state->input, part, state->segments);
 	if (part->segment != NULL)

@@ -80,6 +80,8 @@
 #include "storage/dsm_registry.h"
 #endif
 
+PG_FUNCTION_INFO_V1(gpuclust_partial_deserialfn);
+
 /* Segments held for leaders at once, server-wide */
 #define GC_PARTIAL_SLOTS		1024
 
@@ -731,6 +733,35 @@ gc_partial_deserialize(bytea *serialized, GcPartialRows *out)
 		out->data = map_segment(&header, out);
 	else
 		out->data = p + sizeof(header) + header.meta_bytes;
+}
+
+/*
+ * The deserial function of kmeans_gpu and pmedian_gpu: the partial state
+ * read back in the leader, a GcPartialRows whose rows stay where they are
+ * (a mapped segment or the bytea) until a combine function adopts them
+ */
+Datum
+gpuclust_partial_deserialfn(PG_FUNCTION_ARGS)
+{
+	GcPartialRows *part;
+
+	if (!AggCheckCallContext(fcinfo, NULL))
+		elog(ERROR, "gpuclust deserial function called in non-aggregate context");
+	part = palloc(sizeof(GcPartialRows));
+	gc_partial_deserialize(PG_GETARG_BYTEA_PP(0), part);
+	PG_RETURN_POINTER(part);
+}
+
+/*
+ * The deserialized partial state a combine function joins into its state
+ * (NULL: none), checking the call's context
+ */
+GcPartialRows *
+gc_partial_share(FunctionCallInfo fcinfo, MemoryContext *aggcontext)
+{
+	if (!AggCheckCallContext(fcinfo, aggcontext))
+		elog(ERROR, "gpuclust combine function called in non-aggregate context");
+	return PG_ARGISNULL(1) ? NULL : (GcPartialRows *) PG_GETARG_POINTER(1);
 }
 
 /*

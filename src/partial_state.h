@@ -126,6 +126,7 @@ extern bool gc_partial_collecting(FunctionCallInfo fcinfo, GcInput *input);
 extern bytea *gc_partial_serialize(GcInput *input, const GcPartialMeta *meta,
 								   const void *const *columns, int ncolumns);
 extern void gc_partial_deserialize(bytea *serialized, GcPartialRows *out);
+extern GcPartialRows *gc_partial_share(FunctionCallInfo fcinfo, MemoryContext *aggcontext);
 extern const char *gc_partial_column(const GcPartialRows *part, int column);
 extern GcPartialSegments *gc_partial_segments_create(MemoryContext context);
 extern void gc_partial_adopt(GcInput *input, const GcPartialRows *part,

@@ -32,7 +32,6 @@ PG_FUNCTION_INFO_V1(gpuclust_pmedian_transfn_vector);
 PG_FUNCTION_INFO_V1(gpuclust_pmedian_transfn_halfvec);
 PG_FUNCTION_INFO_V1(gpuclust_pmedian_finalfn);
 PG_FUNCTION_INFO_V1(gpuclust_pmedian_serialfn);
-PG_FUNCTION_INFO_V1(gpuclust_pmedian_deserialfn);
 PG_FUNCTION_INFO_V1(gpuclust_pmedian_combinefn);
 
 typedef struct PmAggState
@@ -43,7 +42,6 @@ typedef struct PmAggState
 	Jsonb	   *options;		/* the options argument; NULL when none */
 	bool		serialized;		/* the rows went to a partial state */
 	GcPartialSegments *segments;	/* segments whose rows are borrowed */
-	GcPartialRows *partial;		/* deserialized: the rows are here */
 } PmAggState;
 
 /* Arguments after the state: id, vec, [demand,] p, [options] */
@@ -168,7 +166,7 @@ gpuclust_pmedian_serialfn(PG_FUNCTION_ARGS)
 
 	if (!AggCheckCallContext(fcinfo, NULL))
 		elog(ERROR, "pmedian_gpu serial function called in non-aggregate context");
-	if (state->serialized || state->partial != NULL)
+	if (state->serialized)
 		elog(ERROR, "pmedian_gpu partial state serialized twice");
 	result = gc_partial_serialize(&state->in.input, &meta, columns,
 								  state->in.with_demand ? 2 : 1);
@@ -178,86 +176,55 @@ gpuclust_pmedian_serialfn(PG_FUNCTION_ARGS)
 }
 
 /*
- * A partial state read back in the leader: its rows, ids and demands stay
- * where they are until the combine function adopts them
- */
-Datum
-gpuclust_pmedian_deserialfn(PG_FUNCTION_ARGS)
-{
-	bytea	   *serialized = PG_GETARG_BYTEA_PP(0);
-	PmAggState *state;
-
-	if (!AggCheckCallContext(fcinfo, NULL))
-		elog(ERROR, "pmedian_gpu deserial function called in non-aggregate context");
-	state = palloc0(sizeof(PmAggState));
-	state->partial = palloc(sizeof(GcPartialRows));
-	gc_partial_deserialize(serialized, state->partial);
-	if (state->partial->n > 0 && state->partial->columns != 1 &&
-		state->partial->columns != 2)
-		elog(ERROR, "pmedian_gpu partial state has %d per-row columns",
-			 state->partial->columns);
-	state->options = state->partial->meta.options;
-	state->started_ms = state->partial->meta.started_ms;
-	PG_RETURN_POINTER(state);
-}
-
-/*
  * The leader's state, made by the first partial state to arrive: the same
  * p and options; whether rows carry demands is settled by the first rows
  */
 static PmAggState *
-start_combined_state(PmAggState *first, MemoryContext aggcontext)
+start_combined_state(const GcPartialRows *first, MemoryContext aggcontext)
 {
 	MemoryContext oldcontext = MemoryContextSwitchTo(aggcontext);
 	PmAggState *state = palloc0(sizeof(PmAggState));
 
-	if (first->options)
-	{
-		state->options = palloc(VARSIZE(first->options));
-		memcpy(state->options, first->options, VARSIZE(first->options));
-	}
-	gc_parse_pmedian_options(state->options, first->partial->meta.k, &state->params);
+	if (first->meta.options)
+		state->options = (Jsonb *) pg_detoast_datum_copy((struct varlena *) first->meta.options);
+	gc_parse_pmedian_options(state->options, first->meta.k, &state->params);
 	gc_pm_input_init(&state->in, false, aggcontext);
 	gc_input_release_at_reset(&state->in.input, aggcontext);
 	state->segments = gc_partial_segments_create(aggcontext);
-	state->started_ms = first->started_ms;
+	state->started_ms = first->meta.started_ms;
 	MemoryContextSwitchTo(oldcontext);
 	return state;
 }
 
 /*
- * Join a deserialized partial state into the leader's state: its rows
- * into the row store, its ids and demands into the arrays beside it
+ * Join a deserialized partial state (gpuclust_partial_deserialfn's) into
+ * the leader's state: its rows into the row store, its ids and demands,
+ * per-row columns 0 and 1, into the arrays beside it
  */
 Datum
 gpuclust_pmedian_combinefn(PG_FUNCTION_ARGS)
 {
 	MemoryContext aggcontext;
 	PmAggState *state = PG_ARGISNULL(0) ? NULL : (PmAggState *) PG_GETARG_POINTER(0);
-	PmAggState *other = PG_ARGISNULL(1) ? NULL : (PmAggState *) PG_GETARG_POINTER(1);
-	GcPartialRows *part;
+	GcPartialRows *part = gc_partial_share(fcinfo, &aggcontext);
 	bool		with_demand;
 
-	if (!AggCheckCallContext(fcinfo, &aggcontext))
-		elog(ERROR, "pmedian_gpu combine function called in non-aggregate context");
-	if (other == NULL)
+	if (part == NULL)
 	{
 		if (state == NULL)
 			PG_RETURN_NULL();
 		PG_RETURN_POINTER(state);
 	}
-	part = other->partial;
-	if (part == NULL || (state != NULL && state->partial != NULL))
-		elog(ERROR, "pmedian_gpu combine function expects deserialized partial states");
 	if (state == NULL)
-		state = start_combined_state(other, aggcontext);
+		state = start_combined_state(part, aggcontext);
 	else if (part->meta.k != state->params.p)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("p must be the same for every row of one pmedian_gpu")));
-
-	state->started_ms = Min(state->started_ms, other->started_ms);
+	state->started_ms = Min(state->started_ms, part->meta.started_ms);
 	with_demand = part->columns == 2;
+	if (part->n > 0 && part->columns != 1 && part->columns != 2)
+		elog(ERROR, "pmedian_gpu partial state has %d per-row columns", part->columns);
 	if (part->n > 0 && !state->in.input.started)
 	{
 		gc_check_pmedian_demand(&state->params, with_demand);
