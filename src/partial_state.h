@@ -35,7 +35,11 @@
  * A segment is pinned and registered to its leader (pid and local
  * transaction) until the leader's deserial function maps it: a reader
  * other than that leader must not map it (partial_state.c explains the
- * lifetime).
+ * lifetime).  So a serialized state means something only to the leader of
+ * the query that made it, in the same server: it never leaves the server
+ * (Citus and postgres_fdw do not ship aggregates with an internal state),
+ * and a state naming a segment not registered to the reading backend is
+ * rejected as corrupt (XX001).  The inline form is in native byte order.
  *
  * IDENTIFICATION
  *	  src/partial_state.h
