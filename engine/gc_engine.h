@@ -207,6 +207,8 @@ extern GcStatus gc_rows_append_chunk(GcRows *rows, const GcChunk *src,
 									 int64_t total_weight, bool bad_weight,
 									 GcError *err);
 extern uint64_t gc_rows_hash(const GcRows *rows, int64_t i);
+/* Reorder in place: row i becomes old row order[i] (order is consumed) */
+extern GcStatus gc_rows_permute(GcRows *rows, int64_t *order, GcError *err);
 extern void gc_rows_release(GcRows *rows);
 
 /* ---------------------------------------------------------------------

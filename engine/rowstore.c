@@ -350,3 +350,55 @@ gc_rows_release(GcRows *rows)
 	rows->weighted = false;
 	rows->bad_weight = false;
 }
+
+/* Write row i: values (not row i's own), hash and weight */
+static void
+put_row(GcRows *rows, int64_t i, const double *values, uint64_t hash, double weight)
+{
+	GcChunk    *chunk = (GcChunk *) chunk_of(rows, i);
+	int64_t		r = i - chunk->first_row;
+
+	memcpy(chunk->values + (size_t) r * rows->d, values, sizeof(double) * rows->d);
+	chunk->hashes[r] = hash;
+	if (rows->weighted)
+		chunk->weights[r] = weight;
+}
+
+/*
+ * Reorder the rows in place, cycle by cycle: row i becomes the row that
+ * was at order[i].  order, a permutation of 0 .. n - 1, is consumed (it is
+ * the identity afterwards); the bounding box and total weight stay.
+ */
+GcStatus
+gc_rows_permute(GcRows *rows, int64_t *order, GcError *err)
+{
+	double	   *values = malloc(sizeof(double) * rows->d);
+
+	if (values == NULL)
+		return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory reordering rows");
+	for (int64_t i = 0; i < rows->n; i++)
+	{
+		int64_t		j = i;
+		uint64_t	hash;
+		double		weight;
+
+		if (order[i] == i)
+			continue;
+		memcpy(values, gc_rows_get(rows, i), sizeof(double) * rows->d);
+		hash = gc_rows_hash(rows, i);
+		weight = gc_rows_weight(rows, i);
+		while (order[j] != i)
+		{
+			int64_t		next = order[j];
+
+			put_row(rows, j, gc_rows_get(rows, next), gc_rows_hash(rows, next),
+					gc_rows_weight(rows, next));
+			order[j] = j;
+			j = next;
+		}
+		order[j] = j;
+		put_row(rows, j, values, hash, weight);
+	}
+	free(values);
+	return GC_OK;
+}

@@ -69,7 +69,7 @@ CREATE FUNCTION kmeans_gpu_serialfn(internal) RETURNS bytea
 	LANGUAGE C STRICT PARALLEL SAFE;
 
 CREATE FUNCTION kmeans_gpu_deserialfn(bytea, internal) RETURNS internal
-	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_deserialfn'
+	AS 'MODULE_PATHNAME', 'gpuclust_partial_deserialfn'
 	LANGUAGE C STRICT PARALLEL SAFE;
 
 CREATE AGGREGATE kmeans_gpu(vec float8[], k int, options jsonb) (
@@ -443,34 +443,61 @@ CREATE FUNCTION pmedian_gpu_finalfn(internal) RETURNS pmedian_model
 	AS 'MODULE_PATHNAME', 'gpuclust_pmedian_finalfn'
 	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
 
+-- Parallel plans: a partial state is a handle on the rows one process
+-- collected, with their ids and demands (in shared memory as for
+-- kmeans_gpu); these functions take any pmedian_gpu state.
+CREATE FUNCTION pmedian_gpu_combinefn(internal, internal) RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_pmedian_combinefn'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION pmedian_gpu_serialfn(internal) RETURNS bytea
+	AS 'MODULE_PATHNAME', 'gpuclust_pmedian_serialfn'
+	LANGUAGE C STRICT PARALLEL SAFE;
+
+CREATE FUNCTION pmedian_gpu_deserialfn(bytea, internal) RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_partial_deserialfn'
+	LANGUAGE C STRICT PARALLEL SAFE;
+
 CREATE AGGREGATE pmedian_gpu(id bigint, vec float8[], p int) (
 	SFUNC = pmedian_gpu_transfn, STYPE = internal,
-	FINALFUNC = pmedian_gpu_finalfn, PARALLEL = SAFE
+	FINALFUNC = pmedian_gpu_finalfn, COMBINEFUNC = pmedian_gpu_combinefn,
+	SERIALFUNC = pmedian_gpu_serialfn, DESERIALFUNC = pmedian_gpu_deserialfn,
+	PARALLEL = SAFE
 );
 
 CREATE AGGREGATE pmedian_gpu(id bigint, vec float8[], p int, options jsonb) (
 	SFUNC = pmedian_gpu_transfn, STYPE = internal,
-	FINALFUNC = pmedian_gpu_finalfn, PARALLEL = SAFE
+	FINALFUNC = pmedian_gpu_finalfn, COMBINEFUNC = pmedian_gpu_combinefn,
+	SERIALFUNC = pmedian_gpu_serialfn, DESERIALFUNC = pmedian_gpu_deserialfn,
+	PARALLEL = SAFE
 );
 
 CREATE AGGREGATE pmedian_gpu(id bigint, vec float8[], demand float8, p int, options jsonb) (
 	SFUNC = pmedian_gpu_transfn, STYPE = internal,
-	FINALFUNC = pmedian_gpu_finalfn, PARALLEL = SAFE
+	FINALFUNC = pmedian_gpu_finalfn, COMBINEFUNC = pmedian_gpu_combinefn,
+	SERIALFUNC = pmedian_gpu_serialfn, DESERIALFUNC = pmedian_gpu_deserialfn,
+	PARALLEL = SAFE
 );
 
 CREATE AGGREGATE pmedian_gpu(id bigint, vec real[], p int) (
 	SFUNC = pmedian_gpu_transfn, STYPE = internal,
-	FINALFUNC = pmedian_gpu_finalfn, PARALLEL = SAFE
+	FINALFUNC = pmedian_gpu_finalfn, COMBINEFUNC = pmedian_gpu_combinefn,
+	SERIALFUNC = pmedian_gpu_serialfn, DESERIALFUNC = pmedian_gpu_deserialfn,
+	PARALLEL = SAFE
 );
 
 CREATE AGGREGATE pmedian_gpu(id bigint, vec real[], p int, options jsonb) (
 	SFUNC = pmedian_gpu_transfn, STYPE = internal,
-	FINALFUNC = pmedian_gpu_finalfn, PARALLEL = SAFE
+	FINALFUNC = pmedian_gpu_finalfn, COMBINEFUNC = pmedian_gpu_combinefn,
+	SERIALFUNC = pmedian_gpu_serialfn, DESERIALFUNC = pmedian_gpu_deserialfn,
+	PARALLEL = SAFE
 );
 
 CREATE AGGREGATE pmedian_gpu(id bigint, vec real[], demand float8, p int, options jsonb) (
 	SFUNC = pmedian_gpu_transfn, STYPE = internal,
-	FINALFUNC = pmedian_gpu_finalfn, PARALLEL = SAFE
+	FINALFUNC = pmedian_gpu_finalfn, COMBINEFUNC = pmedian_gpu_combinefn,
+	SERIALFUNC = pmedian_gpu_serialfn, DESERIALFUNC = pmedian_gpu_deserialfn,
+	PARALLEL = SAFE
 );
 
 -- The id of the nearest medoid, by the model's metric

@@ -149,17 +149,23 @@ CREATE FUNCTION pmedian_gpu_transfn(internal, bigint, vector, float8, int, jsonb
 
 CREATE AGGREGATE pmedian_gpu(id bigint, vec vector, p int) (
 	SFUNC = pmedian_gpu_transfn, STYPE = internal,
-	FINALFUNC = pmedian_gpu_finalfn, PARALLEL = SAFE
+	FINALFUNC = pmedian_gpu_finalfn, COMBINEFUNC = pmedian_gpu_combinefn,
+	SERIALFUNC = pmedian_gpu_serialfn, DESERIALFUNC = pmedian_gpu_deserialfn,
+	PARALLEL = SAFE
 );
 
 CREATE AGGREGATE pmedian_gpu(id bigint, vec vector, p int, options jsonb) (
 	SFUNC = pmedian_gpu_transfn, STYPE = internal,
-	FINALFUNC = pmedian_gpu_finalfn, PARALLEL = SAFE
+	FINALFUNC = pmedian_gpu_finalfn, COMBINEFUNC = pmedian_gpu_combinefn,
+	SERIALFUNC = pmedian_gpu_serialfn, DESERIALFUNC = pmedian_gpu_deserialfn,
+	PARALLEL = SAFE
 );
 
 CREATE AGGREGATE pmedian_gpu(id bigint, vec vector, demand float8, p int, options jsonb) (
 	SFUNC = pmedian_gpu_transfn, STYPE = internal,
-	FINALFUNC = pmedian_gpu_finalfn, PARALLEL = SAFE
+	FINALFUNC = pmedian_gpu_finalfn, COMBINEFUNC = pmedian_gpu_combinefn,
+	SERIALFUNC = pmedian_gpu_serialfn, DESERIALFUNC = pmedian_gpu_deserialfn,
+	PARALLEL = SAFE
 );
 
 CREATE FUNCTION pmedian_predict(model pmedian_model, vec vector) RETURNS bigint
@@ -307,17 +313,23 @@ CREATE FUNCTION pmedian_gpu_transfn(internal, bigint, halfvec, float8, int, json
 
 CREATE AGGREGATE pmedian_gpu(id bigint, vec halfvec, p int) (
 	SFUNC = pmedian_gpu_transfn, STYPE = internal,
-	FINALFUNC = pmedian_gpu_finalfn, PARALLEL = SAFE
+	FINALFUNC = pmedian_gpu_finalfn, COMBINEFUNC = pmedian_gpu_combinefn,
+	SERIALFUNC = pmedian_gpu_serialfn, DESERIALFUNC = pmedian_gpu_deserialfn,
+	PARALLEL = SAFE
 );
 
 CREATE AGGREGATE pmedian_gpu(id bigint, vec halfvec, p int, options jsonb) (
 	SFUNC = pmedian_gpu_transfn, STYPE = internal,
-	FINALFUNC = pmedian_gpu_finalfn, PARALLEL = SAFE
+	FINALFUNC = pmedian_gpu_finalfn, COMBINEFUNC = pmedian_gpu_combinefn,
+	SERIALFUNC = pmedian_gpu_serialfn, DESERIALFUNC = pmedian_gpu_deserialfn,
+	PARALLEL = SAFE
 );
 
 CREATE AGGREGATE pmedian_gpu(id bigint, vec halfvec, demand float8, p int, options jsonb) (
 	SFUNC = pmedian_gpu_transfn, STYPE = internal,
-	FINALFUNC = pmedian_gpu_finalfn, PARALLEL = SAFE
+	FINALFUNC = pmedian_gpu_finalfn, COMBINEFUNC = pmedian_gpu_combinefn,
+	SERIALFUNC = pmedian_gpu_serialfn, DESERIALFUNC = pmedian_gpu_deserialfn,
+	PARALLEL = SAFE
 );
 
 CREATE FUNCTION pmedian_predict(model pmedian_model, vec halfvec) RETURNS bigint

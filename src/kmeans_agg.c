@@ -25,7 +25,6 @@
 #include "partial_state.h"
 
 #include "catalog/pg_type.h"
-#include "nodes/execnodes.h"
 
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_transfn);
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_transfn_real);
@@ -34,11 +33,7 @@ PG_FUNCTION_INFO_V1(gpuclust_kmeans_transfn_vector);
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_transfn_halfvec);
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_finalfn);
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_serialfn);
-PG_FUNCTION_INFO_V1(gpuclust_kmeans_deserialfn);
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_combinefn);
-
-/* rows are labelled with int32 */
-#define GC_MAX_ROWS ((int64) PG_INT32_MAX)
 
 typedef struct KmeansAggState
 {
@@ -51,36 +46,13 @@ typedef struct KmeansAggState
 	int			partial_states; /* partial states combined into this one */
 	int			shared_memory_states;	/* of which came in shared memory */
 	GcPartialSegments *segments;	/* segments whose rows are borrowed */
-	GcPartialRows *partial;		/* deserialized: the rows are here */
 } KmeansAggState;
-
-/* What a partial state carries besides its rows */
-typedef struct KmeansPartialMeta
-{
-	int32		k;
-	int32		options_bytes;	/* the options jsonb follows; 0 when none */
-	Oid			format;			/* of the process's first non-NULL vector */
-	int64		null_rows;
-	int64		seen_rows;
-	double		started_ms;
-} KmeansPartialMeta;
 
 /* k, declared integer or bigint */
 static int
 k_argument(FunctionCallInfo fcinfo)
 {
 	return gc_k_value(PG_GETARG_DATUM(2), get_fn_expr_argtype(fcinfo->flinfo, 2));
-}
-
-/*
- * True when this aggregate's states will be serialized: a partial
- * aggregate under a parallel plan
- */
-static bool
-collects_partial_state(FunctionCallInfo fcinfo)
-{
-	return fcinfo->context && IsA(fcinfo->context, AggState) &&
-		DO_AGGSPLIT_SERIALIZE(((AggState *) fcinfo->context)->aggsplit);
 }
 
 /*
@@ -104,12 +76,7 @@ start_state(FunctionCallInfo fcinfo, MemoryContext aggcontext)
 	state->options = options;
 	gc_input_init(&state->input);
 	state->input.unit = state->opts.params.metric == GC_METRIC_COSINE;
-	if (collects_partial_state(fcinfo))
-	{
-		/* the leader's fit chooses the device; plain memory here */
-		gc_use_cpu_device(&state->input.device);
-		state->input.device_fixed = true;
-	}
+	gc_partial_collecting(fcinfo, &state->input);
 	state->input.work_per_row = (double) state->opts.params.k * state->opts.params.n_init;
 	gc_input_release_at_reset(&state->input, aggcontext);
 	state->started_ms = gc_now_ms();
@@ -207,68 +174,17 @@ Datum
 gpuclust_kmeans_serialfn(PG_FUNCTION_ARGS)
 {
 	KmeansAggState *state = (KmeansAggState *) PG_GETARG_POINTER(0);
-	int32		options_bytes = state->options ? VARSIZE(state->options) : 0;
-	Size		meta_bytes = sizeof(KmeansPartialMeta) + options_bytes;
-	char	   *meta = palloc0(meta_bytes);
-	KmeansPartialMeta header;
+	GcPartialMeta meta = {state->k, state->options, state->started_ms};
 	bytea	   *result;
 
 	if (!AggCheckCallContext(fcinfo, NULL))
 		elog(ERROR, "kmeans_gpu serial function called in non-aggregate context");
-	if (state->serialized || state->partial != NULL)
+	if (state->serialized)
 		elog(ERROR, "kmeans_gpu partial state serialized twice");
-	header.k = state->k;
-	header.options_bytes = options_bytes;
-	header.format = state->input.format;
-	header.null_rows = state->input.null_rows;
-	header.seen_rows = state->input.seen_rows;
-	header.started_ms = state->started_ms;
-	memcpy(meta, &header, sizeof(header));
-	if (options_bytes > 0)
-		memcpy(meta + sizeof(header), state->options, options_bytes);
-	result = gc_partial_serialize(state->input.started ? &state->input.rows : NULL,
-								  meta, meta_bytes);
+	result = gc_partial_serialize(&state->input, &meta, NULL, 0);
 	state->serialized = true;
 	gc_input_release(&state->input);
 	PG_RETURN_BYTEA_P(result);
-}
-
-/*
- * A partial state read back in the leader: its rows stay where they are
- * (a mapped segment or the bytea) until the combine function adopts them
- */
-Datum
-gpuclust_kmeans_deserialfn(PG_FUNCTION_ARGS)
-{
-	bytea	   *serialized = PG_GETARG_BYTEA_PP(0);
-	KmeansAggState *state;
-	KmeansPartialMeta header;
-
-	if (!AggCheckCallContext(fcinfo, NULL))
-		elog(ERROR, "kmeans_gpu deserial function called in non-aggregate context");
-	state = palloc0(sizeof(KmeansAggState));
-	state->partial = palloc(sizeof(GcPartialRows));
-	gc_partial_deserialize(serialized, state->partial);
-	if (state->partial->meta_bytes < sizeof(header))
-		elog(ERROR, "kmeans_gpu partial state is too short");
-	memcpy(&header, state->partial->meta, sizeof(header));
-	if (header.options_bytes < 0 ||
-		state->partial->meta_bytes != sizeof(header) + header.options_bytes ||
-		(header.options_bytes > 0 && header.options_bytes < VARHDRSZ))
-		elog(ERROR, "kmeans_gpu partial state has a malformed header");
-	state->k = header.k;
-	state->input.format = header.format;
-	state->input.null_rows = header.null_rows;
-	state->input.seen_rows = header.seen_rows;
-	state->started_ms = header.started_ms;
-	if (header.options_bytes > 0)
-	{
-		state->options = palloc(header.options_bytes);
-		memcpy(state->options, state->partial->meta + sizeof(header), header.options_bytes);
-		if (VARSIZE(state->options) != (Size) header.options_bytes)
-			elog(ERROR, "kmeans_gpu partial state has malformed options");
-	}
-	PG_RETURN_POINTER(state);
 }
 
 /*
@@ -276,88 +192,51 @@ gpuclust_kmeans_deserialfn(PG_FUNCTION_ARGS)
  * k and options, its rows in memory the fit's device reads
  */
 static KmeansAggState *
-start_combined_state(KmeansAggState *first, MemoryContext aggcontext)
+start_combined_state(const GcPartialRows *first, MemoryContext aggcontext)
 {
 	MemoryContext oldcontext = MemoryContextSwitchTo(aggcontext);
 	KmeansAggState *state = palloc0(sizeof(KmeansAggState));
 
-	state->k = first->k;
-	if (first->options)
-	{
-		state->options = palloc(VARSIZE(first->options));
-		memcpy(state->options, first->options, VARSIZE(first->options));
-	}
+	state->k = first->meta.k;
+	if (first->meta.options)
+		state->options = (Jsonb *) pg_detoast_datum_copy((struct varlena *) first->meta.options);
 	gc_parse_kmeans_options(state->options, state->k, &state->opts);
 	gc_input_init(&state->input);
 	gc_input_release_at_reset(&state->input, aggcontext);
 	state->segments = gc_partial_segments_create(aggcontext);
-	state->started_ms = first->started_ms;
+	state->started_ms = first->meta.started_ms;
 	MemoryContextSwitchTo(oldcontext);
 	return state;
 }
 
 /*
- * Join a deserialized partial state into the leader's state
+ * Join a deserialized partial state (gpuclust_partial_deserialfn's) into
+ * the leader's state
  */
 Datum
 gpuclust_kmeans_combinefn(PG_FUNCTION_ARGS)
 {
 	MemoryContext aggcontext;
 	KmeansAggState *state = PG_ARGISNULL(0) ? NULL : (KmeansAggState *) PG_GETARG_POINTER(0);
-	KmeansAggState *other = PG_ARGISNULL(1) ? NULL : (KmeansAggState *) PG_GETARG_POINTER(1);
-	GcPartialRows *part;
-	GcInput    *input;
+	GcPartialRows *part = gc_partial_share(fcinfo, &aggcontext);
 
-	if (!AggCheckCallContext(fcinfo, &aggcontext))
-		elog(ERROR, "kmeans_gpu combine function called in non-aggregate context");
-	if (other == NULL)
+	if (part == NULL)
 	{
 		if (state == NULL)
 			PG_RETURN_NULL();
 		PG_RETURN_POINTER(state);
 	}
-	part = other->partial;
-	if (part == NULL || (state != NULL && state->partial != NULL))
-		elog(ERROR, "kmeans_gpu combine function expects deserialized partial states");
 	if (state == NULL)
-		state = start_combined_state(other, aggcontext);
-	else if (other->k != state->k)
+		state = start_combined_state(part, aggcontext);
+	else if (part->meta.k != state->k)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("k must be the same for every row of one kmeans_gpu")));
 
-	input = &state->input;
-	input->null_rows += other->input.null_rows;
-	input->seen_rows += other->input.seen_rows;
-	state->started_ms = Min(state->started_ms, other->started_ms);
+	state->started_ms = Min(state->started_ms, part->meta.started_ms);
 	state->partial_states++;
-	if (part->n > 0)
-	{
-		if (!input->started)
-		{
-			GcError		err = {0};
-
-			gc_choose_device(&input->device);
-			if (gc_rows_init(&input->rows, part->d, input->device.alloc,
-							 input->device.free, &err) != GC_OK)
-				gc_raise(&err);
-			input->started = true;
-			input->format = other->input.format;
-		}
-		else if (part->d != input->rows.d)
-			ereport(ERROR,
-					(errcode(ERRCODE_DATA_EXCEPTION),
-					 errmsg("vectors of %d and of %d dimensions cannot be clustered together",
-							input->rows.d, part->d),
-					 errdetail("Parallel workers read vectors of both dimensions."),
-					 errhint("All vectors clustered together must have the same dimension.")));
-		if (input->rows.n + part->n > GC_MAX_ROWS)
-			ereport(ERROR,
-					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-					 errmsg("cannot cluster more than " INT64_FORMAT " rows", GC_MAX_ROWS)));
-		gc_partial_append(&input->rows, part, state->segments);
-		if (part->segment != NULL)
-			state->shared_memory_states++;
-	}
+	gc_partial_adopt(&state->input, part, state->segments);
+	if (part->segment != NULL)
+		state->shared_memory_states++;
 	PG_RETURN_POINTER(state);
 }

@@ -66,6 +66,7 @@
 #include "access/xact.h"
 #include "common/hashfn.h"
 #include "miscadmin.h"
+#include "nodes/execnodes.h"
 #include "port/atomics.h"
 #include "storage/dsm_impl.h"
 #include "storage/ipc.h"
@@ -79,11 +80,7 @@
 #include "storage/dsm_registry.h"
 #endif
 
-#define GC_PARTIAL_MAGIC		0x47435053	/* "GCPS" */
-#define GC_PARTIAL_VERSION		1
-#define GC_PARTIAL_WEIGHTED		0x0001
-#define GC_PARTIAL_BAD_WEIGHT	0x0002
-#define GC_PARTIAL_IN_SEGMENT	0x0004
+PG_FUNCTION_INFO_V1(gpuclust_partial_deserialfn);
 
 /* Segments held for leaders at once, server-wide */
 #define GC_PARTIAL_SLOTS		1024
@@ -95,23 +92,20 @@
  */
 #define GC_PARTIAL_MIN_SEGMENT_BYTES ((Size) 64 * 1024)
 
-/*
- * The header that starts the serialized state and, when the rows are in a
- * segment, the segment too.  checksum covers the fields before it.
- */
-typedef struct GcPartialHeader
+/* rows are labelled with int32 */
+#define GC_MAX_ROWS ((int64) PG_INT32_MAX)
+
+/* The fixed part of the meta section (partial_state.h) */
+typedef struct GcPartialMetaBytes
 {
-	uint32		magic;
-	uint16		version;
-	uint16		flags;
-	int32		d;
-	uint32		handle;			/* dsm_handle when IN_SEGMENT */
-	int64		n;
-	int64		total_weight;
-	uint64		meta_bytes;
-	uint64		data_bytes;
-	uint64		checksum;
-} GcPartialHeader;
+	int32		k;
+	int32		options_bytes;	/* the options jsonb follows; 0 when none */
+	Oid			format;
+	int32		reserved;
+	int64		null_rows;
+	int64		seen_rows;
+	double		started_ms;
+} GcPartialMetaBytes;
 
 typedef struct GcPartialSlot
 {
@@ -238,6 +232,22 @@ gc_partial_init(void)
 		shmem_startup_hook = partial_shmem_startup;
 	}
 	RegisterXactCallback(partial_xact_callback, NULL);
+}
+
+/*
+ * True when an aggregate's states will be serialized (a partial aggregate
+ * under a parallel plan, or partitionwise): its rows then stay in plain
+ * memory, the leader's fit choosing the device
+ */
+bool
+gc_partial_collecting(FunctionCallInfo fcinfo, GcInput *input)
+{
+	if (!(fcinfo->context && IsA(fcinfo->context, AggState) &&
+		  DO_AGGSPLIT_SERIALIZE(((AggState *) fcinfo->context)->aggsplit)))
+		return false;
+	gc_use_cpu_device(&input->device);
+	input->device_fixed = true;
+	return true;
 }
 
 bool
@@ -388,7 +398,7 @@ header_checksum(const GcPartialHeader *header)
 							   GC_PARTIAL_MAGIC);
 }
 
-/* Bytes of the rows section: bounding box, values, hashes, weights */
+/* Bytes of the rows section before its columns: box, values, hashes, weights */
 static uint64
 rows_bytes(int d, int64 n, bool weighted)
 {
@@ -397,17 +407,27 @@ rows_bytes(int d, int64 n, bool weighted)
 					  (weighted ? sizeof(double) : 0));
 }
 
+/* What a partial state hands over: the rows and the per-row columns */
+typedef struct PartialSource
+{
+	GcRows	   *rows;
+	const void *const *columns; /* ncolumns arrays of rows->n 8-byte values */
+	int			ncolumns;
+} PartialSource;
+
 /*
  * Write the rows section at dest, releasing each chunk of rows once it is
  * copied, so that the copy never doubles the memory held
  */
 static void
-write_rows(GcRows *rows, char *dest)
+write_rows(const PartialSource *src, char *dest)
 {
+	GcRows	   *rows = src->rows;
 	int			d = rows->d;
 	char	   *values = dest + sizeof(double) * 2 * d;
 	char	   *hashes = values + sizeof(double) * (Size) d * rows->n;
 	char	   *weights = hashes + sizeof(uint64) * (Size) rows->n;
+	char	   *columns = dest + rows_bytes(d, rows->n, rows->weighted);
 
 	memcpy(dest, rows->lo, sizeof(double) * d);
 	memcpy(dest + sizeof(double) * d, rows->hi, sizeof(double) * d);
@@ -435,6 +455,9 @@ write_rows(GcRows *rows, char *dest)
 		}
 		CHECK_FOR_INTERRUPTS();
 	}
+	for (int c = 0; c < src->ncolumns; c++)
+		memcpy(columns + sizeof(uint64) * (Size) rows->n * c, src->columns[c],
+			   sizeof(uint64) * (Size) rows->n);
 }
 
 /*
@@ -459,7 +482,7 @@ segment_fits(Size bytes)
  * or registry slot is free, or /dev/shm cannot hold it
  */
 static bool
-serialize_to_segment(GcRows *rows, GcPartialHeader *header)
+serialize_to_segment(const PartialSource *src, GcPartialHeader *header)
 {
 	dsm_segment *segment;
 	int			slot;
@@ -485,7 +508,7 @@ serialize_to_segment(GcRows *rows, GcPartialHeader *header)
 	prefault(segment, true);
 	PG_TRY();
 	{
-		write_rows(rows, base + sizeof(GcPartialHeader));
+		write_rows(src, base + sizeof(GcPartialHeader));
 	}
 	PG_CATCH();
 	{
@@ -502,36 +525,67 @@ serialize_to_segment(GcRows *rows, GcPartialHeader *header)
 	return true;
 }
 
+/* The meta section of a partial state, in the current memory context */
+static char *
+meta_section(const GcInput *input, const GcPartialMeta *meta, Size *bytes)
+{
+	GcPartialMetaBytes fixed = {0};
+	int32		options_bytes = meta->options ? VARSIZE(meta->options) : 0;
+	char	   *section;
+
+	fixed.k = meta->k;
+	fixed.options_bytes = options_bytes;
+	fixed.format = input->format;
+	fixed.null_rows = input->null_rows;
+	fixed.seen_rows = input->seen_rows;
+	fixed.started_ms = meta->started_ms;
+	*bytes = sizeof(fixed) + options_bytes;
+	section = palloc(*bytes);
+	memcpy(section, &fixed, sizeof(fixed));
+	if (options_bytes > 0)
+		memcpy(section + sizeof(fixed), meta->options, options_bytes);
+	return section;
+}
+
 /*
- * Serialize a partial state: meta_bytes of the aggregate's own bytes and
- * the rows (NULL when none were collected), which are released as they
- * are copied
+ * Serialize a partial state: the aggregate's arguments, the input's counts
+ * and rows (released as they are copied), and ncolumns per-row columns of
+ * input->rows.n 8-byte values each (ids, demands), which the caller frees
  */
 bytea *
-gc_partial_serialize(GcRows *rows, const void *meta, Size meta_bytes)
+gc_partial_serialize(GcInput *input, const GcPartialMeta *meta,
+					 const void *const *columns, int ncolumns)
 {
+	PartialSource src = {input->started ? &input->rows : NULL, columns, ncolumns};
 	GcPartialHeader header;
+	Size		meta_bytes;
+	char	   *meta_bytes_p = meta_section(input, meta, &meta_bytes);
 	Size		total;
 	bytea	   *result;
 	char	   *p;
 
+	Assert(ncolumns >= 0 && ncolumns <= GC_PARTIAL_MAX_COLUMNS);
 	memset(&header, 0, sizeof(header));
 	header.magic = GC_PARTIAL_MAGIC;
 	header.version = GC_PARTIAL_VERSION;
 	header.meta_bytes = meta_bytes;
-	if (rows != NULL && rows->n > 0)
+	if (src.rows != NULL && src.rows->n > 0)
 	{
+		GcRows	   *rows = src.rows;
+
 		header.d = rows->d;
 		header.n = rows->n;
 		header.total_weight = rows->total_weight;
 		header.flags = (rows->weighted ? GC_PARTIAL_WEIGHTED : 0) |
 			(rows->bad_weight ? GC_PARTIAL_BAD_WEIGHT : 0);
-		header.data_bytes = rows_bytes(rows->d, rows->n, rows->weighted);
+		header.columns = ncolumns;
+		header.data_bytes = rows_bytes(rows->d, rows->n, rows->weighted) +
+			sizeof(uint64) * (uint64) rows->n * ncolumns;
 	}
 
 	if (!(header.n > 0 && MyProc != NULL && get_registry() != NULL &&
 		  header.data_bytes >= GC_PARTIAL_MIN_SEGMENT_BYTES &&
-		  serialize_to_segment(rows, &header)))
+		  serialize_to_segment(&src, &header)))
 		header.checksum = header_checksum(&header);
 
 	total = VARHDRSZ + sizeof(header) + meta_bytes;
@@ -553,11 +607,11 @@ gc_partial_serialize(GcRows *rows, const void *meta, Size meta_bytes)
 	p = VARDATA(result);
 	memcpy(p, &header, sizeof(header));
 	p += sizeof(header);
-	if (meta_bytes > 0)
-		memcpy(p, meta, meta_bytes);
+	memcpy(p, meta_bytes_p, meta_bytes);
 	p += meta_bytes;
 	if ((header.flags & GC_PARTIAL_IN_SEGMENT) == 0 && header.n > 0)
-		write_rows(rows, p);
+		write_rows(&src, p);
+	pfree(meta_bytes_p);
 	return result;
 }
 
@@ -568,6 +622,83 @@ corrupt_state(const char *detail)
 			(errcode(ERRCODE_DATA_CORRUPTED),
 			 errmsg("invalid gpuclust partial aggregate state"),
 			 errdetail("%s", detail)));
+}
+
+/* Whether a header's sizes agree with each other and with len bytes */
+static bool
+header_sizes_agree(const GcPartialHeader *header, Size len)
+{
+	bool		in_segment = (header->flags & GC_PARTIAL_IN_SEGMENT) != 0;
+	bool		weighted = (header->flags & GC_PARTIAL_WEIGHTED) != 0;
+
+	if (header->n < 0 || header->d < 0 || header->d > GC_MAX_DIM ||
+		(header->n > 0) != (header->d > 0) || header->reserved != 0 ||
+		header->columns < 0 || header->columns > GC_PARTIAL_MAX_COLUMNS ||
+		(header->n == 0 && header->columns != 0) ||
+		header->meta_bytes > len - sizeof(*header) ||
+		(in_segment && header->n == 0))
+		return false;
+	if (header->n > 0 &&
+		(header->n > (int64) (MaxAllocHugeSize / sizeof(double) / (header->d + header->columns)) ||
+		 header->data_bytes != rows_bytes(header->d, header->n, weighted) +
+		 sizeof(uint64) * (uint64) header->n * header->columns))
+		return false;
+	return len == sizeof(*header) + header->meta_bytes + (in_segment ? 0 : header->data_bytes);
+}
+
+/* Read the meta section (meta_bytes at p) into out */
+static void
+read_meta(const char *p, Size meta_bytes, GcPartialRows *out)
+{
+	GcPartialMetaBytes fixed;
+
+	if (meta_bytes < sizeof(fixed))
+		corrupt_state("Its meta section is too short.");
+	memcpy(&fixed, p, sizeof(fixed));
+	if (fixed.options_bytes < 0 || fixed.reserved != 0 ||
+		meta_bytes != sizeof(fixed) + fixed.options_bytes ||
+		(fixed.options_bytes > 0 && fixed.options_bytes < VARHDRSZ))
+		corrupt_state("Its meta section is malformed.");
+	out->meta.k = fixed.k;
+	out->meta.started_ms = fixed.started_ms;
+	out->format = fixed.format;
+	out->null_rows = fixed.null_rows;
+	out->seen_rows = fixed.seen_rows;
+	if (fixed.options_bytes > 0)
+	{
+		out->meta.options = palloc(fixed.options_bytes);
+		memcpy(out->meta.options, p + sizeof(fixed), fixed.options_bytes);
+		if (VARSIZE(out->meta.options) != (Size) fixed.options_bytes)
+			corrupt_state("Its options are malformed.");
+	}
+}
+
+/*
+ * Map the segment a header names, registered to this backend, and unpin
+ * it, so that it dies with the mapping; the rows section's address
+ */
+static const char *
+map_segment(const GcPartialHeader *header, GcPartialRows *out)
+{
+	dsm_segment *segment;
+	int			slot;
+	GcPartialHeader stored;
+
+	if (get_registry() == NULL || (slot = registry_find_mine(header->handle)) < 0)
+		corrupt_state("Its shared memory segment is not registered to this process.");
+	segment = dsm_attach(header->handle);
+	if (segment == NULL)
+		corrupt_state("Its shared memory segment no longer exists.");
+	/* now the mapping keeps it; no entry left to unpin it twice */
+	dsm_unpin_segment(header->handle);
+	registry_remove(slot);
+	out->segment = segment;
+	memcpy(&stored, dsm_segment_address(segment), sizeof(stored));
+	if (dsm_segment_map_length(segment) < sizeof(stored) + header->data_bytes ||
+		memcmp(&stored, header, sizeof(stored)) != 0)
+		corrupt_state("Its shared memory segment does not match it.");
+	prefault(segment, false);
+	return (const char *) dsm_segment_address(segment) + sizeof(stored);
 }
 
 /*
@@ -581,7 +712,6 @@ gc_partial_deserialize(bytea *serialized, GcPartialRows *out)
 	Size		len = VARSIZE_ANY_EXHDR(serialized);
 	const char *p = VARDATA_ANY(serialized);
 	GcPartialHeader header;
-	bool		in_segment;
 
 	memset(out, 0, sizeof(*out));
 	if (len < sizeof(header))
@@ -590,52 +720,60 @@ gc_partial_deserialize(bytea *serialized, GcPartialRows *out)
 	if (header.magic != GC_PARTIAL_MAGIC || header.version != GC_PARTIAL_VERSION ||
 		header.checksum != header_checksum(&header))
 		corrupt_state("The state's header is not valid.");
-	in_segment = (header.flags & GC_PARTIAL_IN_SEGMENT) != 0;
-	if (header.n < 0 || header.d < 0 || header.d > GC_MAX_DIM ||
-		(header.n > 0) != (header.d > 0) ||
-		header.meta_bytes > len - sizeof(header) ||
-		(header.n > 0 && header.n > (int64) (MaxAllocHugeSize / sizeof(double) / header.d)) ||
-		(header.n > 0 &&
-		 header.data_bytes != rows_bytes(header.d, header.n,
-										 (header.flags & GC_PARTIAL_WEIGHTED) != 0)) ||
-		(in_segment && header.n == 0) ||
-		len != sizeof(header) + header.meta_bytes + (in_segment ? 0 : header.data_bytes))
+	if (!header_sizes_agree(&header, len))
 		corrupt_state("The state's sizes do not agree.");
-
+	read_meta(p + sizeof(header), header.meta_bytes, out);
 	out->d = header.d;
 	out->n = header.n;
 	out->total_weight = header.total_weight;
 	out->weighted = (header.flags & GC_PARTIAL_WEIGHTED) != 0;
 	out->bad_weight = (header.flags & GC_PARTIAL_BAD_WEIGHT) != 0;
-	out->meta = p + sizeof(header);
-	out->meta_bytes = header.meta_bytes;
-	if (!in_segment)
-	{
+	out->columns = header.columns;
+	if (header.flags & GC_PARTIAL_IN_SEGMENT)
+		out->data = map_segment(&header, out);
+	else
 		out->data = p + sizeof(header) + header.meta_bytes;
-		return;
-	}
+}
 
-	{
-		dsm_segment *segment;
-		int			slot;
-		GcPartialHeader stored;
+/*
+ * The deserial function of kmeans_gpu and pmedian_gpu: the partial state
+ * read back in the leader, a GcPartialRows whose rows stay where they are
+ * (a mapped segment or the bytea) until a combine function adopts them
+ */
+Datum
+gpuclust_partial_deserialfn(PG_FUNCTION_ARGS)
+{
+	GcPartialRows *part;
 
-		if (get_registry() == NULL || (slot = registry_find_mine(header.handle)) < 0)
-			corrupt_state("Its shared memory segment is not registered to this process.");
-		segment = dsm_attach(header.handle);
-		if (segment == NULL)
-			corrupt_state("Its shared memory segment no longer exists.");
-		/* now the mapping keeps it; no entry left to unpin it twice */
-		dsm_unpin_segment(header.handle);
-		registry_remove(slot);
-		out->segment = segment;
-		memcpy(&stored, dsm_segment_address(segment), sizeof(stored));
-		if (dsm_segment_map_length(segment) < sizeof(header) + header.data_bytes ||
-			memcmp(&stored, &header, sizeof(header)) != 0)
-			corrupt_state("Its shared memory segment does not match it.");
-		prefault(segment, false);
-		out->data = (const char *) dsm_segment_address(segment) + sizeof(header);
-	}
+	if (!AggCheckCallContext(fcinfo, NULL))
+		elog(ERROR, "gpuclust deserial function called in non-aggregate context");
+	part = palloc(sizeof(GcPartialRows));
+	gc_partial_deserialize(PG_GETARG_BYTEA_PP(0), part);
+	PG_RETURN_POINTER(part);
+}
+
+/*
+ * The deserialized partial state a combine function joins into its state
+ * (NULL: none), checking the call's context
+ */
+GcPartialRows *
+gc_partial_share(FunctionCallInfo fcinfo, MemoryContext *aggcontext)
+{
+	if (!AggCheckCallContext(fcinfo, aggcontext))
+		elog(ERROR, "gpuclust combine function called in non-aggregate context");
+	return PG_ARGISNULL(1) ? NULL : (GcPartialRows *) PG_GETARG_POINTER(1);
+}
+
+/*
+ * Per-row column number column of a partial state: n 8-byte values, in a
+ * segment (aligned) or in the bytea (possibly not: read with memcpy)
+ */
+const char *
+gc_partial_column(const GcPartialRows *part, int column)
+{
+	Assert(column >= 0 && column < part->columns);
+	return part->data + rows_bytes(part->d, part->n, part->weighted) +
+		sizeof(uint64) * (Size) part->n * column;
 }
 
 static void
@@ -691,8 +829,8 @@ keep_segment(GcPartialSegments *keep, dsm_segment *segment)
  * by the caller): borrowed in place from a segment, which keep then holds,
  * or copied from the bytea into the store's own memory
  */
-void
-gc_partial_append(GcRows *rows, const GcPartialRows *part, GcPartialSegments *keep)
+static void
+append_rows(GcRows *rows, const GcPartialRows *part, GcPartialSegments *keep)
 {
 	int			d = part->d;
 	Size		n = (Size) part->n;
@@ -766,4 +904,41 @@ gc_partial_append(GcRows *rows, const GcPartialRows *part, GcPartialSegments *ke
 	}
 	pfree(lo);
 	pfree(hi);
+}
+
+/*
+ * Join a deserialized partial state's counts and rows into the leader's
+ * input: the first rows choose the device (the fit's: pinned memory for
+ * the GPU) and fix the dimension, which later shares must have
+ */
+void
+gc_partial_adopt(GcInput *input, const GcPartialRows *part, GcPartialSegments *keep)
+{
+	input->null_rows += part->null_rows;
+	input->seen_rows += part->seen_rows;
+	if (part->n == 0)
+		return;
+	if (!input->started)
+	{
+		GcError		err = {0};
+
+		gc_choose_device(&input->device);
+		if (gc_rows_init(&input->rows, part->d, input->device.alloc,
+						 input->device.free, &err) != GC_OK)
+			gc_raise(&err);
+		input->started = true;
+		input->format = part->format;
+	}
+	else if (part->d != input->rows.d)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("vectors of %d and of %d dimensions cannot be clustered together",
+						input->rows.d, part->d),
+				 errdetail("Parallel workers read vectors of both dimensions."),
+				 errhint("All vectors clustered together must have the same dimension.")));
+	if (input->rows.n + part->n > GC_MAX_ROWS)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("cannot cluster more than " INT64_FORMAT " rows", GC_MAX_ROWS)));
+	append_rows(&input->rows, part, keep);
 }

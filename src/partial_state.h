@@ -1,9 +1,45 @@
 /*-------------------------------------------------------------------------
  *
  * partial_state.h
- *	  Partial aggregate states of parallel plans: a worker's rows handed to
- *	  the leader in a dynamic shared memory segment (or, without the
- *	  preloaded registry, copied into the serialized state itself).
+ *	  Partial aggregate states of parallel plans: a process's rows (and its
+ *	  aggregate's per-row columns) handed to the leader in a dynamic shared
+ *	  memory segment (or, without a registry or for small shares, copied
+ *	  into the serialized state itself).  kmeans_gpu and pmedian_gpu share
+ *	  it; the format below is what a reader of the segments relies on.
+ *
+ * The serialized state (a bytea, the partial aggregate's output):
+ *
+ *	 GcPartialHeader	 (below; flags say whether the rows are IN_SEGMENT)
+ *	 meta				 meta_bytes: int32 k, int32 options_bytes, uint32
+ *						 format, int32 0, int64 null_rows, int64
+ *						 seen_rows, double started_ms, then the options
+ *						 jsonb (options_bytes, a whole varlena; 0: none)
+ *	 rows section		 data_bytes, only when the rows are not in a segment
+ *
+ * The segment named by handle, when IN_SEGMENT (its address and so every
+ * section 8-byte aligned):
+ *
+ *	 GcPartialHeader	 a copy of the serialized one, byte for byte
+ *	 rows section		 data_bytes
+ *
+ * The rows section, for d dimensions and n rows, native byte order:
+ *
+ *	 double lo[d], hi[d]		 bounding box of the rows
+ *	 double values[n * d]		 row-major
+ *	 uint64 hashes[n]			 gc_row_hash of each row's values
+ *	 double weights[n]			 only when flags has WEIGHTED
+ *	 8-byte columns[columns][n]	 the aggregate's per-row values, column
+ *								 after column (pmedian_gpu: int64 ids, then
+ *								 double demands when it has them)
+ *
+ * A segment is pinned and registered to its leader (pid and local
+ * transaction) until the leader's deserial function maps it: a reader
+ * other than that leader must not map it (partial_state.c explains the
+ * lifetime).  So a serialized state means something only to the leader of
+ * the query that made it, in the same server: it never leaves the server
+ * (Citus and postgres_fdw do not ship aggregates with an internal state),
+ * and a state naming a segment not registered to the reading backend is
+ * rejected as corrupt (XX001).  The inline form is in native byte order.
  *
  * IDENTIFICATION
  *	  src/partial_state.h
@@ -17,22 +53,65 @@
 
 #include "storage/dsm.h"
 
+#define GC_PARTIAL_MAGIC		0x47435053	/* "GCPS" */
+#define GC_PARTIAL_VERSION		2
+#define GC_PARTIAL_WEIGHTED		0x0001
+#define GC_PARTIAL_BAD_WEIGHT	0x0002
+#define GC_PARTIAL_IN_SEGMENT	0x0004
+
+/* Per-row columns an aggregate may hand over with its rows */
+#define GC_PARTIAL_MAX_COLUMNS	4
+
 /*
- * A partial state's rows as the leader reads them back: d-dimensional rows
- * whose values, hashes and (when weighted) weights lie at data, either in
- * a mapped segment or in the serialized bytes (then possibly unaligned).
+ * The header that starts the serialized state and, when the rows are in a
+ * segment, the segment too.  checksum (hash_bytes_extended of the fields
+ * before it, seeded with GC_PARTIAL_MAGIC) guards against a corrupt state.
+ */
+typedef struct GcPartialHeader
+{
+	uint32		magic;
+	uint16		version;
+	uint16		flags;
+	int32		d;
+	uint32		handle;			/* dsm_handle when IN_SEGMENT */
+	int64		n;
+	int64		total_weight;
+	int32		columns;		/* per-row 8-byte columns after the rows */
+	int32		reserved;		/* 0 */
+	uint64		meta_bytes;
+	uint64		data_bytes;		/* the whole rows section, columns included */
+	uint64		checksum;
+} GcPartialHeader;
+
+/*
+ * The arguments of the aggregate that made a partial state, which the
+ * leader checks and fits with
+ */
+typedef struct GcPartialMeta
+{
+	int32		k;				/* k of kmeans_gpu, p of pmedian_gpu */
+	Jsonb	   *options;		/* the options argument; NULL when none */
+	double		started_ms;		/* when the process saw its first row */
+} GcPartialMeta;
+
+/*
+ * A partial state as the leader reads it back: its meta, its input's
+ * counts, and its d-dimensional rows, whose sections lie at data, either
+ * in a mapped segment or in the serialized bytes (then possibly unaligned)
  */
 typedef struct GcPartialRows
 {
+	GcPartialMeta meta;
+	Oid			format;			/* of the process's first non-NULL vector */
+	int64		null_rows;
+	int64		seen_rows;
 	int			d;				/* 0 when the partial state had no rows */
 	int64		n;
 	int64		total_weight;
 	bool		weighted;
 	bool		bad_weight;
-	const char *meta;			/* the aggregate's own bytes (unaligned) */
-	Size		meta_bytes;
-	const char *data;			/* lo[d], hi[d], values[n * d], hashes[n],
-								 * weights[n] */
+	int			columns;
+	const char *data;			/* the rows section */
 	dsm_segment *segment;		/* segment holding data; NULL when inline */
 } GcPartialRows;
 
@@ -47,11 +126,14 @@ typedef struct GcPartialSegments
 
 extern void gc_partial_init(void);
 extern bool gc_partial_registry_available(void);
-extern bytea *gc_partial_serialize(GcRows *rows, const void *meta,
-								   Size meta_bytes);
+extern bool gc_partial_collecting(FunctionCallInfo fcinfo, GcInput *input);
+extern bytea *gc_partial_serialize(GcInput *input, const GcPartialMeta *meta,
+								   const void *const *columns, int ncolumns);
 extern void gc_partial_deserialize(bytea *serialized, GcPartialRows *out);
+extern GcPartialRows *gc_partial_share(FunctionCallInfo fcinfo, MemoryContext *aggcontext);
+extern const char *gc_partial_column(const GcPartialRows *part, int column);
 extern GcPartialSegments *gc_partial_segments_create(MemoryContext context);
-extern void gc_partial_append(GcRows *rows, const GcPartialRows *part,
-							  GcPartialSegments *keep);
+extern void gc_partial_adopt(GcInput *input, const GcPartialRows *part,
+							 GcPartialSegments *keep);
 
 #endif							/* GC_PARTIAL_STATE_H */

@@ -7,12 +7,22 @@
  *	  (pinned host memory when the GPU will run the fit) with its id and
  *	  demand; the final function fits the model.
  *
+ * Under a parallel plan each process collects its share of the rows, ids
+ * and demands into plain host memory, the serial function hands them to
+ * the leader (partial_state.c: the ids and demands are per-row columns of
+ * the partial state, in shared memory with the rows when a segment can be
+ * had), and the combine function joins the shares.  The fit puts the rows
+ * in the order of their ids (pmedian_run.c), so the model equals the
+ * serial plan's whatever order the shares arrive in.
+ *
  * IDENTIFICATION
  *	  src/pmedian_agg.c
  *
  *-------------------------------------------------------------------------
  */
 #include "pmedian_glue.h"
+
+#include "partial_state.h"
 
 #include "catalog/pg_type.h"
 
@@ -21,12 +31,17 @@ PG_FUNCTION_INFO_V1(gpuclust_pmedian_transfn_real);
 PG_FUNCTION_INFO_V1(gpuclust_pmedian_transfn_vector);
 PG_FUNCTION_INFO_V1(gpuclust_pmedian_transfn_halfvec);
 PG_FUNCTION_INFO_V1(gpuclust_pmedian_finalfn);
+PG_FUNCTION_INFO_V1(gpuclust_pmedian_serialfn);
+PG_FUNCTION_INFO_V1(gpuclust_pmedian_combinefn);
 
 typedef struct PmAggState
 {
 	PmInput		in;
 	GcPmParams	params;
 	double		started_ms;		/* when the first row arrived */
+	Jsonb	   *options;		/* the options argument; NULL when none */
+	bool		serialized;		/* the rows went to a partial state */
+	GcPartialSegments *segments;	/* segments whose rows are borrowed */
 } PmAggState;
 
 /* Arguments after the state: id, vec, [demand,] p, [options] */
@@ -51,10 +66,12 @@ start_state(FunctionCallInfo fcinfo, MemoryContext aggcontext)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("p must not be NULL")));
 	if (PG_NARGS() > argp + 1 && !PG_ARGISNULL(argp + 1))
-		options = PG_GETARG_JSONB_P(argp + 1);
+		options = PG_GETARG_JSONB_P_COPY(argp + 1);
 	gc_parse_pmedian_options(options, PG_GETARG_INT32(argp), &state->params);
 	gc_check_pmedian_demand(&state->params, WITH_DEMAND(fcinfo));
+	state->options = options;
 	gc_pm_input_init(&state->in, WITH_DEMAND(fcinfo), aggcontext);
+	gc_partial_collecting(fcinfo, &state->in.input);
 	gc_input_release_at_reset(&state->in.input, aggcontext);
 	state->started_ms = gc_now_ms();
 	MemoryContextSwitchTo(oldcontext);
@@ -81,6 +98,8 @@ pmedian_transfn(FunctionCallInfo fcinfo, Oid format)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("p must be the same for every row of one pmedian_gpu")));
+		if (state->serialized)
+			elog(ERROR, "pmedian_gpu partial state used after it was serialized");
 	}
 	gc_pm_input_add(&state->in, PG_ARGISNULL(ARG_ID),
 					PG_ARGISNULL(ARG_ID) ? 0 : PG_GETARG_INT64(ARG_ID),
@@ -130,4 +149,92 @@ gpuclust_pmedian_finalfn(PG_FUNCTION_ARGS)
 		PG_RETURN_NULL();
 	PG_RETURN_POINTER(gc_run_pmedian(&state->in, &state->params,
 									 gc_now_ms() - state->started_ms, NULL, NULL));
+}
+
+/*
+ * The partial state of one process as bytea: p, the options, the row
+ * counts, the rows and, as per-row columns, their ids and demands (the
+ * rows are released here, as they are handed on)
+ */
+Datum
+gpuclust_pmedian_serialfn(PG_FUNCTION_ARGS)
+{
+	PmAggState *state = (PmAggState *) PG_GETARG_POINTER(0);
+	GcPartialMeta meta = {state->params.p, state->options, state->started_ms};
+	const void *columns[2] = {state->in.ids, state->in.demand};
+	bytea	   *result;
+
+	if (!AggCheckCallContext(fcinfo, NULL))
+		elog(ERROR, "pmedian_gpu serial function called in non-aggregate context");
+	if (state->serialized)
+		elog(ERROR, "pmedian_gpu partial state serialized twice");
+	result = gc_partial_serialize(&state->in.input, &meta, columns,
+								  state->in.with_demand ? 2 : 1);
+	state->serialized = true;
+	gc_input_release(&state->in.input);
+	PG_RETURN_BYTEA_P(result);
+}
+
+/*
+ * The leader's state, made by the first partial state to arrive: the same
+ * p and options; whether rows carry demands is settled by the first rows
+ */
+static PmAggState *
+start_combined_state(const GcPartialRows *first, MemoryContext aggcontext)
+{
+	MemoryContext oldcontext = MemoryContextSwitchTo(aggcontext);
+	PmAggState *state = palloc0(sizeof(PmAggState));
+
+	if (first->meta.options)
+		state->options = (Jsonb *) pg_detoast_datum_copy((struct varlena *) first->meta.options);
+	gc_parse_pmedian_options(state->options, first->meta.k, &state->params);
+	gc_pm_input_init(&state->in, false, aggcontext);
+	gc_input_release_at_reset(&state->in.input, aggcontext);
+	state->segments = gc_partial_segments_create(aggcontext);
+	state->started_ms = first->meta.started_ms;
+	MemoryContextSwitchTo(oldcontext);
+	return state;
+}
+
+/*
+ * Join a deserialized partial state (gpuclust_partial_deserialfn's) into
+ * the leader's state: its rows into the row store, its ids and demands,
+ * per-row columns 0 and 1, into the arrays beside it
+ */
+Datum
+gpuclust_pmedian_combinefn(PG_FUNCTION_ARGS)
+{
+	MemoryContext aggcontext;
+	PmAggState *state = PG_ARGISNULL(0) ? NULL : (PmAggState *) PG_GETARG_POINTER(0);
+	GcPartialRows *part = gc_partial_share(fcinfo, &aggcontext);
+	bool		with_demand;
+
+	if (part == NULL)
+	{
+		if (state == NULL)
+			PG_RETURN_NULL();
+		PG_RETURN_POINTER(state);
+	}
+	if (state == NULL)
+		state = start_combined_state(part, aggcontext);
+	else if (part->meta.k != state->params.p)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("p must be the same for every row of one pmedian_gpu")));
+	state->started_ms = Min(state->started_ms, part->meta.started_ms);
+	with_demand = part->columns == 2;
+	if (part->n > 0 && part->columns != 1 && part->columns != 2)
+		elog(ERROR, "pmedian_gpu partial state has %d per-row columns", part->columns);
+	if (part->n > 0 && !state->in.input.started)
+	{
+		gc_check_pmedian_demand(&state->params, with_demand);
+		state->in.with_demand = with_demand;
+	}
+	else if (part->n > 0 && with_demand != state->in.with_demand)
+		elog(ERROR, "pmedian_gpu partial states with and without demands");
+	gc_partial_adopt(&state->in.input, part, state->segments);
+	if (part->n > 0)
+		gc_pm_input_add_ids(&state->in, gc_partial_column(part, 0),
+							with_demand ? gc_partial_column(part, 1) : NULL, part->n);
+	PG_RETURN_POINTER(state);
 }

@@ -37,6 +37,8 @@ typedef struct PmInput
 extern void gc_pm_input_init(PmInput *in, bool with_demand, MemoryContext context);
 extern void gc_pm_input_add(PmInput *in, bool id_null, int64 id, Datum vector,
 							Oid elemtype, bool demand_null, double demand);
+extern void gc_pm_input_add_ids(PmInput *in, const char *ids, const char *demand,
+								int64 n);
 
 /* pmedian_model.c: the pmedian_model type */
 typedef struct PmedianModel

@@ -4,9 +4,17 @@
  *	  The p-median input and fit shared by the aggregate and the
  *	  set-returning function: rows are collected into the row store (via
  *	  gc_input_add, with all its checks) and their ids and demands into
- *	  arrays beside it; the fit checks p against n and the ids for
- *	  duplicates, runs the engine on the chosen device, and builds the
- *	  model.
+ *	  arrays beside it (or joined from a parallel plan's partial states);
+ *	  the fit checks p against n, puts the rows in the order of their ids
+ *	  (rejecting duplicates), runs the engine on the chosen device, and
+ *	  builds the model.
+ *
+ * The order of the ids makes the model independent of the order in which
+ * the rows arrived: the engine breaks ties between equal distances by row
+ * number and sums dissimilarities row after row, so a parallel plan (whose
+ * shares reach the leader in any order) or a table whose rows moved would
+ * otherwise give a different model.  Rows already in id order (a table
+ * scanned in the order it was filled) are not moved.
  *
  * IDENTIFICATION
  *	  src/pmedian_run.c
@@ -27,6 +35,30 @@ gc_pm_input_init(PmInput *in, bool with_demand, MemoryContext context)
 	in->input.fit = GC_FIT_PMEDIAN;
 	in->with_demand = with_demand;
 	in->context = context;
+}
+
+/* Room for more ids (and demands) */
+static void
+reserve_ids(PmInput *in, int64 more)
+{
+	int64		capacity = in->capacity;
+
+	if (in->count + more <= capacity)
+		return;
+	capacity = Max(Max(capacity * 2, 1024), in->count + more);
+	if (in->ids == NULL)
+	{
+		in->ids = MemoryContextAllocHuge(in->context, sizeof(int64) * capacity);
+		if (in->with_demand)
+			in->demand = MemoryContextAllocHuge(in->context, sizeof(double) * capacity);
+	}
+	else
+	{
+		in->ids = repalloc_huge(in->ids, sizeof(int64) * capacity);
+		if (in->with_demand)
+			in->demand = repalloc_huge(in->demand, sizeof(double) * capacity);
+	}
+	in->capacity = capacity;
 }
 
 static void
@@ -72,45 +104,100 @@ gc_pm_input_add(PmInput *in, bool id_null, int64 id, Datum vector,
 	if (in->with_demand)
 		check_demand(rowno, demand_null, demand);
 	gc_input_add(&in->input, vector, elemtype);
-	if (in->count == in->capacity)
-	{
-		in->capacity = in->capacity ? in->capacity * 2 : 1024;
-		if (in->ids == NULL)
-		{
-			in->ids = MemoryContextAllocHuge(in->context, sizeof(int64) * in->capacity);
-			if (in->with_demand)
-				in->demand = MemoryContextAllocHuge(in->context, sizeof(double) * in->capacity);
-		}
-		else
-		{
-			in->ids = repalloc_huge(in->ids, sizeof(int64) * in->capacity);
-			if (in->with_demand)
-				in->demand = repalloc_huge(in->demand, sizeof(double) * in->capacity);
-		}
-	}
+	reserve_ids(in, 1);
 	in->ids[in->count] = id;
 	if (in->with_demand)
 		in->demand[in->count] = demand;
 	in->count++;
 }
 
-static int
-int64_cmp(const void *a, const void *b)
+/*
+ * Append the ids (and demands) of n rows just added to the row store, as
+ * arrays of 8-byte values, possibly unaligned (a partial state's columns)
+ */
+void
+gc_pm_input_add_ids(PmInput *in, const char *ids, const char *demand, int64 n)
 {
-	int64		x = *(const int64 *) a,
-				y = *(const int64 *) b;
+	reserve_ids(in, n);
+	memcpy(in->ids + in->count, ids, sizeof(int64) * n);
+	if (in->with_demand)
+		memcpy(in->demand + in->count, demand, sizeof(double) * n);
+	in->count += n;
+}
+
+/* A row's id and its place in the row store */
+typedef struct IdRow
+{
+	int64		id;
+	int64		row;
+} IdRow;
+
+static int
+id_row_cmp(const void *a, const void *b)
+{
+	int64		x = ((const IdRow *) a)->id,
+				y = ((const IdRow *) b)->id;
 
 	return x < y ? -1 : x > y;
 }
 
 /*
- * p within [1, n] and unique ids
+ * Put the rows, their ids and demands in the order of the ids, rejecting
+ * a duplicate id (see the banner)
+ */
+static void
+order_by_id(PmInput *in)
+{
+	int64		n = in->count;
+	IdRow	   *pairs;
+	int64	   *order;
+	GcError		err = {0};
+	int64		i;
+
+	for (i = 1; i < n && in->ids[i] > in->ids[i - 1]; i++)
+		;
+	if (i >= n)
+		return;					/* in order, so unique */
+	pairs = palloc_extended(sizeof(IdRow) * n, MCXT_ALLOC_HUGE);
+	for (i = 0; i < n; i++)
+	{
+		pairs[i].id = in->ids[i];
+		pairs[i].row = i;
+	}
+	qsort(pairs, n, sizeof(IdRow), id_row_cmp);
+	for (i = 1; i < n; i++)
+		if (pairs[i].id == pairs[i - 1].id)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNIQUE_VIOLATION),
+					 errmsg("duplicate id " INT64_FORMAT, pairs[i].id),
+					 errhint("Every row needs a unique id: it names the medoids.")));
+	order = palloc_extended(sizeof(int64) * n, MCXT_ALLOC_HUGE);
+	for (i = 0; i < n; i++)
+	{
+		order[i] = pairs[i].row;
+		in->ids[i] = pairs[i].id;
+	}
+	pfree(pairs);
+	if (in->with_demand)
+	{
+		double	   *demand = palloc_extended(sizeof(double) * n, MCXT_ALLOC_HUGE);
+
+		for (i = 0; i < n; i++)
+			demand[i] = in->demand[order[i]];
+		memcpy(in->demand, demand, sizeof(double) * n);
+		pfree(demand);
+	}
+	if (gc_rows_permute(&in->input.rows, order, &err) != GC_OK)
+		gc_raise(&err);
+	pfree(order);
+}
+
+/*
+ * p within [1, n]
  */
 static void
 check_input(const PmInput *in, int p)
 {
-	int64	   *sorted;
-
 	if (p > in->count)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -118,16 +205,6 @@ check_input(const PmInput *in, int p)
 				 errdetail("p is %d, but there are " INT64_FORMAT " rows with a vector.",
 						   p, in->count),
 				 errhint("Ask for fewer medians.")));
-	sorted = palloc_extended(sizeof(int64) * in->count, MCXT_ALLOC_HUGE);
-	memcpy(sorted, in->ids, sizeof(int64) * in->count);
-	qsort(sorted, in->count, sizeof(int64), int64_cmp);
-	for (int64 i = 1; i < in->count; i++)
-		if (sorted[i] == sorted[i - 1])
-			ereport(ERROR,
-					(errcode(ERRCODE_UNIQUE_VIOLATION),
-					 errmsg("duplicate id " INT64_FORMAT, sorted[i]),
-					 errhint("Every row needs a unique id: it names the medoids.")));
-	pfree(sorted);
 }
 
 /*
@@ -168,6 +245,7 @@ gc_run_pmedian(PmInput *in, GcPmParams *params, double collect_ms,
 	PmedianModel *m;
 
 	check_input(in, p);
+	order_by_id(in);
 	check_total_capacity(in, params);
 	gc_input_settle_device(&in->input, (double) rows->n * p * d);
 	result.medoids = palloc(sizeof(int32) * p);

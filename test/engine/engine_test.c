@@ -1094,6 +1094,61 @@ run_row_hash_case(int d)
 	free(hi);
 }
 
+/*
+ * gc_rows_permute over several chunks, weighted: row i becomes the old
+ * row order[i] with its hash and weight, the order array ends as the
+ * identity, and the box and total weight stay
+ */
+static void
+run_permute_case(int64_t n, int d)
+{
+	GcRows		rows;
+	GcError		err = {0};
+	int64_t    *order = malloc(sizeof(int64_t) * n);
+	int64_t    *was = malloc(sizeof(int64_t) * n);
+	uint64_t   *hashes = malloc(sizeof(uint64_t) * n);
+	bool		same = true,
+				identity = true;
+	int64_t		total;
+
+	gc_rows_init(&rows, d, plain_alloc, free, &err);
+	gc_rows_set_weighted(&rows);
+	for (int64_t i = 0; i < n; i++)
+	{
+		double	   *slot = gc_rows_reserve(&rows, &err);
+
+		for (int j = 0; j < d; j++)
+			slot[j] = (double) (i * d + j);
+		gc_rows_commit_weighted(&rows, (double) (1 + i % 7));
+		hashes[i] = gc_rows_hash(&rows, i);
+	}
+	total = rows.total_weight;
+	/* a permutation of several cycles: i -> (i * 7919 + 13) mod n, n prime */
+	for (int64_t i = 0; i < n; i++)
+		order[i] = was[i] = (i * 7919 + 13) % n;
+	check(gc_rows_permute(&rows, order, &err) == GC_OK, "permute: runs", "rowstore");
+	for (int64_t i = 0; i < n; i++)
+	{
+		int64_t		o = was[i];
+
+		identity &= order[i] == i;
+		same &= gc_rows_hash(&rows, i) == hashes[o] &&
+			gc_rows_weight(&rows, i) == (double) (1 + o % 7);
+		for (int j = 0; j < d; j++)
+			same &= gc_rows_get(&rows, i)[j] == (double) (o * d + j);
+	}
+	check(rows.nchunks > 1, "permute: rows span several chunks", "rowstore");
+	check(same, "permute: each row moved with its hash and weight", "rowstore");
+	check(identity, "permute: the order is consumed to the identity", "rowstore");
+	check(rows.total_weight == total && rows.lo[0] == 0.0 &&
+		  rows.hi[d - 1] == (double) ((n - 1) * d + d - 1),
+		  "permute: box and total weight unchanged", "rowstore");
+	gc_rows_release(&rows);
+	free(order);
+	free(was);
+	free(hashes);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1142,6 +1197,7 @@ main(int argc, char **argv)
 	for (int d = 1; d <= 17; d++)
 		run_row_hash_case(d);
 	run_row_hash_case(768);
+	run_permute_case(40009, 3);
 #ifdef GC_WITH_CUDA
 	{
 		char		why[256];

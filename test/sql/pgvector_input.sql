@@ -110,6 +110,25 @@ SELECT count(*) AS rows,
 FROM pmedian_gpu_assign('SELECT id, v FROM pv_pts', 3) a
 JOIN pmedian_gpu_assign('SELECT id, r FROM pv_pts', 3) b USING (id);
 
+-- the pmedian_gpu forms over vector and halfvec under a parallel plan:
+-- the serial plan's models (the combine functions are shared)
+SELECT pmedian_gpu(id, v, 3)::jsonb - 'timings_ms' AS sv,
+	   pmedian_gpu(id, h, 1.0, 3, '{"capacity": 120}')::jsonb - 'timings_ms' AS sh
+FROM pv_pts \gset
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SET max_parallel_workers_per_gather = 2;
+EXPLAIN (COSTS OFF) SELECT pmedian_gpu(id, h, 1.0, 3, '{"capacity": 120}') FROM pv_pts;
+SELECT pmedian_gpu(id, v, 3)::jsonb - 'timings_ms' = :'sv'::jsonb AS vector_parallel_same,
+	   pmedian_gpu(id, h, 1.0, 3, '{"capacity": 120}')::jsonb - 'timings_ms' = :'sh'::jsonb
+		   AS halfvec_parallel_same
+FROM pv_pts;
+RESET max_parallel_workers_per_gather;
+RESET min_parallel_table_scan_size;
+RESET parallel_tuple_cost;
+RESET parallel_setup_cost;
+
 --
 -- NULL vectors are skipped and counted, as for arrays
 --

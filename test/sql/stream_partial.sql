@@ -108,6 +108,37 @@ SELECT (kmeans_stream_info(s)->>'rows')::int AS rows,
 	   shard_ssq_ratio(kmeans_stream_model(s)) BETWEEN 0.99 AND 1.01 AS parallel_within_1pct
 FROM (SELECT kmeans_stream_state(v, 8) AS s FROM shard_rows) q;
 RESET parallel_leader_participation;
+
+-- four workers and the leader against a serial plan: the summaries differ
+-- (each process summarises the blocks it read), but they stand for the
+-- same rows and their models find the same clusters: every row's label
+-- under one model determines its label under the other, and both use all
+-- 8 clusters (labels of every 7th row, which lie in all 8 blobs)
+CREATE FUNCTION stream_workers_launched(q text) RETURNS int LANGUAGE plpgsql AS $$
+DECLARE
+	plan json;
+BEGIN
+	EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, FORMAT JSON) ' || q INTO plan;
+	RETURN (plan->0->'Plan'->'Plans'->0->>'Workers Launched')::int;
+END $$;
+SET max_parallel_workers_per_gather = 4;
+SELECT stream_workers_launched('SELECT kmeans_stream_state(v, 8) FROM shard_rows') > 0 AS parallel_ran;
+CREATE TABLE stream_models AS
+SELECT kmeans_stream_model(kmeans_stream_state(v, 8)) AS parallel_model FROM shard_rows;
+SET max_parallel_workers_per_gather = 0;
+ALTER TABLE stream_models ADD COLUMN serial_model kmeans_model;
+UPDATE stream_models SET serial_model = (SELECT kmeans_stream_model(kmeans_stream_state(v, 8)) FROM shard_rows);
+SELECT (parallel_model::text::jsonb->>'rows')::int AS parallel_rows,
+	   (serial_model::text::jsonb->>'rows')::int AS serial_rows,
+	   count(DISTINCT kmeans_predict(serial_model, v)) AS serial_clusters,
+	   count(DISTINCT kmeans_predict(parallel_model, v)) AS parallel_clusters,
+	   count(DISTINCT (kmeans_predict(serial_model, v), kmeans_predict(parallel_model, v)))
+		   AS label_pairs
+FROM stream_models, shard_rows
+WHERE i % 7 = 0
+GROUP BY parallel_model::text, serial_model::text;
+DROP TABLE stream_models;
+DROP FUNCTION stream_workers_launched(text);
 RESET max_parallel_workers_per_gather;
 RESET min_parallel_table_scan_size;
 RESET parallel_tuple_cost;
