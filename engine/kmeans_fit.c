@@ -136,9 +136,10 @@ initial_centroids(const GcKmeansBackend *backend, void *session,
 	int			k = params->k,
 				d = rows->d;
 	int64_t    *chosen;
+	GcInit		method = gc_seed_method(params, rows->n, d);
 	GcStatus	status = GC_OK;
 
-	if (params->init == GC_INIT_GIVEN)
+	if (method == GC_INIT_GIVEN)
 	{
 		memcpy(centroids, params->init_centroids, sizeof(double) * k * d);
 		return GC_OK;
@@ -146,8 +147,10 @@ initial_centroids(const GcKmeansBackend *backend, void *session,
 	chosen = malloc(sizeof(int64_t) * k);
 	if (chosen == NULL)
 		return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for seeding");
-	if (params->init == GC_INIT_RANDOM)
+	if (method == GC_INIT_RANDOM)
 		status = gc_select_random_rows(rows, k, seed, chosen, err);
+	else if (method == GC_INIT_KMEANS_PARALLEL)
+		status = backend->seed_kmeans_parallel(session, params, seed, chosen, err);
 	else
 		status = backend->seed_kmeanspp(session, params, seed, chosen, err);
 	if (status == GC_OK)
@@ -276,6 +279,7 @@ gc_kmeans_fit(const GcKmeansBackend *backend, const GcRows *rows,
 	result->timings.seeding_ms = result->timings.iterations_ms = 0.0;
 	result->timings.labeling_ms = result->timings.update_ms = 0.0;
 	result->inertia = INFINITY;
+	result->init = gc_init_name(params, rows->n, d);
 
 	work = malloc(sizeof(double) * k * d);
 	work_sizes = malloc(sizeof(int64_t) * k);
