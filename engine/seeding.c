@@ -93,7 +93,9 @@ gc_init_name(const GcKmeansParams *params, int64_t n, int d)
 		case GC_INIT_KMEANS_PARALLEL:
 			return "kmeans||";
 		default:
-			return gc_seed_candidates(params, n, d) > 1 ? "greedy kmeans++" : "kmeans++";
+			/* k = 1 is one draw, whatever the candidates */
+			return gc_seed_candidates(params, n, d) > 1 && params->k > 1 ?
+				"greedy kmeans++" : "kmeans++";
 	}
 }
 
