@@ -434,7 +434,7 @@ extern GcStatus gc_seed_kmeanspp_cpu(const GcRows *rows, const GcFrame *frame,
  */
 #define GC_PARALLEL_ROUNDS 5
 #define GC_PARALLEL_MAX_ROUNDS 32
-#define GC_PARALLEL_OVERSAMPLING 2.0
+#define GC_PARALLEL_OVERSAMPLING 1.0
 
 /* the seeding params->init asks for on n rows of d: AUTO resolved */
 extern GcInit gc_seed_method(const GcKmeansParams *params, int64_t n, int d);
