@@ -188,7 +188,7 @@ cuda_seed_kmeanspp(void *session, const GcKmeansParams *params, uint64_t seed,
 	unsigned long long *race_host;
 
 	if (gc_seed_candidates(params, s->n, s->d) > 1)
-		return launch_greedy_kmeanspp(s->x64, NULL, s->hashes, s->weights, s->n, s->d, params,
+		return launch_greedy_kmeanspp(s->x64, s->hashes, s->weights, s->n, s->d, params,
 									  seed, s->frame->inertia_exp, s->stream, chosen, err);
 	GC_CUDA_TRY(cudaMemsetAsync(s->race, 0xff, sizeof(unsigned long long) * s->k,
 								s->stream), err);

@@ -198,11 +198,9 @@ GcStatus	launch_kmeanspp_step(const double *x64, const uint64_t *hashes,
 
 /*
  * seeding_greedy.cu: greedy k-means++ (gc_seed_candidates(params, n, d) > 1),
- * all k steps, the chosen rows into chosen (host); x64t, when not NULL,
- * holds the rows also as columns (d x n), read coalesced
+ * all k steps, the chosen rows into chosen (host)
  */
-GcStatus	launch_greedy_kmeanspp(const double *x64, const double *x64t,
-								   const uint64_t *hashes,
+GcStatus	launch_greedy_kmeanspp(const double *x64, const uint64_t *hashes,
 								   const double *weights, int64_t n, int d,
 								   const GcKmeansParams *params, uint64_t seed,
 								   int inertia_exp, cudaStream_t stream,

@@ -19,12 +19,6 @@
  *	- the choice: one block sums each candidate's partials exactly and
  *	  keeps the lowest (the first on ties), into winner[t] and chosen[t].
  *
- * Given the rows also as columns (x64t, d x n: k-means|| reclusters its
- * candidates so), the potential pass reads them coalesced: at one
- * dimension the threads of a warp read consecutive rows.  Rows read down
- * a row each, as they are stored, leave few warps waiting on memory when
- * there are few rows (a step of 10k rows of d = 768 took about 0.25 ms).
- *
  * Where the rows' candidate distances fit beside the data (L <= d), the
  * potential pass keeps min(D^2, d_j) per row and candidate (cand_d2, L
  * columns of n), and the next step's race reads its winner's column
@@ -156,8 +150,7 @@ greedy_race_kernel(const double *__restrict__ x64, const uint64_t *__restrict__ 
  * partials[block * L + j]; min(D^2, d_j) into cand_d2's column j when kept
  */
 __global__ void
-greedy_potential_kernel(const double *__restrict__ x64, const double *__restrict__ x64t,
-						const double *__restrict__ weights,
+greedy_potential_kernel(const double *__restrict__ x64, const double *__restrict__ weights,
 						int64_t n, int d, int t, int L, int first, int count,
 						int inertia_exp, const unsigned long long *__restrict__ race,
 						const double *__restrict__ mind2, double *__restrict__ cand_d2,
@@ -178,9 +171,7 @@ greedy_potential_kernel(const double *__restrict__ x64, const double *__restrict
 	for (int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; i < n;
 		 i += (int64_t) gridDim.x * blockDim.x)
 	{
-		/* row i's values, read down a column of x64t where given: coalesced */
-		const double *x = x64t != NULL ? x64t + i : x64 + i * d;
-		int64_t		stride = x64t != NULL ? n : 1;
+		const double *x = x64 + i * d;
 		double		s[GREEDY_GROUP];
 		double		m = mind2[i];
 		gc_u128		w = (gc_u128) (weights != NULL ? (unsigned long long) weights[i] : 1ULL);
@@ -190,7 +181,7 @@ greedy_potential_kernel(const double *__restrict__ x64, const double *__restrict
 			s[jj] = 0.0;
 		for (int e = 0; e < d; e++)
 		{
-			double		xv = x[e * stride];
+			double		xv = x[e];
 
 #pragma unroll
 			for (int jj = 0; jj < GREEDY_GROUP; jj++)
@@ -288,7 +279,7 @@ free_buffers(GreedyBuffers *b)
 }
 
 static GcStatus
-run_steps(const double *x64, const double *x64t, const uint64_t *hashes, const double *weights,
+run_steps(const double *x64, const uint64_t *hashes, const double *weights,
 		  int64_t n, int d, const GcKmeansParams *params, int L, uint64_t seed,
 		  int inertia_exp, cudaStream_t stream, GreedyBuffers *b, int64_t *chosen,
 		  GcError *err)
@@ -340,7 +331,7 @@ run_steps(const double *x64, const double *x64t, const uint64_t *hashes, const d
 			for (int g = 0; g < groups; g++)
 			{
 				greedy_potential_kernel<<<nblocks, threads, 0, stream>>>(
-					x64, x64t, weights, n, d, t, L, g * GREEDY_GROUP,
+					x64, weights, n, d, t, L, g * GREEDY_GROUP,
 					step_candidates - g * GREEDY_GROUP < GREEDY_GROUP ?
 					step_candidates - g * GREEDY_GROUP : GREEDY_GROUP, inertia_exp,
 					b->race, b->mind2, b->cand_d2, b->partials);
@@ -379,13 +370,13 @@ run_steps(const double *x64, const double *x64t, const uint64_t *hashes, const d
 }
 
 GcStatus
-launch_greedy_kmeanspp(const double *x64, const double *x64t, const uint64_t *hashes,
-					   const double *weights, int64_t n, int d, const GcKmeansParams *params, uint64_t seed,
+launch_greedy_kmeanspp(const double *x64, const uint64_t *hashes, const double *weights,
+					   int64_t n, int d, const GcKmeansParams *params, uint64_t seed,
 					   int inertia_exp, cudaStream_t stream, int64_t *chosen,
 					   GcError *err)
 {
 	GreedyBuffers b = {0};
-	GcStatus	status = run_steps(x64, x64t, hashes, weights, n, d, params,
+	GcStatus	status = run_steps(x64, hashes, weights, n, d, params,
 								   gc_seed_candidates(params, n, d), seed, inertia_exp,
 								   stream, &b, chosen, err);
 

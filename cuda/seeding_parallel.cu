@@ -23,8 +23,7 @@
  *
  * Then the rows' weights are summed per nearest candidate (exact integer
  * atomics), the host drops the candidates of weight zero, and greedy
- * k-means++ (seeding_greedy.cu) reclusters the rest on the device, given
- * them also as columns so that its potential passes read them coalesced.  All
+ * k-means++ (seeding_greedy.cu) reclusters the rest on the device.  All
  * device memory belongs to one set of buffers, freed on every exit.
  *
  * IDENTIFICATION
@@ -59,7 +58,6 @@ typedef struct ParallelBuffers
 	unsigned long long *weight; /* per candidate */
 	uint64_t   *cand_hashes;	/* the recluster's rows */
 	double	   *cand_weights;
-	double	   *cand_columns;	/* their values as columns, d x candidates */
 } ParallelBuffers;
 
 /* The candidates on the host */
@@ -183,21 +181,6 @@ parallel_gather_kernel(const double *__restrict__ x64, const float *__restrict__
 	}
 }
 
-/* Rows rows x d into columns d x rows */
-__global__ void
-parallel_transpose_kernel(const double *__restrict__ src, int64_t rows, int d,
-						  double *__restrict__ dst)
-{
-	for (int64_t e = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; e < rows * d;
-		 e += (int64_t) gridDim.x * blockDim.x)
-	{
-		int64_t		r = e % rows,
-					j = e / rows;
-
-		dst[e] = src[r * d + j];
-	}
-}
-
 /* Each candidate's weight: the weights of the rows nearest to it */
 __global__ void
 parallel_weigh_kernel(const double *__restrict__ weights, const int32_t *__restrict__ nearest,
@@ -226,7 +209,6 @@ free_buffers(ParallelBuffers *b)
 	cudaFree(b->weight);
 	cudaFree(b->cand_hashes);
 	cudaFree(b->cand_weights);
-	cudaFree(b->cand_columns);
 	(void) cudaGetLastError();
 }
 
@@ -465,17 +447,6 @@ recluster(CudaSession *s, const GcKmeansParams *params, ParallelBuffers *b, uint
 	if (status == GC_OK)
 		status = gather_batch(s, b, kept, nkept, err);
 	if (status == GC_OK)
-		status = device_alloc(&b->cand_columns, (size_t) nkept * s->d, err);
-	if (status == GC_OK)
-	{
-		cudaError_t e;
-
-		parallel_transpose_kernel<<<PARALLEL_BLOCKS, PARALLEL_THREADS, 0, s->stream>>>(
-			b->c64, nkept, s->d, b->cand_columns);
-		if ((e = cudaGetLastError()) != cudaSuccess)
-			status = gc_cuda_fail(err, e, "parallel_transpose", __FILE__, __LINE__);
-	}
-	if (status == GC_OK)
 		status = device_alloc(&b->cand_hashes, (size_t) nkept, err);
 	if (status == GC_OK)
 		status = device_alloc(&b->cand_weights, (size_t) nkept, err);
@@ -491,8 +462,7 @@ recluster(CudaSession *s, const GcKmeansParams *params, ParallelBuffers *b, uint
 			status = gc_cuda_fail(err, e, "uploading the k-means|| candidates", __FILE__, __LINE__);
 	}
 	if (status == GC_OK)
-		status = launch_greedy_kmeanspp(b->c64, b->cand_columns, b->cand_hashes,
-										b->cand_weights, nkept, s->d,
+		status = launch_greedy_kmeanspp(b->c64, b->cand_hashes, b->cand_weights, nkept, s->d,
 										&rparams, seed, s->frame->inertia_exp, s->stream,
 										picks, err);
 	for (int t = 0; status == GC_OK && t < rparams.k; t++)
