@@ -252,7 +252,7 @@ def main():
         "(centroid index 0). greedy is gpuclust's default up to n k d = 2^34 "
         "(`init_candidates` 2 + ⌊ln k⌋, as scikit-learn), plain is `init_candidates` 1, "
         "k-means|| is `init` \"kmeans||\" (the default above 2^34: 5 rounds sampling "
-        "2k rows each, then greedy on the weighted candidates). "
+        "about k rows each, then greedy on the weighted candidates). "
         f"scikit-learn {__import__('sklearn').__version__}. "
         f"Produced by `bench/seeding_quality.py --methods {','.join(methods)}`.",
         "",

@@ -292,7 +292,7 @@ run_steps(const double *x64, const uint64_t *hashes, const double *weights,
 	long long  *chosen_host;
 
 	/*
-	 * Few rows (k-means|| reclusters ~10k candidates): blocks of 64 threads
+	 * Few rows (k-means|| reclusters ~5k candidates): blocks of 64 threads
 	 * spread them over every multiprocessor, where blocks of 256 would
 	 * leave most idle and each step would wait on a few
 	 */

@@ -10,9 +10,11 @@
  * The first centre is k-means++'s first draw (the race of stream 0 over
  * the rows' weights).  Each round then samples every row independently,
  * with probability min(1, l w D^2 / phi) (gc_parallel_sampled: the row's
- * seeded draw against it, multiplied out), where l = 2k, D^2 is the
- * row's exact squared distance to the nearest candidate so far and phi
- * the potential sum w D^2, summed exactly as the inertia is (128-bit
+ * seeded draw against it, multiplied out), where l = k (2k took 0.69 s
+ * against 0.44 s on the H100, for no better fits:
+ * bench/results/seeding-parallel-h100.md), D^2 is the row's exact
+ * squared distance to the nearest candidate so far and phi the potential
+ * sum w D^2, summed exactly as the inertia is (128-bit
  * integers in units of 2^-inertia_exp) and turned into a double the same
  * way on both devices.  A round's samples, sorted by hash, are appended to
  * the candidates; a pass over the rows then finds each row's nearest new
