@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """k-means++ seeding quality: gpuclust's CPU k-means (greedy and plain
-k-means++) against scikit-learn's KMeans on the SIPU benchmark sets with
-ground truth, with the same n_init, over several seeds.
+k-means++, and k-means||) against scikit-learn's KMeans on the SIPU
+benchmark sets with ground truth, with the same n_init, over several seeds.
 
 For each set, n_init and method it reports the mean and worst inertia over
 the seeds, the mean ratio to scikit-learn's mean inertia, and the centroid
@@ -12,6 +12,11 @@ mean and as the number of runs with CI = 0.
     bench/seeding_quality.py [--data ../shared/data/sipu] [--seeds 30,10]
         [--n-init 1,10] [--sets s1,...] [--binary test/engine/seeding_test]
         [--out bench/results/seeding-quality.md] [--from-jsonl FILE]
+        [--methods greedy,plain,parallel]
+
+--methods picks gpuclust's seedings: greedy (the default below n k d =
+2^34), plain (init_candidates 1) and parallel (init "kmeans||", the
+default above); the table has a ratio column per method.
 
 With --from-seeds N it compares the seedings alone instead, free of any
 difference between the two Lloyd implementations and with many more
@@ -67,9 +72,15 @@ def centroid_index(found, truth):
     return max(orphans(found, truth), orphans(truth, found))
 
 
-def gpuclust_fit(binary, path, k, n_init, seed, candidates):
+# gpuclust's seedings: (init_candidates, init) for seeding_test fit
+METHODS = {"greedy": (0, "kmeans++"), "plain": (1, "kmeans++"), "parallel": (0, "kmeans||")}
+LABELS = {"greedy": "greedy", "plain": "plain", "parallel": "k-means||"}
+
+
+def gpuclust_fit(binary, path, k, n_init, seed, method):
+    candidates, init = METHODS[method]
     out = subprocess.run([binary, "fit", path, str(k), str(n_init), str(seed),
-                          str(candidates)], check=True, capture_output=True,
+                          str(candidates), "1e-4", init], check=True, capture_output=True,
                          text=True).stdout.splitlines()
     result = json.loads(out[0])
     result["centroids"] = np.array([[float(v) for v in line.split()[1:]]
@@ -140,7 +151,7 @@ def compare_seeds(args):
     return 0
 
 
-def summarise(raw, shapes):
+def summarise(raw, shapes, methods):
     """one table row per (set, n_init), in the order of the runs"""
     groups = {}
     for r in raw:
@@ -150,7 +161,7 @@ def summarise(raw, shapes):
         sk = np.array([r["inertia"] for r in runs if r["method"] == "sklearn"])
         row = {"set": name, "n": shapes[name][0], "d": shapes[name][1], "k": runs[0]["k"],
                "n_init": n_init, "runs": len(sk)}
-        for method in ("sklearn", "greedy", "plain"):
+        for method in ["sklearn"] + methods:
             inertia = np.array([r["inertia"] for r in runs if r["method"] == method])
             ci = np.array([r["ci"] for r in runs if r["method"] == method])
             row[method] = {"mean": float(inertia.mean()), "worst": float(inertia.max()),
@@ -184,7 +195,10 @@ def main():
     ap.add_argument("--seed-offset", type=int, default=0,
                     help="--from-seeds: first random_state (gpuclust: 1000 s + offset)")
     ap.add_argument("--from-jsonl", help="rebuild the table from a previous run's .jsonl")
+    ap.add_argument("--methods", default="greedy,plain,parallel",
+                    help="gpuclust's seedings: greedy, plain, parallel (k-means||)")
     args = ap.parse_args()
+    methods = args.methods.split(",")
     if args.from_seeds:
         return compare_seeds(args)
     n_inits = [int(v) for v in args.n_init.split(",")]
@@ -198,14 +212,14 @@ def main():
             path = os.path.join(tmp, name + ".txt")
             np.savetxt(path, x, fmt="%.17g")
             for n_init, seeds in zip(n_inits, seed_counts):
-                runs = {"sklearn": [], "greedy": [], "plain": []}
+                runs = {m: [] for m in ["sklearn"] + methods}
                 for seed in range(seeds):
                     sk = sklearn_fit(x, k, n_init, seed)
                     runs["sklearn"].append((sk["inertia"], centroid_index(sk["centroids"], gt)))
-                    for method, candidates in (("greedy", 0), ("plain", 1)):
+                    for method in methods:
                         # gpuclust's restarts use seeds seed .. seed + n_init - 1:
                         # runs 1000 apart share none
-                        r = gpuclust_fit(args.binary, path, k, n_init, 1000 * seed, candidates)
+                        r = gpuclust_fit(args.binary, path, k, n_init, 1000 * seed, method)
                         runs[method].append((r["inertia"], centroid_index(r["centroids"], gt)))
                         raw.append({"set": name, "k": k, "n_init": n_init, "seed": seed,
                                     "method": method, "inertia": r["inertia"],
@@ -222,7 +236,8 @@ def main():
     for name in dict.fromkeys(r["set"] for r in raw):
         x, _ = load(args.data, name)
         shapes[name] = x.shape
-    rows = summarise(raw, shapes)
+    methods = [m for m in methods if any(r["method"] == m for r in raw)]
+    rows = summarise(raw, shapes, methods)
     lines = [
         "# k-means++ seeding quality: gpuclust (CPU) against scikit-learn",
         "",
@@ -234,23 +249,37 @@ def main():
         "± its standard error (the n_init 1 rows need hundreds of runs to resolve 1%: "
         "see seeding-quality-seeds.md for the seedings alone); "
         "CI = 0 counts the runs that found every true cluster "
-        "(centroid index 0). greedy is gpuclust's default (`init_candidates` "
-        "2 + ⌊ln k⌋, as scikit-learn), plain is `init_candidates` 1. "
+        "(centroid index 0). greedy is gpuclust's default up to n k d = 2^34 "
+        "(`init_candidates` 2 + ⌊ln k⌋, as scikit-learn), plain is `init_candidates` 1, "
+        "k-means|| is `init` \"kmeans||\" (the default above 2^34: 5 rounds sampling "
+        "about k rows each, then greedy on the weighted candidates). "
         f"scikit-learn {__import__('sklearn').__version__}. "
-        "Produced by `bench/seeding_quality.py`.",
+        f"Produced by `bench/seeding_quality.py --methods {','.join(methods)}`.",
         "",
-        "| set | n | d | k | n_init | runs | scikit-learn mean inertia | greedy ratio ± se | greedy worst ratio | plain ratio | CI = 0: sklearn / greedy / plain | mean CI: sklearn / greedy / plain |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| set | n | d | k | n_init | runs | scikit-learn mean inertia | "
+        + " | ".join(f"{LABELS[m]} ratio ± se" for m in methods)
+        + " | " + " | ".join(f"{LABELS[m]} worst ratio" for m in methods)
+        + " | CI = 0: " + " / ".join(["sklearn"] + [LABELS[m] for m in methods])
+        + " | mean CI: " + " / ".join(["sklearn"] + [LABELS[m] for m in methods]) + " |",
+        "|" + " --- |" * (9 + 2 * len(methods)),
     ]
     for r in rows:
         sk = r["sklearn"]["mean"]
         lines.append(
             f"| {r['set']} | {r['n']} | {r['d']} | {r['k']} | {r['n_init']} | {r['runs']} | {sk:.6g} | "
-            f"{r['greedy']['ratio']:.4f} ± {r['greedy']['se']:.4f} | {r['greedy']['worst'] / sk:.4f} | {r['plain']['ratio']:.4f} | "
-            f"{r['sklearn']['ci0']} / {r['greedy']['ci0']} / {r['plain']['ci0']} | "
-            f"{r['sklearn']['ci_mean']:.1f} / {r['greedy']['ci_mean']:.1f} / {r['plain']['ci_mean']:.1f} |")
-    worst = max(r["greedy"]["ratio"] for r in rows)
-    lines += ["", f"Largest greedy mean ratio: {worst:.4f}."]
+            + " | ".join(f"{r[m]['ratio']:.4f} ± {r[m]['se']:.4f}" for m in methods) + " | "
+            + " | ".join(f"{r[m]['worst'] / sk:.4f}" for m in methods) + " | "
+            + " / ".join(str(r[m]["ci0"]) for m in ["sklearn"] + methods) + " | "
+            + " / ".join(f"{r[m]['ci_mean']:.1f}" for m in ["sklearn"] + methods) + " |")
+    lines.append("")
+    for m in methods:
+        lines.append(f"Largest {LABELS[m]} mean ratio: {max(r[m]['ratio'] for r in rows):.4f}.")
+    if "greedy" in methods and "parallel" in methods:
+        both = [(r["parallel"]["mean"] / r["greedy"]["mean"], r["set"], r["n_init"]) for r in rows]
+        worst = max(both)
+        lines.append(f"k-means|| mean inertia over greedy's: largest {worst[0]:.4f} "
+                     f"({worst[1]}, n_init {worst[2]}), geometric mean "
+                     f"{float(np.exp(np.mean(np.log([b[0] for b in both])))):.4f}.")
     with open(args.out, "w") as f:
         f.write("\n".join(lines) + "\n")
     if not args.from_jsonl:

@@ -233,6 +233,13 @@ cuda_seed_kmeanspp(void *session, const GcKmeansParams *params, uint64_t seed,
 	return GC_OK;
 }
 
+static GcStatus
+cuda_seed_kmeans_parallel(void *session, const GcKmeansParams *params, uint64_t seed,
+						  int64_t *chosen, GcError *err)
+{
+	return gc_seed_kmeans_parallel_cuda((CudaSession *) session, params, seed, chosen, err);
+}
+
 /* The labeler's copies of the centroids, after they changed */
 static GcStatus
 refresh_centroids(CudaSession *s, GcError *err)
@@ -503,6 +510,7 @@ extern "C" const GcKmeansBackend gc_kmeans_cuda_backend = {
 	false,						/* the driver polls after each status read */
 	cuda_open,
 	cuda_seed_kmeanspp,
+	cuda_seed_kmeans_parallel,
 	cuda_begin,
 	cuda_prepare_pruning,
 	cuda_step,

@@ -6,8 +6,8 @@
  *	  SIMT), labeling_tensor.cu with tensor_tiles.cuh and tensor_operands.cu
  *	  (tensor cores), labeling_pruned.cu (Wu & Hong), update.cu (centroid
  *	  update, scoring, layout), seeding.cu (plain k-means++) and
- *	  seeding_greedy.cu (greedy k-means++); the labelers (labeler_*.cu)
- *	  call them.
+ *	  seeding_greedy.cu (greedy k-means++, which seeding_parallel.cu's
+ *	  k-means|| also calls); the labelers (labeler_*.cu) call them.
  *
  * IDENTIFICATION
  *	  cuda/kmeans_kernels.cuh

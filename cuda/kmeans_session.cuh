@@ -129,6 +129,13 @@ extern GcStatus gc_pruned_order_rows(CudaSession *s, void *state, bool by_work,
 									 GcError *err);
 extern void gc_pruned_close(void *state);
 
+/*
+ * seeding_parallel.cu: k-means|| seeding, its nearest-sample passes run
+ * by the exact tensor labeler; the chosen rows into chosen (host)
+ */
+extern GcStatus gc_seed_kmeans_parallel_cuda(CudaSession *s, const GcKmeansParams *params,
+											 uint64_t seed, int64_t *chosen, GcError *err);
+
 /* ALLOC_OR_RETURN for a labeler's state, which must exist first */
 #define STATE_OR_RETURN(ptr, type) \
 	do { \

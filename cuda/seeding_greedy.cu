@@ -36,7 +36,8 @@
 #include "kmeans_kernels.cuh"
 #include "cuda_check.cuh"
 
-#define GREEDY_THREADS 256
+#define GREEDY_THREADS 256		/* most threads per block */
+#define GREEDY_SMALL_THREADS 64	/* per block where 256 would leave multiprocessors idle */
 #define GREEDY_GROUP 8			/* candidates per pass over the rows */
 #define GREEDY_BLOCKS 1024		/* most blocks (and partials) per pass */
 
@@ -137,7 +138,7 @@ greedy_race_kernel(const double *__restrict__ x64, const uint64_t *__restrict__ 
 	{
 		unsigned long long b = GC_RACE_NONE;
 
-		for (int wi = 0; wi < GREEDY_THREADS / 32; wi++)
+		for (int wi = 0; wi < (int) (blockDim.x >> 5); wi++)
 			b = warp_best[wi][threadIdx.x] < b ? warp_best[wi][threadIdx.x] : b;
 		atomicMin(&race[(int64_t) t * L + first + threadIdx.x], b);
 	}
@@ -215,7 +216,7 @@ greedy_potential_kernel(const double *__restrict__ x64, const double *__restrict
 	{
 		gc_u128		v = 0;
 
-		for (int wi = 0; wi < GREEDY_THREADS / 32; wi++)
+		for (int wi = 0; wi < (int) (blockDim.x >> 5); wi++)
 			v += warp_sums[wi][threadIdx.x];
 		partials[(int64_t) blockIdx.x * L + first + threadIdx.x] = v;
 	}
@@ -284,10 +285,24 @@ run_steps(const double *x64, const uint64_t *hashes, const double *weights,
 		  GcError *err)
 {
 	int			k = params->k;
-	int			nblocks = (int) ((n + GREEDY_THREADS - 1) / GREEDY_THREADS);
+	int			threads = GREEDY_THREADS,
+				sms = 0,
+				device = 0,
+				nblocks;
 	long long  *chosen_host;
 	/* a step is about (L + 1) n d units: poll after GC_POLL_WORK_GPU of them */
 	int64_t		poll_steps = gc_poll_gpu_items(n * d * (L + 1), 1, k);
+
+	/*
+	 * Few rows (k-means|| reclusters ~5k candidates): blocks of 64 threads
+	 * spread them over every multiprocessor, where blocks of 256 would
+	 * leave most idle and each step would wait on a few
+	 */
+	GC_CUDA_TRY(cudaGetDevice(&device), err);
+	GC_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), err);
+	if (n < (int64_t) sms * GREEDY_THREADS)
+		threads = GREEDY_SMALL_THREADS;
+	nblocks = (int) ((n + threads - 1) / threads);
 
 	if (nblocks > GREEDY_BLOCKS)
 		nblocks = GREEDY_BLOCKS;
@@ -310,14 +325,14 @@ run_steps(const double *x64, const uint64_t *hashes, const double *weights,
 		int			groups = (step_candidates + GREEDY_GROUP - 1) / GREEDY_GROUP;
 		dim3		race_grid(nblocks, groups);
 
-		greedy_race_kernel<<<race_grid, GREEDY_THREADS, 0, stream>>>(
+		greedy_race_kernel<<<race_grid, threads, 0, stream>>>(
 			x64, hashes, weights, n, d, seed, t, L, step_candidates, inertia_exp, b->chosen,
 			b->winner, b->cand_d2, b->mind2, b->race);
 		GC_CUDA_LAUNCHED("greedy_race", err);
 		if (t > 0)
 			for (int g = 0; g < groups; g++)
 			{
-				greedy_potential_kernel<<<nblocks, GREEDY_THREADS, 0, stream>>>(
+				greedy_potential_kernel<<<nblocks, threads, 0, stream>>>(
 					x64, weights, n, d, t, L, g * GREEDY_GROUP,
 					step_candidates - g * GREEDY_GROUP < GREEDY_GROUP ?
 					step_candidates - g * GREEDY_GROUP : GREEDY_GROUP, inertia_exp,

@@ -241,9 +241,11 @@ extern void gc_frame_release(GcFrame *frame);
  */
 typedef enum GcInit
 {
-	GC_INIT_KMEANSPP = 0,
+	GC_INIT_KMEANSPP = 0,		/* k-means++, greedy or plain (gc_seed_candidates) */
 	GC_INIT_RANDOM,
-	GC_INIT_GIVEN
+	GC_INIT_GIVEN,
+	GC_INIT_KMEANS_PARALLEL,	/* k-means|| (Bahmani et al., 2012) */
+	GC_INIT_AUTO				/* k-means++, or k-means|| where greedy is too slow */
 } GcInit;
 
 typedef enum GcAlgorithm
@@ -366,6 +368,7 @@ typedef struct GcKmeansResult
 	double		rechecked_fraction; /* labels a tensor pass left to a more exact one */
 	double		exact_fraction; /* labels left to the exact (double) check */
 	const char *kernel;
+	const char *init;			/* the seeding that ran: gc_init_name */
 	GcPrecision precision;		/* that labeled: as asked, or float64 where
 								 * the rows' range is beyond float32's */
 	GcKmeansTimings timings;
@@ -437,6 +440,9 @@ typedef struct GcKmeansBackend
 	 */
 	GcStatus	(*seed_kmeanspp) (void *session, const GcKmeansParams *params,
 								  uint64_t seed, int64_t *chosen, GcError *err);
+	/* k-means|| seeding (engine/seeding_parallel.c) */
+	GcStatus	(*seed_kmeans_parallel) (void *session, const GcKmeansParams *params,
+										 uint64_t seed, int64_t *chosen, GcError *err);
 	/* a restart from centroids: no labels yet */
 	GcStatus	(*begin) (void *session, const double *centroids,
 						  GcRestartPlan *plan, GcError *err);
@@ -502,6 +508,41 @@ extern int	gc_seed_candidates(const GcKmeansParams *params, int64_t n, int d);
 extern GcStatus gc_seed_kmeanspp_cpu(const GcRows *rows, const GcFrame *frame,
 									 const GcKmeansParams *params, uint64_t seed,
 									 int64_t *chosen, GcError *err);
+
+/*
+ * k-means|| (engine/seeding_parallel.c; Bahmani, Moseley, Vattani, Kumar
+ * & Vassilvitskii, "Scalable K-Means++", VLDB 2012).  One row is drawn as
+ * k-means++'s first centre; then each round samples every row
+ * independently with probability min(1, l w D^2 / phi), l =
+ * GC_PARALLEL_OVERSAMPLING k, phi the potential sum w D^2 (exact, in
+ * units of 2^-frame->inertia_exp), by comparing the row's seeded draw
+ * (stream gc_parallel_stream(round)) with it: a round's samples depend on
+ * the rows' values and the seed only, and are kept in the order of their
+ * hashes.  D^2 then falls to the distance to the nearest new sample.
+ * After GC_PARALLEL_ROUNDS rounds (more while fewer than k rows were
+ * sampled) each candidate is weighted by the rows nearest to it (the
+ * lowest candidate on ties), those of weight zero (duplicates) dropped,
+ * and greedy k-means++ chooses k of the weighted candidates.
+ */
+#define GC_PARALLEL_ROUNDS 5
+#define GC_PARALLEL_MAX_ROUNDS 32
+#define GC_PARALLEL_OVERSAMPLING 1.0
+
+/* the seeding params->init asks for on n rows of d: AUTO resolved */
+extern GcInit gc_seed_method(const GcKmeansParams *params, int64_t n, int d);
+/* "k-means++", "greedy k-means++", "k-means||", "random" or "given" */
+extern const char *gc_init_name(const GcKmeansParams *params, int64_t n, int d);
+/* whether k-means|| samples another round, after round rounds */
+extern bool gc_parallel_more_rounds(int round, int64_t candidates, int k,
+									unsigned __int128 potential);
+/* a round's samples into the order of their hashes (then rows); false: out of memory */
+extern bool gc_parallel_sort_batch(const GcRows *rows, int64_t *batch, int64_t m);
+/* the parameters of the greedy k-means++ that reclusters the candidates */
+extern GcKmeansParams gc_parallel_recluster_params(const GcKmeansParams *params);
+/* The CPU reference of k-means|| */
+extern GcStatus gc_seed_kmeans_parallel_cpu(const GcRows *rows, const GcFrame *frame,
+											const GcKmeansParams *params, uint64_t seed,
+											int64_t *chosen, GcError *err);
 
 /* Monotonic clock in milliseconds. */
 extern double gc_now_ms(void);

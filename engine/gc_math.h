@@ -109,6 +109,28 @@ gc_seed_stream(int step, int candidate)
 	return (uint64_t) step + ((uint64_t) candidate << 32);
 }
 
+/* The stream of round r's draws in k-means|| (apart from k-means++'s) */
+GC_HD uint64_t
+gc_parallel_stream(int round)
+{
+	return (UINT64_C(1) << 63) | (uint64_t) round;
+}
+
+/*
+ * Whether k-means|| samples a row of weighted distance wd2 (weight times
+ * D^2) whose draw is u, in a round of oversampling ell over the potential
+ * phi: u < ell wd2 / phi, multiplied out and rounded alike on both devices
+ */
+GC_HD bool
+gc_parallel_sampled(double u, double wd2, double ell, double phi)
+{
+#ifdef __CUDA_ARCH__
+	return __dmul_rn(u, phi) < __dmul_rn(ell, wd2);
+#else
+	return u * phi < ell * wd2;
+#endif
+}
+
 /*
  * Key of a row in the k-means++ exponential race: -log(u) / w, where w is
  * the squared distance to the nearest centre chosen so far.  The row with

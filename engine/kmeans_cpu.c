@@ -101,6 +101,16 @@ cpu_seed_kmeanspp(void *session, const GcKmeansParams *params, uint64_t seed,
 	return gc_seed_kmeanspp_cpu(s->rows, s->frame, params, seed, chosen, err);
 }
 
+/* k-means||: engine/seeding_parallel.c */
+static GcStatus
+cpu_seed_kmeans_parallel(void *session, const GcKmeansParams *params, uint64_t seed,
+						 int64_t *chosen, GcError *err)
+{
+	CpuSession *s = (CpuSession *) session;
+
+	return gc_seed_kmeans_parallel_cpu(s->rows, s->frame, params, seed, chosen, err);
+}
+
 /*
  * Inter-centroid distances (icd, k x k) and, for each centroid, the other
  * centroids ranked by distance from it (rid, k x k, the centroid itself
@@ -376,6 +386,7 @@ const GcKmeansBackend gc_kmeans_cpu_backend = {
 	.step_polls = true,			/* by work: gc_poll */
 	.open = cpu_open,
 	.seed_kmeanspp = cpu_seed_kmeanspp,
+	.seed_kmeans_parallel = cpu_seed_kmeans_parallel,
 	.begin = cpu_begin,
 	.prepare_pruning = cpu_prepare_pruning,
 	.step = cpu_step,

@@ -136,18 +136,21 @@ initial_centroids(const GcKmeansBackend *backend, void *session,
 	int			k = params->k,
 				d = rows->d;
 	int64_t    *chosen;
+	GcInit		method = gc_seed_method(params, rows->n, d);
 	GcStatus	status = GC_OK;
 	GcPoll		poll = {params->interrupted, 0};
 
 	/* k d values into fresh memory: seconds of page faults for the widest */
-	if (params->init == GC_INIT_GIVEN)
+	if (method == GC_INIT_GIVEN)
 		return gc_copy_polled(centroids, params->init_centroids, sizeof(double) * k * d, &poll) ?
 			GC_OK : gc_fail(err, GC_INTERRUPTED, "interrupted during seeding");
 	chosen = malloc(sizeof(int64_t) * k);
 	if (chosen == NULL)
 		return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for seeding");
-	if (params->init == GC_INIT_RANDOM)
+	if (method == GC_INIT_RANDOM)
 		status = gc_select_random_rows(rows, k, seed, chosen, params->interrupted, err);
+	else if (method == GC_INIT_KMEANS_PARALLEL)
+		status = backend->seed_kmeans_parallel(session, params, seed, chosen, err);
 	else
 		status = backend->seed_kmeanspp(session, params, seed, chosen, err);
 	for (int c = 0; status == GC_OK && c < k; c++)
@@ -297,6 +300,7 @@ gc_kmeans_fit(const GcKmeansBackend *backend, const GcRows *rows,
 	result->timings.seeding_ms = result->timings.iterations_ms = 0.0;
 	result->timings.labeling_ms = result->timings.update_ms = 0.0;
 	result->inertia = INFINITY;
+	result->init = gc_init_name(params, rows->n, d);
 
 	work = malloc(sizeof(double) * k * d);
 	work_sizes = malloc(sizeof(int64_t) * k);

@@ -225,13 +225,14 @@ typedef struct KmeansModel
 	int32		partial_states; /* partial states combined (parallel plan) */
 	int32		shared_memory_states;	/* of which handed over in shared memory */
 	int16		device_reason;	/* GcDeviceReason */
+	int16		init;			/* the seeding that ran: model.c's init_names */
 	double		skipped_fraction;	/* distance computations pruning skipped */
 	char		kernel[GC_KERNEL_NAME_BYTES];	/* labeling kernel, NUL-padded */
 	/* int64 sizes[k], then double centroids[k * d] */
 	char		data[FLEXIBLE_ARRAY_MEMBER];
 } KmeansModel;
 
-#define KMEANS_MODEL_VERSION 2
+#define KMEANS_MODEL_VERSION 3
 #define KmeansModelSizes(m) ((int64 *) (m)->data)
 #define KmeansModelCentroids(m) ((double *) ((m)->data + sizeof(int64) * (m)->k))
 #define KmeansModelBytes(k, d) \
@@ -243,6 +244,8 @@ extern KmeansModel *gc_model_alloc(int k, int d);
 extern void gc_model_check(KmeansModel *m, int errcode_value);
 extern double gc_metric_distance(GcMetric metric, double distance2);
 extern int	gc_model_input_code(Oid format);
+/* the code of a seeding named by gc_init_name, 0 when unknown */
+extern int	gc_model_init_code(const char *name);
 
 /* options.c: the options of kmeans_stream_state */
 extern void gc_parse_stream_options(Jsonb *options, int k, GcStreamHeader *shape);

@@ -52,6 +52,7 @@ gc_model_record_result(KmeansModel *model, const GcKmeansResult *result,
 	model->metric = origin->metric;
 	model->input = (int16) gc_model_input_code(origin->input);
 	model->pruned = result->pruned;
+	model->init = (int16) gc_model_init_code(result->init);
 	model->skipped_fraction = result->skipped_fraction;
 	if (strlen(kernel) + strlen(suffix) >= sizeof(model->kernel))
 		elog(ERROR, "kernel name \"%s%s\" does not fit in a kmeans_model", kernel, suffix);

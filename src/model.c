@@ -89,6 +89,29 @@ input_name(int i)
 	return i == 0 ? "unknown" : gc_vector_format_name(input_formats[i]);
 }
 
+/*
+ * The seeding that ran, as gc_init_name names it, stored as its index
+ * here: 0 when not recorded (a model typed in without it)
+ */
+static const char *const init_names[] = {
+	"unknown", "kmeans++", "greedy kmeans++", "kmeans||", "random", "given"
+};
+
+static const char *
+init_name(int i)
+{
+	return init_names[i];
+}
+
+int
+gc_model_init_code(const char *name)
+{
+	for (int i = 1; name != NULL && i < lengthof(init_names); i++)
+		if (strcmp(init_names[i], name) == 0)
+			return i;
+	return 0;
+}
+
 int
 gc_model_input_code(Oid format)
 {
@@ -123,6 +146,7 @@ static const GcModelField model_fields[] = {
 	E("device_reason", device_reason, gc_device_reason_name, GC_REASON_COUNT),
 	E("algorithm", pruned, algorithm_name, 2),
 	F("kernel", GC_FIELD_NAME, GC_PLACE_TOP, kernel),
+	E("init", init, init_name, lengthof(init_names)),
 	E("precision", precision, precision_name, GC_PRECISION_BF16 + 1),
 	E("precision_requested", precision_requested, precision_name, GC_PRECISION_BF16 + 1),
 	E("metric", metric, metric_name, GC_METRIC_COSINE + 1),

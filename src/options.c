@@ -73,7 +73,7 @@ option_integer(const char *key, JsonbValue *v, int64 min, int64 max,
 static void
 parse_init_centroids(JsonbValue *v, GcKmeansOptions *opts)
 {
-	const char *expected = "\"kmeans++\", \"random\" or an array of centroids, each an array of numbers";
+	const char *expected = "\"kmeans++\", \"kmeans||\", \"random\" or an array of centroids, each an array of numbers";
 	JsonbIterator *it;
 	JsonbValue	elem;
 	JsonbIteratorToken tok;
@@ -146,13 +146,15 @@ parse_init(JsonbValue *v, GcKmeansOptions *opts)
 
 		if (strcmp(s, "kmeans++") == 0)
 			opts->params.init = GC_INIT_KMEANSPP;
+		else if (strcmp(s, "kmeans||") == 0)
+			opts->params.init = GC_INIT_KMEANS_PARALLEL;
 		else if (strcmp(s, "random") == 0)
 			opts->params.init = GC_INIT_RANDOM;
 		else
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("unknown init method \"%s\"", s),
-					 errhint("Use \"kmeans++\", \"random\" or an array of initial centroids.")));
+					 errhint("Use \"kmeans++\", \"kmeans||\", \"random\" or an array of initial centroids.")));
 	}
 	else
 		parse_init_centroids(v, opts);
@@ -311,7 +313,7 @@ gc_parse_kmeans_options(Jsonb *options, int k, GcKmeansOptions *opts)
 	params->k = k;
 	params->max_iter = 300;
 	params->tol = 1e-4;
-	params->init = GC_INIT_KMEANSPP;
+	params->init = GC_INIT_AUTO;	/* gc_seed_method: k-means++ or k-means|| */
 	params->seed = 0;
 	params->n_init = 1;
 	params->algorithm = GC_ALGORITHM_AUTO;
@@ -324,6 +326,9 @@ gc_parse_kmeans_options(Jsonb *options, int k, GcKmeansOptions *opts)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("option \"n_init\" must be 1 when \"init\" gives the centroids")));
+	/* candidates per step ask for k-means++ where init is left out */
+	if (opts->init_candidates_given && params->init == GC_INIT_AUTO)
+		params->init = GC_INIT_KMEANSPP;
 	if (opts->init_candidates_given && params->init != GC_INIT_KMEANSPP)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

@@ -7,12 +7,13 @@
  *	  greedy's quality against plain's, and, where a GPU is usable, the
  *	  GPU's chosen rows against the CPU's.
  *
- *	  seeding_test fit FILE K N_INIT SEED CANDIDATES [TOL]
+ *	  seeding_test fit FILE K N_INIT SEED CANDIDATES [TOL [INIT]]
  *	  fits k-means on the CPU to FILE (rows of whitespace-separated
  *	  numbers) and prints the inertia and timings (a JSON line), then the
  *	  centroids (lines "centroid x1 ... xd"), for
  *	  bench/seeding_quality.py; N_INIT 0 prints the seeding's own cost
  *	  (sum of squared distances to the nearest chosen row) instead.
+ *	  INIT kmeans|| seeds with k-means|| (CANDIDATES: its recluster's).
  *
  * IDENTIFICATION
  *	  test/engine/seeding_test.c
@@ -625,9 +626,10 @@ gpu_bench(int64_t n, int d, int k, int candidates)
 }
 #endif
 
-/* seeding_test fit FILE K N_INIT SEED CANDIDATES [TOL] */
+/* seeding_test fit FILE K N_INIT SEED CANDIDATES [TOL [INIT]] */
 static int
-fit_file(const char *path, int k, int n_init, uint64_t seed, int candidates, double tol)
+fit_file(const char *path, int k, int n_init, uint64_t seed, int candidates, double tol,
+		 GcInit init)
 {
 	FILE	   *f = fopen(path, "r");
 	char		line[1 << 16];
@@ -636,6 +638,8 @@ fit_file(const char *path, int k, int n_init, uint64_t seed, int candidates, dou
 	GcKmeansParams params = seeding_params(k, candidates);
 	GcKmeansResult result = {0};
 	int			d = 0;
+
+	params.init = init;
 
 	if (f == NULL)
 	{
@@ -679,8 +683,14 @@ fit_file(const char *path, int k, int n_init, uint64_t seed, int candidates, dou
 		/* the seeding alone: its cost, the sum of squared distances to the chosen rows */
 		int64_t    *chosen = malloc(sizeof(int64_t) * k);
 
-		if (seed_cpu(&rows, &params, seed, chosen) != GC_OK)
+		GcFrame		frame = {0};
+
+		if (gc_frame_init(&frame, &rows, &err) != GC_OK ||
+			(init == GC_INIT_KMEANS_PARALLEL ?
+			 gc_seed_kmeans_parallel_cpu(&rows, &frame, &params, seed, chosen, &err) :
+			 gc_seed_kmeanspp_cpu(&rows, &frame, &params, seed, chosen, &err)) != GC_OK)
 			return 1;
+		gc_frame_release(&frame);
 		printf("{\"k\": %d, \"seed\": %llu, \"candidates\": %d, \"seeding_cost\": %.17g}\n",
 			   k, (unsigned long long) seed, gc_seed_candidates(&params, rows.n, rows.d),
 			   seeding_cost(&rows, chosen, k));
@@ -701,9 +711,10 @@ fit_file(const char *path, int k, int n_init, uint64_t seed, int candidates, dou
 		return 1;
 	}
 	printf("{\"n\": %lld, \"d\": %d, \"k\": %d, \"n_init\": %d, \"seed\": %llu, \"candidates\": %d, "
-		   "\"inertia\": %.17g, \"iterations\": %d, \"seeding_ms\": %.1f, \"iterations_ms\": %.1f}\n",
+		   "\"init\": \"%s\", \"inertia\": %.17g, \"iterations\": %d, \"seeding_ms\": %.1f, "
+		   "\"iterations_ms\": %.1f}\n",
 		   (long long) rows.n, d, k, n_init, (unsigned long long) seed,
-		   gc_seed_candidates(&params, rows.n, rows.d), result.inertia, result.iterations,
+		   gc_seed_candidates(&params, rows.n, rows.d), result.init, result.inertia, result.iterations,
 		   result.timings.seeding_ms, result.timings.iterations_ms);
 	for (int c = 0; c < k; c++)
 	{
@@ -723,7 +734,9 @@ main(int argc, char **argv)
 {
 	if (argc >= 7 && strcmp(argv[1], "fit") == 0)
 		return fit_file(argv[2], atoi(argv[3]), atoi(argv[4]), strtoull(argv[5], NULL, 10),
-						atoi(argv[6]), argc > 7 ? atof(argv[7]) : 1e-4);
+						atoi(argv[6]), argc > 7 ? atof(argv[7]) : 1e-4,
+						argc > 8 && strcmp(argv[8], "kmeans||") == 0 ?
+						GC_INIT_KMEANS_PARALLEL : GC_INIT_KMEANSPP);
 #ifdef GC_WITH_CUDA
 	if (argc >= 5 && strcmp(argv[1], "gpu-bench") == 0)
 	{

@@ -1,7 +1,8 @@
 --
 -- kmeans_seeding: greedy k-means++ (the default: 2 + floor(ln k)
--- candidates per step, the one that lowers the potential most kept) and
--- plain k-means++ (init_candidates 1)
+-- candidates per step, the one that lowers the potential most kept),
+-- plain k-means++ (init_candidates 1) and k-means|| (init "kmeans||",
+-- the default where n k d > 2^34)
 --
 
 -- 20 blobs of 50 points on a 5 x 4 grid 10 apart, each spread uniformly
@@ -84,6 +85,44 @@ SELECT kmeans_gpu(v, 2, '{"init": "kmeans++", "init_candidates": 64}') IS NOT NU
 SELECT seed_strip(kmeans_gpu(v, 1, '{"init_candidates": 1}')) =
 	   seed_strip(kmeans_gpu(v, 1, '{"init_candidates": 7}')) AS same
 FROM seed_pts;
+
+-- k-means||: every blob found in every run, as greedy does
+SELECT count(*) FILTER (WHERE fitted <= o.inertia * (1 + 1e-9)) AS parallel_optimal,
+	   count(*) FILTER (WHERE fitted < o.inertia * (1 - 1e-9)) AS below_optimum
+FROM (SELECT s, (SELECT (kmeans_gpu(v, 20, jsonb_build_object('seed', s, 'init', 'kmeans||'))::jsonb->>'inertia')::float8
+				 FROM seed_pts) AS fitted
+	  FROM generate_series(0, 19) s) f, seed_opt o;
+
+-- k-means|| is reproducible and independent of row order; seeds differ
+SELECT seed_strip(a) = seed_strip(b) AS same_twice,
+	   seed_strip(a) - 'inertia' = seed_strip(c) - 'inertia' AS same_shuffled,
+	   seed_strip(a) <> seed_strip(d) AS other_seed_differs
+FROM (SELECT kmeans_gpu(v, 7, '{"seed": 3, "init": "kmeans||"}' ORDER BY id) AS a,
+			 kmeans_gpu(v, 7, '{"seed": 3, "init": "kmeans||"}' ORDER BY id) AS b,
+			 kmeans_gpu(v, 7, '{"seed": 3, "init": "kmeans||"}' ORDER BY hashint4(id * 7)) AS c,
+			 kmeans_gpu(v, 7, '{"seed": 4, "init": "kmeans||"}' ORDER BY id) AS d
+	  FROM seed_pts) f;
+
+-- the model says which seeding ran: greedy by default at this size
+SELECT o AS options, kmeans_gpu(v, 5, o)::jsonb->>'init' AS init
+FROM seed_pts,
+	 (VALUES ('{}'::jsonb), ('{"init": "kmeans++"}'), ('{"init_candidates": 1}'),
+			 ('{"init": "kmeans||"}'), ('{"init": "random"}'),
+			 ('{"init": [[0, 0], [1, 1], [2, 2], [3, 3], [4, 4]]}')) opts(o)
+GROUP BY o ORDER BY o::text COLLATE "C";
+-- and reads back
+SELECT (m::text::kmeans_model)::jsonb->>'init' AS init_read_back
+FROM (SELECT kmeans_gpu(v, 5, '{"init": "kmeans||"}') AS m FROM seed_pts) f;
+
+-- k-means|| with k above the rows' distinct values: every value chosen
+SELECT (kmeans_gpu(v, 4, '{"init": "kmeans||"}')::jsonb->>'inertia')::float8 AS inertia
+FROM (SELECT ARRAY[(i % 3)::float8] AS v FROM generate_series(1, 30) i) t;
+
+-- k-means|| draws no candidates per step
+SELECT kmeans_gpu(v, 2, '{"init": "kmeans||", "init_candidates": 3}') FROM seed_pts;
+\echo :LAST_ERROR_SQLSTATE
+SELECT kmeans_gpu(v, 2, '{"init": "kmeans|"}') FROM seed_pts;
+\echo :LAST_ERROR_SQLSTATE
 
 DROP TABLE seed_pts, seed_opt, seed_fits;
 DROP FUNCTION seed_strip(kmeans_model);

@@ -1,0 +1,540 @@
+/*-------------------------------------------------------------------------
+ *
+ * seeding_parallel.cu
+ *	  k-means|| seeding on the GPU (Bahmani et al., 2012), choosing the
+ *	  same rows as the CPU reference (engine/seeding_parallel.c, which
+ *	  describes the algorithm).
+ *
+ * A round is a few kernels and one read of the host:
+ *
+ *	- sample: each row compares its seeded draw with l w D^2 / phi
+ *	  (gc_parallel_sampled) and appends itself to a list; the host reads
+ *	  the list and sorts it by hash, which makes the order of the
+ *	  candidates independent of the rows' order and of the atomics';
+ *	- label: the round's samples become the centroids of a labeling by the
+ *	  exact tensor labeler (labeler_tensor.cu, forced to the TF32 screen
+ *	  with its 3xTF32 and double checks): the nearest sample of every row,
+ *	  the exact arg-min of the exact double distances, lowest index on
+ *	  ties, as the CPU's gc_nearest_centroid finds it;
+ *	- nearest: each row computes its exact distance to that sample
+ *	  (gc_sqdist_exact, n d), lowers D^2 and its nearest candidate where
+ *	  closer, and adds w D^2 quantised to its block's exact 128-bit
+ *	  partial of the potential, which the host sums into phi.
+ *
+ * Then the rows' weights are summed per nearest candidate (exact integer
+ * atomics), the host drops the candidates of weight zero, and greedy
+ * k-means++ (seeding_greedy.cu) reclusters the rest on the device.  All
+ * device memory belongs to one set of buffers, freed on every exit.
+ *
+ * IDENTIFICATION
+ *	  cuda/seeding_parallel.cu
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kmeans_session.cuh"
+#include "cuda_check.cuh"
+
+#define PARALLEL_THREADS 256
+#define PARALLEL_BLOCKS 1024	/* fixed: one potential partial per block */
+
+/* Device buffers of one k-means|| seeding */
+typedef struct ParallelBuffers
+{
+	double	   *mind2;			/* n: D^2 */
+	int32_t    *nearest;		/* n: the nearest candidate */
+	int32_t    *labels;			/* n: the nearest of the round's samples */
+	long long  *sampled;		/* n: the round's samples, in atomic order */
+	unsigned int *sampled_count;
+	gc_u128    *partials;		/* PARALLEL_BLOCKS potential partials */
+	unsigned long long *race;	/* the first centre's race */
+	long long  *batch_rows;		/* capacity: the rows of a batch of candidates */
+	double	   *c64;			/* capacity * d, as given */
+	float	   *c32;			/* capacity * d, centred */
+	float	   *cnorm;			/* capacity rounded up to GC_TENSOR_ROW_ALIGN */
+	int64_t		capacity;
+	unsigned long long *weight; /* per candidate */
+	uint64_t   *cand_hashes;	/* the recluster's rows */
+	double	   *cand_weights;
+} ParallelBuffers;
+
+/* The candidates on the host */
+typedef struct CandidateList
+{
+	int64_t    *rows;
+	int64_t		count;
+	int64_t		capacity;
+} CandidateList;
+
+__device__ __forceinline__ gc_u128
+parallel_warp_sum(gc_u128 v)
+{
+	for (int off = 16; off > 0; off >>= 1)
+	{
+		unsigned long long lo = __shfl_down_sync(0xffffffffu, (unsigned long long) v, off);
+		unsigned long long hi = __shfl_down_sync(0xffffffffu, (unsigned long long) (v >> 64), off);
+
+		v += ((gc_u128) hi << 64) | lo;
+	}
+	return v;
+}
+
+/*
+ * D^2 and the nearest candidate lowered to the batch's sample labels[i]
+ * (sample 0 when labels is NULL), candidates first onwards; set, in the
+ * first pass; each block's sum of quantised w D^2 into partials
+ */
+__global__ void
+parallel_nearest_kernel(const double *__restrict__ x64, const double *__restrict__ weights,
+						int64_t n, int d, const double *__restrict__ batch,
+						const int32_t *__restrict__ labels, int first, bool initial,
+						int inertia_exp, double *__restrict__ mind2,
+						int32_t *__restrict__ nearest, gc_u128 *__restrict__ partials)
+{
+	__shared__ gc_u128 warp_sums[PARALLEL_THREADS / 32];
+	gc_u128		total = 0;
+
+	for (int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; i < n;
+		 i += (int64_t) gridDim.x * blockDim.x)
+	{
+		int			j = labels != NULL ? labels[i] : 0;
+		double		d2 = gc_sqdist_exact(x64 + i * d, batch + (int64_t) j * d, d);
+		double		m = initial ? d2 : mind2[i];
+
+		if (initial || d2 < m)
+		{
+			m = d2;
+			mind2[i] = d2;
+			nearest[i] = first + j;
+		}
+		total += gc_quantize_wide(m, inertia_exp) *
+			(gc_u128) (weights != NULL ? (unsigned long long) weights[i] : 1ULL);
+	}
+	total = parallel_warp_sum(total);
+	if ((threadIdx.x & 31) == 0)
+		warp_sums[threadIdx.x >> 5] = total;
+	__syncthreads();
+	if (threadIdx.x == 0)
+	{
+		gc_u128		v = 0;
+
+		for (int w = 0; w < PARALLEL_THREADS / 32; w++)
+			v += warp_sums[w];
+		partials[blockIdx.x] = v;
+	}
+}
+
+/* The rows that round samples, appended to sampled */
+__global__ void
+parallel_sample_kernel(const uint64_t *__restrict__ hashes, const double *__restrict__ weights,
+					   const double *__restrict__ mind2, int64_t n, uint64_t seed, int round,
+					   double ell, double phi, long long *__restrict__ sampled,
+					   unsigned int *count)
+{
+	for (int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; i < n;
+		 i += (int64_t) gridDim.x * blockDim.x)
+	{
+		double		wd2 = mind2[i];
+
+		if (weights != NULL)
+			wd2 = __dmul_rn(wd2, weights[i]);
+		if (gc_parallel_sampled(gc_unit_draw(hashes[i], seed, gc_parallel_stream(round)),
+								wd2, ell, phi))
+			sampled[atomicAdd(count, 1u)] = i;
+	}
+}
+
+/* Candidate rows into c64, their centred floats into c32 and norms into cnorm */
+__global__ void
+parallel_gather_kernel(const double *__restrict__ x64, const float *__restrict__ x32,
+					   const long long *__restrict__ rows, int d,
+					   double *__restrict__ c64, float *__restrict__ c32,
+					   float *__restrict__ cnorm)
+{
+	__shared__ float warp_norms[PARALLEL_THREADS / 32];
+	int64_t		c = blockIdx.x;
+	int64_t		row = rows[c];
+	float		norm = 0.0f;
+
+	for (int j = threadIdx.x; j < d; j += blockDim.x)
+	{
+		float		f = x32[row * d + j];
+
+		c64[c * d + j] = x64[row * d + j];
+		c32[c * d + j] = f;
+		norm = fmaf(f, f, norm);
+	}
+	for (int off = 16; off > 0; off >>= 1)
+		norm += __shfl_down_sync(0xffffffffu, norm, off);
+	if ((threadIdx.x & 31) == 0)
+		warp_norms[threadIdx.x >> 5] = norm;
+	__syncthreads();
+	if (threadIdx.x == 0)
+	{
+		float		v = 0.0f;
+
+		for (int w = 0; w < PARALLEL_THREADS / 32; w++)
+			v += warp_norms[w];
+		cnorm[c] = v;
+	}
+}
+
+/* Each candidate's weight: the weights of the rows nearest to it */
+__global__ void
+parallel_weigh_kernel(const double *__restrict__ weights, const int32_t *__restrict__ nearest,
+					  int64_t n, unsigned long long *weight)
+{
+	for (int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; i < n;
+		 i += (int64_t) gridDim.x * blockDim.x)
+		atomicAdd(&weight[nearest[i]],
+				  weights != NULL ? (unsigned long long) weights[i] : 1ULL);
+}
+
+static void
+free_buffers(ParallelBuffers *b)
+{
+	cudaFree(b->mind2);
+	cudaFree(b->nearest);
+	cudaFree(b->labels);
+	cudaFree(b->sampled);
+	cudaFree(b->sampled_count);
+	cudaFree(b->partials);
+	cudaFree(b->race);
+	cudaFree(b->batch_rows);
+	cudaFree(b->c64);
+	cudaFree(b->c32);
+	cudaFree(b->cnorm);
+	cudaFree(b->weight);
+	cudaFree(b->cand_hashes);
+	cudaFree(b->cand_weights);
+	(void) cudaGetLastError();
+}
+
+/* Room for m candidates in the batch buffers */
+static GcStatus
+reserve_batch(CudaSession *s, ParallelBuffers *b, int64_t m, GcError *err)
+{
+	int64_t		mpad = (m + GC_TENSOR_ROW_ALIGN - 1) / GC_TENSOR_ROW_ALIGN * GC_TENSOR_ROW_ALIGN;
+
+	if (m <= b->capacity)
+		return GC_OK;
+	GC_CUDA_TRY(cudaStreamSynchronize(s->stream), err);
+	cudaFree(b->batch_rows);
+	cudaFree(b->c64);
+	cudaFree(b->c32);
+	cudaFree(b->cnorm);
+	b->batch_rows = NULL;
+	b->c64 = NULL;
+	b->c32 = NULL;
+	b->cnorm = NULL;
+	b->capacity = 0;
+	ALLOC_OR_RETURN(b->batch_rows, (size_t) mpad);
+	ALLOC_OR_RETURN(b->c64, (size_t) mpad * s->d);
+	ALLOC_OR_RETURN(b->c32, (size_t) mpad * s->d);
+	ALLOC_OR_RETURN(b->cnorm, (size_t) mpad);
+	b->capacity = mpad;
+	return GC_OK;
+}
+
+/* Rows rows[0 .. m - 1] into the batch buffers (c64, c32, cnorm; the norms past m zero) */
+static GcStatus
+gather_batch(CudaSession *s, ParallelBuffers *b, const int64_t *rows, int64_t m,
+			 GcError *err)
+{
+	if (reserve_batch(s, b, m, err) != GC_OK)
+		return err->status;
+	GC_CUDA_TRY(cudaMemsetAsync(b->cnorm, 0, sizeof(float) * b->capacity, s->stream), err);
+	GC_CUDA_TRY(cudaMemcpyAsync(b->batch_rows, rows, sizeof(long long) * m,
+								cudaMemcpyHostToDevice, s->stream), err);
+	/* the host list may change once the copy is done */
+	GC_CUDA_TRY(cudaStreamSynchronize(s->stream), err);
+	parallel_gather_kernel<<<(unsigned) m, PARALLEL_THREADS, 0, s->stream>>>(
+		s->x64, s->x32, b->batch_rows, s->d, b->c64, b->c32, b->cnorm);
+	GC_CUDA_LAUNCHED("parallel_gather", err);
+	return GC_OK;
+}
+
+/*
+ * The nearest of the batch's m samples of every row, into b->labels, by
+ * the exact tensor labeler run on a copy of the session whose centroids
+ * are the samples
+ */
+static GcStatus
+label_batch(CudaSession *s, ParallelBuffers *b, int64_t m, GcError *err)
+{
+	CudaSession sub = *s;
+	const Labeler *labeler = gc_labeler(GC_KERNEL_TENSOR_SCREENED);
+	void	   *state = NULL;
+	int64_t		rows = gc_poll_gpu_items(m * s->d, GC_POLL_MIN_GPU_ROWS, s->n);
+	GcStatus	status;
+
+	sub.k = (int) m;
+	sub.kpad = (int) ((m + GC_TENSOR_ROW_ALIGN - 1) / GC_TENSOR_ROW_ALIGN * GC_TENSOR_ROW_ALIGN);
+	sub.c64 = b->c64;
+	sub.c32 = b->c32;
+	sub.cnorm = b->cnorm;
+	sub.labels = b->labels;
+	sub.kernel = GC_KERNEL_TENSOR_SCREENED;
+	sub.labeler = labeler;
+	sub.labeler_state = NULL;
+	sub.retired = NULL;
+	sub.retired_state = NULL;
+	sub.pruned = NULL;
+	status = labeler->open(&sub, &state, err);
+	if (status == GC_OK)
+		status = labeler->refresh(&sub, state, err);
+	/* in chunks of about GC_POLL_WORK_GPU units, the hook polled between */
+	for (int64_t first = 0; status == GC_OK && first < s->n; first += rows)
+	{
+		int64_t		count = s->n - first < rows ? s->n - first : rows;
+		cudaError_t e;
+
+		status = labeler->label(&sub, state, first, count, NULL, NULL, err);
+		if (status != GC_OK)
+			break;
+		e = cudaStreamSynchronize(s->stream);
+		if (e != cudaSuccess)
+			status = gc_cuda_fail(err, e, "labeling the k-means|| samples", __FILE__, __LINE__);
+		else if (first + count < s->n && s->params->interrupted && s->params->interrupted())
+			status = gc_fail(err, GC_INTERRUPTED, "interrupted during seeding");
+	}
+	if (state != NULL)
+		labeler->close(state);
+	return status;
+}
+
+/* D^2 against the batch (labelled, unless it is the first centre) and the potential */
+static GcStatus
+nearest_pass(CudaSession *s, ParallelBuffers *b, int64_t first, bool labelled,
+			 gc_u128 *potential, GcError *err)
+{
+	gc_u128		partials[PARALLEL_BLOCKS];
+
+	parallel_nearest_kernel<<<PARALLEL_BLOCKS, PARALLEL_THREADS, 0, s->stream>>>(
+		s->x64, s->weights, s->n, s->d, b->c64, labelled ? b->labels : NULL, (int) first,
+		first == 0, s->frame->inertia_exp, b->mind2, b->nearest, b->partials);
+	GC_CUDA_LAUNCHED("parallel_nearest", err);
+	GC_CUDA_TRY(cudaMemcpyAsync(partials, b->partials, sizeof(partials),
+								cudaMemcpyDeviceToHost, s->stream), err);
+	GC_CUDA_TRY(cudaStreamSynchronize(s->stream), err);
+	*potential = 0;
+	for (int i = 0; i < PARALLEL_BLOCKS; i++)
+		*potential += partials[i];
+	return GC_OK;
+}
+
+static GcStatus
+append_candidates(CandidateList *list, const long long *rows, int64_t m, GcError *err)
+{
+	if (list->count + m > list->capacity)
+	{
+		int64_t		capacity = (list->count + m) * 2;
+		int64_t    *grown = (int64_t *) realloc(list->rows, sizeof(int64_t) * capacity);
+
+		if (grown == NULL)
+			return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for seeding");
+		list->rows = grown;
+		list->capacity = capacity;
+	}
+	for (int64_t i = 0; i < m; i++)
+		list->rows[list->count + i] = (int64_t) rows[i];
+	list->count += m;
+	return GC_OK;
+}
+
+/* Round round's samples, sorted by hash, appended to the list; *m of them */
+static GcStatus
+sample_round(CudaSession *s, const GcKmeansParams *params, ParallelBuffers *b,
+			 uint64_t seed, int round, double phi, CandidateList *list, int64_t *m,
+			 GcError *err)
+{
+	unsigned int count;
+	long long  *rows;
+	GcStatus	status;
+
+	GC_CUDA_TRY(cudaMemsetAsync(b->sampled_count, 0, sizeof(unsigned int), s->stream), err);
+	parallel_sample_kernel<<<PARALLEL_BLOCKS, PARALLEL_THREADS, 0, s->stream>>>(
+		s->hashes, s->weights, b->mind2, s->n, seed, round,
+		GC_PARALLEL_OVERSAMPLING * params->k, phi, b->sampled, b->sampled_count);
+	GC_CUDA_LAUNCHED("parallel_sample", err);
+	GC_CUDA_TRY(cudaMemcpyAsync(&count, b->sampled_count, sizeof(count),
+								cudaMemcpyDeviceToHost, s->stream), err);
+	GC_CUDA_TRY(cudaStreamSynchronize(s->stream), err);
+	*m = count;
+	rows = (long long *) malloc(sizeof(long long) * (count > 0 ? count : 1));
+	if (rows == NULL)
+		return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for seeding");
+	status = GC_OK;
+	if (count > 0)
+	{
+		cudaError_t e = cudaMemcpy(rows, b->sampled, sizeof(long long) * count,
+								   cudaMemcpyDeviceToHost);
+
+		if (e != cudaSuccess)
+			status = gc_cuda_fail(err, e, "reading the k-means|| samples", __FILE__, __LINE__);
+	}
+	if (status == GC_OK)
+		status = append_candidates(list, rows, count, err);
+	free(rows);
+	if (status == GC_OK &&
+		!gc_parallel_sort_batch(s->rows, list->rows + list->count - count, count))
+		status = gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for seeding");
+	return status;
+}
+
+/* The first centre: k-means++'s first draw (seeding.cu's race at step 0) */
+static GcStatus
+first_centre(CudaSession *s, ParallelBuffers *b, uint64_t seed, CandidateList *list,
+			 GcError *err)
+{
+	unsigned long long key;
+	long long	row;
+
+	GC_CUDA_TRY(cudaMemsetAsync(b->race, 0xff, sizeof(unsigned long long), s->stream), err);
+	if (launch_kmeanspp_step(s->x64, s->hashes, s->weights, s->n, s->d, seed, 0,
+							 s->frame->inertia_exp, b->mind2, b->race, s->stream, err) != GC_OK)
+		return err->status;
+	GC_CUDA_TRY(cudaMemcpyAsync(&key, b->race, sizeof(key), cudaMemcpyDeviceToHost,
+								s->stream), err);
+	GC_CUDA_TRY(cudaStreamSynchronize(s->stream), err);
+	row = (long long) (uint32_t) key;
+	return append_candidates(list, &row, 1, err);
+}
+
+/*
+ * The candidates weighted by their rows, those of weight zero dropped,
+ * reclustered by greedy k-means++ on the device
+ */
+static GcStatus
+recluster(CudaSession *s, const GcKmeansParams *params, ParallelBuffers *b, uint64_t seed,
+		  const CandidateList *list, int64_t *chosen, GcError *err)
+{
+	GcKmeansParams rparams = gc_parallel_recluster_params(params);
+	unsigned long long *weight = (unsigned long long *) malloc(sizeof(unsigned long long) * list->count);
+	int64_t    *kept = (int64_t *) malloc(sizeof(int64_t) * list->count);
+	uint64_t   *hashes = (uint64_t *) malloc(sizeof(uint64_t) * list->count);
+	double	   *weights = (double *) malloc(sizeof(double) * list->count);
+	int64_t    *picks = (int64_t *) malloc(sizeof(int64_t) * rparams.k);
+	int64_t		nkept = 0;
+	GcStatus	status = GC_OK;
+
+	if (weight == NULL || kept == NULL || hashes == NULL || weights == NULL || picks == NULL)
+		status = gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for seeding");
+	if (status == GC_OK)
+		status = device_alloc(&b->weight, (size_t) list->count, err);
+	if (status == GC_OK)
+	{
+		cudaError_t e = cudaMemsetAsync(b->weight, 0, sizeof(unsigned long long) * list->count,
+										s->stream);
+
+		if (e == cudaSuccess)
+		{
+			parallel_weigh_kernel<<<PARALLEL_BLOCKS, PARALLEL_THREADS, 0, s->stream>>>(
+				s->weights, b->nearest, s->n, b->weight);
+			e = cudaGetLastError();
+		}
+		if (e == cudaSuccess)
+			e = cudaMemcpyAsync(weight, b->weight, sizeof(unsigned long long) * list->count,
+								cudaMemcpyDeviceToHost, s->stream);
+		if (e == cudaSuccess)
+			e = cudaStreamSynchronize(s->stream);
+		if (e != cudaSuccess)
+			status = gc_cuda_fail(err, e, "weighting the k-means|| candidates", __FILE__, __LINE__);
+	}
+	for (int64_t c = 0; status == GC_OK && c < list->count; c++)
+		if (weight[c] > 0)
+		{
+			kept[nkept] = list->rows[c];
+			hashes[nkept] = gc_rows_hash(s->rows, list->rows[c]);
+			weights[nkept] = (double) weight[c];
+			nkept++;
+		}
+	if (status == GC_OK)
+		status = gather_batch(s, b, kept, nkept, err);
+	if (status == GC_OK)
+		status = device_alloc(&b->cand_hashes, (size_t) nkept, err);
+	if (status == GC_OK)
+		status = device_alloc(&b->cand_weights, (size_t) nkept, err);
+	if (status == GC_OK)
+	{
+		cudaError_t e = cudaMemcpy(b->cand_hashes, hashes, sizeof(uint64_t) * nkept,
+								   cudaMemcpyHostToDevice);
+
+		if (e == cudaSuccess)
+			e = cudaMemcpy(b->cand_weights, weights, sizeof(double) * nkept,
+						   cudaMemcpyHostToDevice);
+		if (e != cudaSuccess)
+			status = gc_cuda_fail(err, e, "uploading the k-means|| candidates", __FILE__, __LINE__);
+	}
+	if (status == GC_OK)
+		status = launch_greedy_kmeanspp(b->c64, b->cand_hashes, b->cand_weights, nkept, s->d,
+										&rparams, seed, s->frame->inertia_exp, s->stream,
+										picks, err);
+	for (int t = 0; status == GC_OK && t < rparams.k; t++)
+		chosen[t] = kept[picks[t]];
+	free(weight);
+	free(kept);
+	free(hashes);
+	free(weights);
+	free(picks);
+	return status;
+}
+
+static GcStatus
+run_rounds(CudaSession *s, const GcKmeansParams *params, uint64_t seed,
+		   ParallelBuffers *b, CandidateList *list, GcError *err)
+{
+	gc_u128		potential;
+	int			round = 0;
+
+	ALLOC_OR_RETURN(b->mind2, (size_t) s->n);
+	ALLOC_OR_RETURN(b->nearest, (size_t) s->n);
+	ALLOC_OR_RETURN(b->labels, (size_t) s->n);
+	ALLOC_OR_RETURN(b->sampled, (size_t) s->n);
+	ALLOC_OR_RETURN(b->sampled_count, 1);
+	ALLOC_OR_RETURN(b->partials, (size_t) PARALLEL_BLOCKS);
+	ALLOC_OR_RETURN(b->race, 1);
+	if (first_centre(s, b, seed, list, err) != GC_OK ||
+		gather_batch(s, b, list->rows, 1, err) != GC_OK ||
+		nearest_pass(s, b, 0, false, &potential, err) != GC_OK)
+		return err->status;
+	while (gc_parallel_more_rounds(round, list->count, params->k, potential))
+	{
+		int64_t		first = list->count,
+					m;
+
+		if (params->interrupted && params->interrupted())
+			return gc_fail(err, GC_INTERRUPTED, "interrupted during seeding");
+		round++;
+		if (sample_round(s, params, b, seed, round, gc_inertia_value(potential, s->frame),
+						 list, &m, err) != GC_OK)
+			return err->status;
+		if (m == 0)
+			continue;
+		if (gather_batch(s, b, list->rows + first, m, err) != GC_OK ||
+			label_batch(s, b, m, err) != GC_OK ||
+			nearest_pass(s, b, first, true, &potential, err) != GC_OK)
+			return err->status;
+	}
+	if (params->interrupted && params->interrupted())
+		return gc_fail(err, GC_INTERRUPTED, "interrupted during seeding");
+	return GC_OK;
+}
+
+GcStatus
+gc_seed_kmeans_parallel_cuda(CudaSession *s, const GcKmeansParams *params, uint64_t seed,
+							 int64_t *chosen, GcError *err)
+{
+	ParallelBuffers b = {0};
+	CandidateList list = {0};
+	GcStatus	status = run_rounds(s, params, seed, &b, &list, err);
+
+	if (status == GC_OK)
+		status = recluster(s, params, &b, seed, &list, chosen, err);
+	(void) cudaStreamSynchronize(s->stream);
+	free_buffers(&b);
+	free(list.rows);
+	return status;
+}
