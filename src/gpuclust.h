@@ -211,6 +211,7 @@ typedef struct KmeansModel
 	double		collect_ms;
 	double		transfer_ms;
 	double		seeding_ms;
+	double		check_ms;		/* the check of reduced precision */
 	double		iterations_ms;
 	double		labeling_ms;
 	double		update_ms;
@@ -224,12 +225,15 @@ typedef struct KmeansModel
 	int32		shared_memory_states;	/* of which handed over in shared memory */
 	int16		device_reason;	/* GcDeviceReason */
 	double		skipped_fraction;	/* distance computations pruning skipped */
+	int16		precision_check;	/* GcCheckOutcome of the reduced-precision check */
+	double		sample_disagreement;	/* the check's sample: labels unlike exact ones */
+	double		sample_inertia_excess;	/* the check's sample: inertia over exact, less 1 */
 	char		kernel[GC_KERNEL_NAME_BYTES];	/* labeling kernel, NUL-padded */
 	/* int64 sizes[k], then double centroids[k * d] */
 	char		data[FLEXIBLE_ARRAY_MEMBER];
 } KmeansModel;
 
-#define KMEANS_MODEL_VERSION 2
+#define KMEANS_MODEL_VERSION 3
 #define KmeansModelSizes(m) ((int64 *) (m)->data)
 #define KmeansModelCentroids(m) ((double *) ((m)->data + sizeof(int64) * (m)->k))
 #define KmeansModelBytes(k, d) \
