@@ -35,11 +35,10 @@ report_fall_back(const GcKmeansResult *result)
  * Record in model (whose centroids and sizes the fit wrote) what the fit
  * reports and where it ran.  The precision is the one that ran (the
  * engine's result says): the CPU backend computes in double whatever was
- * asked.  The model is then
- * validated as text input and binary receive validate it, so that it
- * reads back.  A reduced precision that failed its check on the sample
- * (engine/precision_check.c) and fell back says so in a NOTICE, unless
- * auto asked for the fastest that passes.
+ * asked.  The model is then validated as text input and binary receive
+ * validate it, so that it reads back.  A reduced precision that failed
+ * its check on the sample (engine/precision_check.c) and fell back says
+ * so in a NOTICE, unless auto asked for the fastest that passes.
  */
 void
 gc_model_record_result(KmeansModel *model, const GcKmeansResult *result,
