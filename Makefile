@@ -16,7 +16,7 @@ MODULE_big = gpuclust
 
 ENGINE_OBJS = engine/common.o engine/rowstore.o engine/kmeans_fit.o engine/kmeans_hybrid.o engine/kmeans_cpu.o \
 	engine/seeding.o engine/seeding_parallel.o engine/pmedian_fit.o engine/pmedian_cpu.o engine/pmedian_repair.o \
-	engine/stream_format.o engine/stream.o
+	engine/stream_format.o engine/stream.o engine/precision_check.o
 GLUE_OBJS = src/gpuclust.o src/interrupt.o src/input.o src/options.o src/model.o \
 	src/kmeans_run.o src/kmeans_agg.o src/partial_state.o src/kmeans_window.o src/kmeans_assign.o \
 	src/pmedian_options.o src/pmedian_model.o src/pmedian_run.o src/pmedian_agg.o \
@@ -65,7 +65,8 @@ $(shell echo '$(BUILD_CONFIG)' | cmp -s - .build-config || echo '$(BUILD_CONFIG)
 
 EXTRA_CLEAN = .build-config $(ASAN_DIR) test/engine/engine_test test/engine/kmeans_bench \
 	test/engine/pmedian_test test/engine/cosine_test test/engine/seeding_test \
-	test/engine/interrupt_test test/engine/seeding_parallel_test $(CUDA_OBJS) \
+	test/engine/interrupt_test test/engine/seeding_parallel_test \
+	test/engine/precision_test $(CUDA_OBJS) \
 	test/results test/regression.diffs test/regression.out \
 	test/fuzz/stream_decode_fuzz test/fuzz/stream_seeds test/fuzz/corpus $(FUZZ_DIR)
 
@@ -159,13 +160,15 @@ test/engine/kmeans_bench: test/engine/kmeans_bench.c $(TEST_HARNESS) $(ENGINE_TE
 
 .PHONY: engine-check
 engine-check: test/engine/engine_test test/engine/pmedian_test test/engine/cosine_test \
-		test/engine/seeding_test test/engine/interrupt_test test/engine/seeding_parallel_test
+		test/engine/seeding_test test/engine/interrupt_test test/engine/seeding_parallel_test \
+		test/engine/precision_test
 	test/engine/engine_test
 	test/engine/pmedian_test
 	test/engine/cosine_test
 	test/engine/seeding_test
 	test/engine/interrupt_test
 	test/engine/seeding_parallel_test
+	test/engine/precision_test
 
 # cancel by work: the CPU engine polls per GC_POLL_WORK units whatever the shape
 test/engine/interrupt_test: test/engine/interrupt_test.c $(TEST_HARNESS) $(ENGINE_TEST_OBJS)
@@ -174,6 +177,12 @@ test/engine/interrupt_test: test/engine/interrupt_test.c $(TEST_HARNESS) $(ENGIN
 		test/engine/harness.c $(ENGINE_TEST_OBJS) $(if $(filter 1,$(WITH_CUDA)),$(SHLIB_LINK)) -lm
 
 test/engine/cosine_test: test/engine/cosine_test.c $(TEST_HARNESS) $(ENGINE_TEST_OBJS)
+	$(call progress,CCLD)
+	$(CC) -O2 -ffp-contract=off -Wall $(if $(WERROR),-Werror) $(PG_CPPFLAGS) -o $@ $< \
+		test/engine/harness.c $(ENGINE_TEST_OBJS) $(if $(filter 1,$(WITH_CUDA)),$(SHLIB_LINK)) -lm
+
+# the check of reduced precision: its rule on a simulated backend, and the GPU's fall-back
+test/engine/precision_test: test/engine/precision_test.c $(TEST_HARNESS) $(ENGINE_TEST_OBJS)
 	$(call progress,CCLD)
 	$(CC) -O2 -ffp-contract=off -Wall $(if $(WERROR),-Werror) $(PG_CPPFLAGS) -o $@ $< \
 		test/engine/harness.c $(ENGINE_TEST_OBJS) $(if $(filter 1,$(WITH_CUDA)),$(SHLIB_LINK)) -lm
@@ -210,18 +219,20 @@ ASAN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stac
 $(ASAN_DIR)/%: test/engine/%.c $(ENGINE_OBJS:.o=.c) $(wildcard engine/*.h) $(TEST_HARNESS)
 	@mkdir -p $(ASAN_DIR)
 	$(call progress,CCLD,$@)
-	$(CC) $(ASAN_CFLAGS) -o $@ $< $(if $(filter %engine_test %cosine_test %interrupt_test %seeding_parallel_test,$@),test/engine/harness.c) \
+	$(CC) $(ASAN_CFLAGS) -o $@ $< $(if $(filter %engine_test %cosine_test %interrupt_test %seeding_parallel_test %precision_test,$@),test/engine/harness.c) \
 		$(ENGINE_OBJS:.o=.c) -lm
 
 .PHONY: engine-check-asan
 engine-check-asan: $(ASAN_DIR)/engine_test $(ASAN_DIR)/pmedian_test $(ASAN_DIR)/cosine_test \
-		$(ASAN_DIR)/seeding_test $(ASAN_DIR)/interrupt_test $(ASAN_DIR)/seeding_parallel_test
+		$(ASAN_DIR)/seeding_test $(ASAN_DIR)/interrupt_test $(ASAN_DIR)/seeding_parallel_test \
+		$(ASAN_DIR)/precision_test
 	$(ASAN_ENV) $(ASAN_DIR)/engine_test
 	$(ASAN_ENV) $(ASAN_DIR)/pmedian_test
 	$(ASAN_ENV) $(ASAN_DIR)/cosine_test
 	$(ASAN_ENV) $(ASAN_DIR)/seeding_test
 	$(ASAN_ENV) $(ASAN_DIR)/interrupt_test
 	$(ASAN_ENV) $(ASAN_DIR)/seeding_parallel_test
+	$(ASAN_ENV) $(ASAN_DIR)/precision_test
 
 $(filter src/pmedian_%.o,$(OBJS)): src/pmedian_glue.h
 $(GLUE_OBJS): src/gpuclust.h $(wildcard engine/*.h)

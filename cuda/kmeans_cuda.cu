@@ -9,6 +9,8 @@
  *	  shift, pruned work, re-checks) comes back to the host, from which
  *	  the driver tests convergence and polls for query cancel; centroids
  *	  come back at the end, labels and distances only when asked for.
+ *	  For the driver's check of reduced precision it labels a sample of
+ *	  rows with its labeler and exactly, and changes labeler on request.
  *
  *	  Labeling is a labeler's (labelers.cu names them by GcKernel; each
  *	  owns its buffers in labeler_*.cu); the session holds what every
@@ -114,13 +116,16 @@ cuda_open(const GcRows *rows, const GcFrame *frame, const GcKmeansParams *params
 		return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for the GPU session");
 	s->rows = rows;
 	s->frame = frame;
-	s->params = params;
+	s->labeling_params = *params;
+	if (params->precision == GC_PRECISION_AUTO)
+		s->labeling_params.precision = gc_auto_precision(rows->d, params->k);
+	s->params = &s->labeling_params;
 	s->n = rows->n;
 	s->d = rows->d;
 	s->k = params->k;
 	/* centroid rows (and norms) of the tensor kernels: a multiple of their tile */
 	s->kpad = (s->k + GC_TENSOR_ROW_ALIGN - 1) / GC_TENSOR_ROW_ALIGN * GC_TENSOR_ROW_ALIGN;
-	s->kernel = gc_choose_kernel(params, s->d, s->k);
+	s->kernel = gc_choose_kernel(s->params, s->d, s->k);
 	s->labeler = gc_labeler(s->kernel);
 	status = upload(s, err);
 	if (status != GC_OK)
@@ -504,6 +509,128 @@ cuda_score(void *session, const double *centroids, int32_t *labels,
 	return GC_OK;
 }
 
+/* The precision Lloyd's labeling runs at now */
+static GcPrecision
+cuda_precision(void *session)
+{
+	return ((CudaSession *) session)->params->precision;
+}
+
+/*
+ * Label at another precision from the next restart on: the labeler of
+ * its kernel replaces the current one, which is closed at once
+ */
+static GcStatus
+cuda_set_precision(void *session, GcPrecision precision, GcError *err)
+{
+	CudaSession *s = (CudaSession *) session;
+
+	s->labeling_params.precision = precision;
+	if (s->labeler_state && s->labeler->close)
+		s->labeler->close(s->labeler_state);
+	s->labeler_state = NULL;
+	s->kernel = gc_choose_kernel(s->params, s->d, s->k);
+	s->labeler = gc_labeler(s->kernel);
+	if (s->labeler->open && s->labeler->open(s, &s->labeler_state, err) != GC_OK)
+		return err->status;
+	GC_CUDA_TRY(cudaStreamSynchronize(s->stream), err);
+	return GC_OK;
+}
+
+/* The m labels of sample (on the device) from the session's labels into host */
+static GcStatus
+copy_sample_labels(CudaSession *s, const int64_t *sample, int m, int32_t *buffer,
+				   int32_t *host, GcError *err)
+{
+	if (launch_gather_labels(s->labels, sample, m, buffer, s->stream, err) != GC_OK)
+		return err->status;
+	GC_CUDA_TRY(cudaMemcpyAsync(host, buffer, sizeof(int32_t) * m, cudaMemcpyDeviceToHost,
+								s->stream), err);
+	GC_CUDA_TRY(cudaStreamSynchronize(s->stream), err);
+	return GC_OK;
+}
+
+/* The device side of the check's sample */
+typedef struct SampleBuffers
+{
+	int64_t    *rows;			/* m row numbers */
+	int32_t    *pairs;			/* m (row, previous label) pairs: refine_labels' list */
+	unsigned int *count;		/* m, the list's length */
+	int32_t    *gathered;		/* m labels copied out of the session's */
+} SampleBuffers;
+
+/*
+ * The check's sample: every row labelled by the labeler under centroids,
+ * the sample's labels copied out, then the sample's rows labelled exactly
+ * (refine_labels: double, as the CPU computes) and copied out.  The
+ * session's labels are left as the exact check wrote them, which the next
+ * begin resets.
+ */
+static GcStatus
+label_sample_on_device(CudaSession *s, const double *centroids, const int64_t *sample,
+					   int m, int32_t *labels, int32_t *exact, const SampleBuffers *b,
+					   GcError *err)
+{
+	TensorRefinement refine;
+	int32_t    *host_pairs;
+	unsigned int m_count = (unsigned int) m;
+	cudaError_t e;
+
+	host_pairs = (int32_t *) malloc(sizeof(int32_t) * 2 * m);
+	if (host_pairs == NULL)
+		return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for the precision check");
+	for (int i = 0; i < m; i++)
+	{
+		host_pairs[2 * i] = (int32_t) sample[i];
+		host_pairs[2 * i + 1] = 0;
+	}
+	e = cudaMemcpyAsync(b->pairs, host_pairs, sizeof(int32_t) * 2 * m, cudaMemcpyHostToDevice,
+						s->stream);
+	if (e == cudaSuccess)
+		e = cudaStreamSynchronize(s->stream);
+	free(host_pairs);
+	if (e != cudaSuccess)
+		return gc_cuda_fail(err, e, "uploading the precision check's sample", __FILE__, __LINE__);
+	GC_CUDA_TRY(cudaMemcpyAsync(b->rows, sample, sizeof(int64_t) * m, cudaMemcpyHostToDevice,
+								s->stream), err);
+	GC_CUDA_TRY(cudaMemcpyAsync(b->count, &m_count, sizeof(unsigned int), cudaMemcpyHostToDevice,
+								s->stream), err);
+	if (load_centroids(s, centroids, err) != GC_OK ||
+		label_points(s, NULL, NULL, err) != GC_OK ||
+		copy_sample_labels(s, b->rows, m, b->gathered, labels, err) != GC_OK)
+		return err->status;
+
+	memset(&refine, 0, sizeof(refine));
+	refine.x64 = s->x64;
+	refine.c64 = s->c64;
+	refine.d = s->d;
+	if (launch_refine_labels(&refine, s->k, b->pairs, b->count, s->labels, NULL, s->stream,
+							 err) != GC_OK)
+		return err->status;
+	return copy_sample_labels(s, b->rows, m, b->gathered, exact, err);
+}
+
+static GcStatus
+cuda_label_sample(void *session, const double *centroids, const int64_t *sample, int m,
+				  int32_t *labels, int32_t *exact, GcError *err)
+{
+	CudaSession *s = (CudaSession *) session;
+	SampleBuffers b = {NULL, NULL, NULL, NULL};
+	GcStatus	status;
+
+	if ((status = device_alloc(&b.rows, m, err)) == GC_OK &&
+		(status = device_alloc(&b.pairs, 2 * (size_t) m, err)) == GC_OK &&
+		(status = device_alloc(&b.count, 1, err)) == GC_OK &&
+		(status = device_alloc(&b.gathered, m, err)) == GC_OK)
+		status = label_sample_on_device(s, centroids, sample, m, labels, exact, &b, err);
+	(void) cudaStreamSynchronize(s->stream);
+	cudaFree(b.rows);
+	cudaFree(b.pairs);
+	cudaFree(b.count);
+	cudaFree(b.gathered);
+	return status;
+}
+
 extern "C" const GcKmeansBackend gc_kmeans_cuda_backend = {
 	"gpu",
 	&gc_hybrid_gpu_rules,
@@ -518,4 +645,7 @@ extern "C" const GcKmeansBackend gc_kmeans_cuda_backend = {
 	cuda_end,
 	cuda_score,
 	cuda_close,
+	cuda_precision,
+	cuda_set_precision,
+	cuda_label_sample,
 };

@@ -18,6 +18,7 @@
 #define GC_KMEANS_KERNELS_CUH
 
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
 
@@ -115,6 +116,12 @@ GcStatus	launch_assign_points_bf16(const __nv_bfloat16 *xb, const __nv_bfloat16 
 									  bool streamed, int32_t *labels, unsigned long long *changed,
 									  TensorPartial *partials,
 									  cudaStream_t stream, GcError *err);
+/* fp16 operands (rows and centroids scaled alike), cnorm the norms of the fp16 centroids */
+GcStatus	launch_assign_points_fp16(const __half *xh, const __half *ch,
+									  const float *cnorm, int64_t n, int ld, int k,
+									  bool streamed, int32_t *labels, unsigned long long *changed,
+									  TensorPartial *partials,
+									  cudaStream_t stream, GcError *err);
 GcStatus	launch_row_norms(const float *x32, int64_t n, int d, float *xnorm,
 							 cudaStream_t stream, GcError *err);
 /* norms of the centroids (rows of width ld) rounded to TF32, and the largest |c| */
@@ -123,11 +130,27 @@ GcStatus	launch_tf32_norms(const float *cp, int k, int ld, float *norms,
 							  GcError *err);
 GcStatus	launch_bf16_norms(const __nv_bfloat16 *cb, int k, int ld, float *norms,
 							  cudaStream_t stream, GcError *err);
+GcStatus	launch_fp16_norms(const __half *ch, int k, int ld, float *norms,
+							  cudaStream_t stream, GcError *err);
 /* rows of width d into rows of width ld (the rest left as it is), as floats or bf16 */
 GcStatus	launch_pad_rows(const float *src, int64_t rows, int d, int ld,
 							float *dst, cudaStream_t stream, GcError *err);
 GcStatus	launch_pad_rows(const float *src, int64_t rows, int d, int ld,
 							__nv_bfloat16 *dst, cudaStream_t stream, GcError *err);
+/* the same as fp16, each value times scale (a power of two) */
+GcStatus	launch_pad_rows_scaled(const float *src, int64_t rows, int d, int ld, float scale,
+								   __half *dst, cudaStream_t stream, GcError *err);
+/*
+ * tensor_operands.cu: the exact nearest centroid (double, as the CPU
+ * computes) of every point listed, from refine's x64, c64 and d
+ */
+GcStatus	launch_refine_labels(const TensorRefinement *refine, int k, const int32_t *list,
+								 const unsigned int *list_count, int32_t *labels,
+								 unsigned long long *changed, cudaStream_t stream,
+								 GcError *err);
+/* labeling.cu: the labels of the m sample rows into sample_labels */
+GcStatus	launch_gather_labels(const int32_t *labels, const int64_t *sample, int m,
+								 int32_t *sample_labels, cudaStream_t stream, GcError *err);
 
 /* labeling_pruned.cu: Wu & Hong's triangle-inequality labeling */
 #define GC_PRUNED_MAX_K 4096

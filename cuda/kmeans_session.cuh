@@ -37,7 +37,8 @@ typedef struct CudaSession
 {
 	const GcRows *rows;
 	const GcFrame *frame;
-	const GcKmeansParams *params;
+	const GcKmeansParams *params;	/* &labeling_params */
+	GcKmeansParams labeling_params; /* the fit's, at the precision labeling runs at now */
 	int64_t		n;
 	int			d;
 	int			k;
@@ -106,6 +107,8 @@ typedef struct Labeler
 /* labelers.cu: the labeler of a kernel, and the kernel for a fit */
 extern const Labeler *gc_labeler(GcKernel kernel);
 extern GcKernel gc_choose_kernel(const GcKmeansParams *params, int d, int k);
+/* the precision auto starts from for this shape */
+extern GcPrecision gc_auto_precision(int d, int k);
 /* whether the kernel's labeling can share an iteration with pruning */
 extern bool gc_kernel_is_simt(GcKernel kernel);
 
@@ -115,6 +118,7 @@ extern const Labeler gc_labeler_float64;	/* labeler_float64.cu */
 extern const Labeler gc_labeler_tensor_exact;	/* labeler_tensor.cu: screened, 3xTF32 */
 extern const Labeler gc_labeler_tensor_tf32;	/* labeler_tensor.cu */
 extern const Labeler gc_labeler_bf16;	/* labeler_bf16.cu */
+extern const Labeler gc_labeler_fp16;	/* labeler_bf16.cu */
 
 /*
  * labeler_pruned.cu: Wu & Hong's labeling of the first rows rows (the

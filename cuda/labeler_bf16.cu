@@ -1,98 +1,204 @@
 /*-------------------------------------------------------------------------
  *
  * labeler_bf16.cu
- *	  The bf16 tensor-core labeler (precision bf16; labeling_tensor.cu
- *	  computes): it owns the data converted to bfloat16 once, at upload,
- *	  in rows of width ld, the centroids converted after every update with
- *	  the norms of the rounded centroids, and the top twos of split passes.
- *	  Every label is trusted: bf16 trades exactness for speed by request.
+ *	  The 16-bit tensor-core labelers, bf16 and fp16 (precisions bf16 and
+ *	  fp16; labeling_tensor.cu computes): each owns the data converted once,
+ *	  at upload, in rows of width ld, the centroids converted after every
+ *	  update with the norms of the rounded centroids, and the top twos of
+ *	  split passes.  Every label is trusted: 16-bit operands trade
+ *	  exactness for speed by request (the fit checks them on a sample,
+ *	  engine/precision_check.c).
+ *
+ *	  fp16 and its range.  Rows are labelled in the engine's frame, relative
+ *	  to the bounding box's centre (the session's x32 and c32), so every
+ *	  centred coordinate lies within the largest half-range h of the box.
+ *	  fp16 holds magnitudes up to 65504 and keeps 10 bits down to 2^-14:
+ *	  the data and the centroids are multiplied alike by s = 2^(15 - e),
+ *	  h < 2^e, which puts every value below 2^15 and uses the exponents
+ *	  down from there.  A common scale moves no label: |s x - s c|^2 =
+ *	  s^2 |x - c|^2, and the norms are those of the scaled, rounded
+ *	  centroids.  bf16 has float32's exponents and takes the values as they
+ *	  are.  Labels are all these kernels return; distances and inertia are
+ *	  computed from the double data.
  *
  * IDENTIFICATION
  *	  cuda/labeler_bf16.cu
  *
  *-------------------------------------------------------------------------
  */
+#include <math.h>
 #include <stdlib.h>
 
 #include "kmeans_session.cuh"
 #include "cuda_check.cuh"
 
-typedef struct Bf16State
+template <typename T>
+struct HalfState
 {
 	int			ld;				/* row width of the operands */
-	__nv_bfloat16 *xb;			/* the data in bf16, rows of width ld */
-	__nv_bfloat16 *cb;			/* the centroids in bf16 */
-	float	   *cnorm_bf16;		/* norms of the bf16 centroids */
+	float		scale;			/* of the centred values: a power of two (1 for bf16) */
+	T		   *xh;				/* the data, rows of width ld */
+	T		   *ch;				/* the centroids */
+	float	   *cnorm;			/* norms of the rounded centroids */
 	TensorPartial *group_tops;	/* streamed passes: top twos per centroid group */
-} Bf16State;
+};
+
+/* The operations that differ by element type */
+static GcStatus
+convert_rows(const float *src, int64_t rows, int d, int ld, float scale, __nv_bfloat16 *dst,
+			 cudaStream_t stream, GcError *err)
+{
+	return launch_pad_rows(src, rows, d, ld, dst, stream, err);
+}
 
 static GcStatus
-bf16_open(CudaSession *s, void **state, GcError *err)
+convert_rows(const float *src, int64_t rows, int d, int ld, float scale, __half *dst,
+			 cudaStream_t stream, GcError *err)
 {
-	Bf16State  *b;
+	return launch_pad_rows_scaled(src, rows, d, ld, scale, dst, stream, err);
+}
+
+static GcStatus
+operand_norms(const __nv_bfloat16 *ch, int k, int ld, float *norms, cudaStream_t stream,
+			  GcError *err)
+{
+	return launch_bf16_norms(ch, k, ld, norms, stream, err);
+}
+
+static GcStatus
+operand_norms(const __half *ch, int k, int ld, float *norms, cudaStream_t stream, GcError *err)
+{
+	return launch_fp16_norms(ch, k, ld, norms, stream, err);
+}
+
+static GcStatus
+assign_points(const __nv_bfloat16 *xh, const __nv_bfloat16 *ch, const float *cnorm,
+			  int64_t n, int ld, int k, bool streamed, int32_t *labels,
+			  unsigned long long *changed, TensorPartial *tops, cudaStream_t stream,
+			  GcError *err)
+{
+	return launch_assign_points_bf16(xh, ch, cnorm, n, ld, k, streamed, labels, changed, tops,
+									 stream, err);
+}
+
+static GcStatus
+assign_points(const __half *xh, const __half *ch, const float *cnorm, int64_t n, int ld,
+			  int k, bool streamed, int32_t *labels, unsigned long long *changed,
+			  TensorPartial *tops, cudaStream_t stream, GcError *err)
+{
+	return launch_assign_points_fp16(xh, ch, cnorm, n, ld, k, streamed, labels, changed, tops,
+									 stream, err);
+}
+
+/*
+ * fp16's scale: 2^(15 - e) for the largest half-range of the bounding box
+ * below 2^e, within float's exponents
+ */
+static float
+fp16_scale(const GcRows *rows)
+{
+	double		largest = 0.0;
+	int			e = 0;
+
+	for (int j = 0; j < rows->d; j++)
+		largest = fmax(largest, rows->hi[j] / 2 - rows->lo[j] / 2);
+	if (largest > 0.0)
+		frexp(largest, &e);		/* largest < 2^e */
+	return ldexpf(1.0f, e > 15 + 126 ? -126 : e < 15 - 127 ? 127 : 15 - e);
+}
+
+static float
+operand_scale(const GcRows *rows, const __nv_bfloat16 *)
+{
+	return 1.0f;
+}
+
+static float
+operand_scale(const GcRows *rows, const __half *)
+{
+	return fp16_scale(rows);
+}
+
+template <typename T>
+static GcStatus
+half_open(CudaSession *s, void **state, GcError *err)
+{
+	HalfState<T> *b;
 	int64_t		n = s->n;
 	int			d = s->d,
 				kpad = s->kpad;
 
-	STATE_OR_RETURN(b, Bf16State);
+	STATE_OR_RETURN(b, HalfState<T>);
 	*state = b;
 	/* converted once here; the centroids after every update */
 	b->ld = gc_tensor_row_width(d, true);
-	ALLOC_OR_RETURN(b->xb, (size_t) n * b->ld);
-	ALLOC_OR_RETURN(b->cb, (size_t) kpad * b->ld);
-	ALLOC_OR_RETURN(b->cnorm_bf16, (size_t) kpad);
-	GC_CUDA_TRY(cudaMemsetAsync(b->cnorm_bf16, 0, sizeof(float) * kpad, s->stream), err);
+	b->scale = operand_scale(s->rows, (const T *) NULL);
+	ALLOC_OR_RETURN(b->xh, (size_t) n * b->ld);
+	ALLOC_OR_RETURN(b->ch, (size_t) kpad * b->ld);
+	ALLOC_OR_RETURN(b->cnorm, (size_t) kpad);
+	GC_CUDA_TRY(cudaMemsetAsync(b->cnorm, 0, sizeof(float) * kpad, s->stream), err);
 	/* the conversion writes every column of a row of width d */
 	if (b->ld != d)
-		GC_CUDA_TRY(cudaMemsetAsync(b->xb, 0, sizeof(__nv_bfloat16) * n * b->ld, s->stream), err);
-	GC_CUDA_TRY(cudaMemsetAsync(b->cb, 0, sizeof(__nv_bfloat16) * kpad * b->ld, s->stream), err);
-	if (launch_pad_rows(s->x32, n, d, b->ld, b->xb, s->stream, err) != GC_OK)
+		GC_CUDA_TRY(cudaMemsetAsync(b->xh, 0, sizeof(T) * n * b->ld, s->stream), err);
+	GC_CUDA_TRY(cudaMemsetAsync(b->ch, 0, sizeof(T) * kpad * b->ld, s->stream), err);
+	if (convert_rows(s->x32, n, d, b->ld, b->scale, b->xh, s->stream, err) != GC_OK)
 		return err->status;
 	if (gc_tensor_splits(d, s->k, true, s->params->tensor_streamed))
 		ALLOC_OR_RETURN(b->group_tops, (size_t) n * GC_TENSOR_MAX_GROUPS);
 	return GC_OK;
 }
 
+template <typename T>
 static GcStatus
-bf16_refresh(CudaSession *s, void *state, GcError *err)
+half_refresh(CudaSession *s, void *state, GcError *err)
 {
-	Bf16State  *b = (Bf16State *) state;
+	HalfState<T> *b = (HalfState<T> *) state;
 
-	if (launch_pad_rows(s->c32, s->k, s->d, b->ld, b->cb, s->stream, err) != GC_OK)
+	if (convert_rows(s->c32, s->k, s->d, b->ld, b->scale, b->ch, s->stream, err) != GC_OK)
 		return err->status;
-	return launch_bf16_norms(b->cb, s->k, b->ld, b->cnorm_bf16, s->stream, err);
+	return operand_norms(b->ch, s->k, b->ld, b->cnorm, s->stream, err);
 }
 
+template <typename T>
 static GcStatus
-bf16_label(CudaSession *s, void *state, int64_t first, int64_t count,
+half_label(CudaSession *s, void *state, int64_t first, int64_t count,
 		   unsigned long long *changed, IterationStatus *status, GcError *err)
 {
-	Bf16State  *b = (Bf16State *) state;
+	HalfState<T> *b = (HalfState<T> *) state;
 
 	/* group_tops is scratch of one pass: each chunk reuses it from the start */
-	return launch_assign_points_bf16(b->xb + first * b->ld, b->cb, b->cnorm_bf16, count,
-									 b->ld, s->k, s->params->tensor_streamed,
-									 s->labels + first, changed, b->group_tops, s->stream,
-									 err);
+	return assign_points(b->xh + first * b->ld, b->ch, b->cnorm, count, b->ld, s->k,
+						 s->params->tensor_streamed, s->labels + first, changed,
+						 b->group_tops, s->stream, err);
 }
 
+template <typename T>
 static void
-bf16_close(void *state)
+half_close(void *state)
 {
-	Bf16State  *b = (Bf16State *) state;
+	HalfState<T> *b = (HalfState<T> *) state;
 
-	cudaFree(b->xb);
-	cudaFree(b->cb);
-	cudaFree(b->cnorm_bf16);
+	cudaFree(b->xh);
+	cudaFree(b->ch);
+	cudaFree(b->cnorm);
 	cudaFree(b->group_tops);
 	free(b);
 }
 
 const Labeler gc_labeler_bf16 = {
-	bf16_open,
-	bf16_refresh,
-	bf16_label,
+	half_open<__nv_bfloat16>,
+	half_refresh<__nv_bfloat16>,
+	half_label<__nv_bfloat16>,
 	NULL,
 	NULL,
-	bf16_close,
+	half_close<__nv_bfloat16>,
+};
+
+const Labeler gc_labeler_fp16 = {
+	half_open<__half>,
+	half_refresh<__half>,
+	half_label<__half>,
+	NULL,
+	NULL,
+	half_close<__half>,
 };

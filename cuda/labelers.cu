@@ -40,6 +40,7 @@ static const Labeler *const labelers[GC_KERNEL_COUNT] = {
 	&gc_labeler_tensor_tf32,	/* GC_KERNEL_TENSOR_TF32 */
 	&gc_labeler_bf16,			/* GC_KERNEL_TENSOR_BF16 */
 	&gc_labeler_float64,		/* GC_KERNEL_FLOAT64 */
+	&gc_labeler_fp16,			/* GC_KERNEL_TENSOR_FP16 */
 };
 
 const Labeler *
@@ -52,6 +53,17 @@ bool
 gc_kernel_is_simt(GcKernel kernel)
 {
 	return kernel == GC_KERNEL_REGISTER || kernel == GC_KERNEL_TILED;
+}
+
+/*
+ * The precision that precision auto tries first: fp16 where float32 would
+ * take the tensor cores too (the engine's check then keeps it or falls
+ * back), else float32
+ */
+GcPrecision
+gc_auto_precision(int d, int k)
+{
+	return k >= TENSOR_MIN_K && d >= TENSOR_MIN_D ? GC_PRECISION_FP16 : GC_PRECISION_FLOAT32;
 }
 
 /*
@@ -71,6 +83,8 @@ gc_choose_kernel(const GcKmeansParams *params, int d, int k)
 		return GC_KERNEL_TENSOR_TF32;
 	if (params->precision == GC_PRECISION_BF16)
 		return GC_KERNEL_TENSOR_BF16;
+	if (params->precision == GC_PRECISION_FP16)
+		return GC_KERNEL_TENSOR_FP16;
 	switch (params->kernel)
 	{
 		case GC_KERNEL_REGISTER:
@@ -81,6 +95,7 @@ gc_choose_kernel(const GcKmeansParams *params, int d, int k)
 			return GC_KERNEL_TENSOR_SCREENED;
 		case GC_KERNEL_TENSOR_TF32:
 		case GC_KERNEL_TENSOR_BF16:
+		case GC_KERNEL_TENSOR_FP16:
 		case GC_KERNEL_FLOAT64:
 			return params->kernel;
 		default:

@@ -17,7 +17,8 @@
  *	  Both compute in float32 on data centred on the bounding box, and keep
  *	  the lowest centroid index on ties, as the CPU reference does.  The
  *	  register kernel also serves precision float64 (on the raw doubles),
- *	  with a direct double kernel above 32 dimensions.
+ *	  with a direct double kernel above 32 dimensions.  Also the gather of
+ *	  a sample's labels for the engine's check of reduced precision.
  *
  * IDENTIFICATION
  *	  cuda/labeling.cu
@@ -314,5 +315,23 @@ launch_assign_points(const float *x32, const float *c32,
 			x32, c32, n, d, k, labels, changed);
 	}
 	GC_CUDA_LAUNCHED("assign_points", err);
+	return GC_OK;
+}
+
+/* The labels of the sample's rows, for the precision check */
+__global__ void
+gather_labels_kernel(const int32_t *__restrict__ labels, const int64_t *__restrict__ sample,
+					 int m, int32_t *__restrict__ sample_labels)
+{
+	for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < m; i += gridDim.x * blockDim.x)
+		sample_labels[i] = labels[sample[i]];
+}
+
+GcStatus
+launch_gather_labels(const int32_t *labels, const int64_t *sample, int m,
+					 int32_t *sample_labels, cudaStream_t stream, GcError *err)
+{
+	gather_labels_kernel<<<(m + 255) / 256, 256, 0, stream>>>(labels, sample, m, sample_labels);
+	GC_CUDA_LAUNCHED("gather_labels", err);
 	return GC_OK;
 }

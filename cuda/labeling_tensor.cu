@@ -3,7 +3,7 @@
  * labeling_tensor.cu
  *	  Nearest-centroid labeling on tensor cores, for large k: the distance
  *	  ||c||^2 - 2 x.c as a matrix product X C^T computed in 128 x 128 tiles
- *	  with mma.sync (TF32 m16n8k8 or bf16 m16n8k16, FP32 accumulation),
+ *	  with mma.sync (TF32 m16n8k8, bf16 or fp16 m16n8k16, FP32 accumulation),
  *	  operands brought into shared memory with cp.async, and the arg-min
  *	  fused into the epilogue of every centroid tile, so the n x k distance
  *	  matrix is never written (the scheme of FAISS, cuVS's fused L2 nearest
@@ -24,7 +24,7 @@
  *	  Column steps are 128 bytes where the row width allows, 64 or 32
  *	  (8 floats) otherwise, so that small d wastes no products.
  *
- *	  Three modes:
+ *	  Four modes:
  *	  - TF32: one product per step; about 1e-3 relative error in x.c.
  *	  - 3xTF32: each operand split into a TF32 "big" part and a TF32
  *		remainder, and big*big + big*small + small*big accumulated, which
@@ -32,7 +32,11 @@
  *	  - BF16: operands converted to bfloat16 once (the data at upload, the
  *		centroids after each update), with the norms of the rounded
  *		centroids: twice TF32's rate, about 4e-3 relative error.
- *	  TF32 and BF16 start each accumulator at -||c||^2 / 2 and keep the
+ *	  - FP16: the same with float16 operands (10-bit mantissa, as TF32's:
+ *		about 1e-3), the centred rows and centroids scaled by one power of
+ *		two into fp16's range (labeler_bf16.cu): labels do not change
+ *		with a common scale.
+ *	  TF32, BF16 and FP16 start each accumulator at -||c||^2 / 2 and keep the
  *	  largest x.c - ||c||^2 / 2, which saves the epilogue a multiply-add per
  *	  distance; 3xTF32 keeps ||c||^2 - 2 x.c with one rounding at the end.
  *
@@ -54,12 +58,13 @@
  *	  the best centroid a is certain when the second is more than
  *	  r(a) + r(C) further, C the largest centroid; float32 accumulation
  *	  (with the norm as its first term) adds a term in (|x| + |C|)^2.  The
- *	  precision options tf32 and bf16 skip all refinement: they trade
- *	  exactness for speed by request.
+ *	  precision options tf32, bf16 and fp16 skip all refinement: they trade
+ *	  exactness for speed by request (and the fit checks them on a sample,
+ *	  engine/precision_check.c).
  *
  *	  Operands are rows of width ld (gc_tensor_row_width): the centred
  *	  float32 data (the data themselves when d is already a multiple of 8)
- *	  or their bf16 copy, and centroid rows padded to a multiple of 128 with
+ *	  or their bf16 or fp16 copy, and centroid rows padded to a multiple of 128 with
  *	  zeros; point rows past the end are clamped to the last row, whose
  *	  results are discarded, and centroid columns past k start at -FLT_MAX
  *	  (or are skipped a warp's 8-column slice at a time).
@@ -368,6 +373,17 @@ launch_assign_points_bf16(const __nv_bfloat16 *xb, const __nv_bfloat16 *cb, cons
 						  cudaStream_t stream, GcError *err)
 {
 	return launch_pass<GC_KERNEL_TENSOR_BF16>(plain_pass(xb, cb, cnorm, n, NULL, ld, k, labels,
+														 changed, partials),
+											  streamed, stream, err);
+}
+
+GcStatus
+launch_assign_points_fp16(const __half *xh, const __half *ch, const float *cnorm,
+						  int64_t n, int ld, int k, bool streamed, int32_t *labels,
+						  unsigned long long *changed, TensorPartial *partials,
+						  cudaStream_t stream, GcError *err)
+{
+	return launch_pass<GC_KERNEL_TENSOR_FP16>(plain_pass(xh, ch, cnorm, n, NULL, ld, k, labels,
 														 changed, partials),
 											  streamed, stream, err);
 }

@@ -113,7 +113,7 @@ launch_refine_labels(const TensorRefinement *refine, int k, const int32_t *list,
 	return GC_OK;
 }
 
-/* A float as the tensor cores read it: rounded to TF32, or a bf16 value */
+/* A float as the tensor cores read it: rounded to TF32, or a bf16 or fp16 value */
 __device__ __forceinline__ double
 operand_value(float v)
 {
@@ -124,6 +124,12 @@ __device__ __forceinline__ double
 operand_value(__nv_bfloat16 v)
 {
 	return __bfloat162float(v);
+}
+
+__device__ __forceinline__ double
+operand_value(__half v)
+{
+	return __half2float(v);
 }
 
 /*
@@ -180,6 +186,15 @@ launch_bf16_norms(const __nv_bfloat16 *cb, int k, int ld, float *norms, cudaStre
 	return GC_OK;
 }
 
+GcStatus
+launch_fp16_norms(const __half *ch, int k, int ld, float *norms, cudaStream_t stream,
+				  GcError *err)
+{
+	operand_norms_kernel<__half><<<(k + 7) / 8, 256, 0, stream>>>(ch, k, ld, norms, NULL);
+	GC_CUDA_LAUNCHED("fp16_norms", err);
+	return GC_OK;
+}
+
 __device__ __forceinline__ void
 store_operand(float *dst, float v)
 {
@@ -192,10 +207,19 @@ store_operand(__nv_bfloat16 *dst, float v)
 	*dst = __float2bfloat16_rn(v);
 }
 
-/* Copy rows of width d into a zeroed buffer of rows of width ld, as floats or bf16 */
+__device__ __forceinline__ void
+store_operand(__half *dst, float v)
+{
+	*dst = __float2half_rn(v);
+}
+
+/*
+ * Copy rows of width d into a zeroed buffer of rows of width ld, as
+ * floats, bf16 or fp16, each value times scale (a power of two: exact)
+ */
 template <typename T>
 __global__ void
-pad_rows_kernel(const float *__restrict__ src, int64_t rows, int d, int ld,
+pad_rows_kernel(const float *__restrict__ src, int64_t rows, int d, int ld, float scale,
 				T *__restrict__ dst)
 {
 	int64_t		total = rows * d;
@@ -205,19 +229,19 @@ pad_rows_kernel(const float *__restrict__ src, int64_t rows, int d, int ld,
 	{
 		int64_t		r = e / d;
 
-		store_operand(dst + r * ld + (e - r * d), src[e]);
+		store_operand(dst + r * ld + (e - r * d), src[e] * scale);
 	}
 }
 
 template <typename T>
 static GcStatus
-launch_pad(const float *src, int64_t rows, int d, int ld, T *dst, cudaStream_t stream,
-		   GcError *err)
+launch_pad(const float *src, int64_t rows, int d, int ld, float scale, T *dst,
+		   cudaStream_t stream, GcError *err)
 {
 	int64_t		blocks = (rows * d + 255) / 256;
 
 	pad_rows_kernel<T><<<(unsigned) (blocks < 65535 ? (blocks > 0 ? blocks : 1) : 65535), 256, 0, stream>>>(
-		src, rows, d, ld, dst);
+		src, rows, d, ld, scale, dst);
 	GC_CUDA_LAUNCHED("pad_rows", err);
 	return GC_OK;
 }
@@ -226,12 +250,19 @@ GcStatus
 launch_pad_rows(const float *src, int64_t rows, int d, int ld, float *dst,
 				cudaStream_t stream, GcError *err)
 {
-	return launch_pad<float>(src, rows, d, ld, dst, stream, err);
+	return launch_pad<float>(src, rows, d, ld, 1.0f, dst, stream, err);
 }
 
 GcStatus
 launch_pad_rows(const float *src, int64_t rows, int d, int ld, __nv_bfloat16 *dst,
 				cudaStream_t stream, GcError *err)
 {
-	return launch_pad<__nv_bfloat16>(src, rows, d, ld, dst, stream, err);
+	return launch_pad<__nv_bfloat16>(src, rows, d, ld, 1.0f, dst, stream, err);
+}
+
+GcStatus
+launch_pad_rows_scaled(const float *src, int64_t rows, int d, int ld, float scale,
+					   __half *dst, cudaStream_t stream, GcError *err)
+{
+	return launch_pad<__half>(src, rows, d, ld, scale, dst, stream, err);
 }

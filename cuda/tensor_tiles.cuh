@@ -3,8 +3,8 @@
  * tensor_tiles.cuh
  *	  The tensor-core labeling kernel templates (labeling_tensor.cu says
  *	  what they compute): the tile shapes, the operands' staging through
- *	  shared memory with cp.async, the mma.sync steps (TF32, 3xTF32 and
- *	  bf16, named by their GcKernel), the fused top-two epilogue and the
+ *	  shared memory with cp.async, the mma.sync steps (TF32, 3xTF32, bf16
+ *	  and fp16, named by their GcKernel), the fused top-two epilogue and the
  *	  merge of a split pass.  Included by the tensor launchers only.
  *
  * IDENTIFICATION
@@ -16,6 +16,7 @@
 #define GC_TENSOR_TILES_CUH
 
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <float.h>
 
 #include "gc_math.h"
@@ -28,7 +29,7 @@
 #define TSTAGES 2
 #define TPAD_BYTES 16			/* row padding against bank conflicts */
 
-/* MODE: GC_KERNEL_TENSOR_TF32, GC_KERNEL_TENSOR_3XTF32 or GC_KERNEL_TENSOR_BF16 */
+/* MODE: GC_KERNEL_TENSOR_TF32, _3XTF32, _BF16 or _FP16 */
 template <int MODE>
 struct ModeElem
 {
@@ -39,6 +40,18 @@ struct ModeElem<GC_KERNEL_TENSOR_BF16>
 {
 	typedef __nv_bfloat16 T;
 };
+template <>
+struct ModeElem<GC_KERNEL_TENSOR_FP16>
+{
+	typedef __half T;
+};
+
+/* Whether a mode's operands are 16-bit (m16n8k16 products) */
+__host__ __device__ constexpr bool
+mode_is_16bit(int mode)
+{
+	return mode == GC_KERNEL_TENSOR_BF16 || mode == GC_KERNEL_TENSOR_FP16;
+}
 
 /* One instantiation's shape: KSB bytes of every row per pipeline step */
 template <int MODE, int KSB>
@@ -50,14 +63,14 @@ struct TileShape
 	static constexpr int PAD = TPAD_BYTES / ES;
 	static constexpr int SC = KS + PAD;		/* row stride of a staged tile */
 	static constexpr int CHUNK = 16 / ES;	/* elements per cp.async */
-	static constexpr int KMMA = MODE == GC_KERNEL_TENSOR_BF16 ? 16 : 8;
+	static constexpr int KMMA = mode_is_16bit(MODE) ? 16 : 8;
 	static constexpr bool NORM_IN_ACC = MODE != GC_KERNEL_TENSOR_3XTF32;
 };
 
 /* What one pass reads and writes */
 typedef struct TensorArgs
 {
-	const void *x;				/* rows of width ld, float or bf16 */
+	const void *x;				/* rows of width ld, float, bf16 or fp16 */
 	const void *c;				/* centroid rows of width ld, padded to TN rows */
 	const float *cnorm;			/* ||c||^2 as the products see the centroids */
 	const float *xnorm;			/* exact passes: |x|; NULL otherwise */
@@ -101,6 +114,16 @@ __device__ __forceinline__ void
 mma_bf16(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2])
 {
 	asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+				 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+				 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+				 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+/* d += a b (m16n8k16, fp16; the fragments are laid out as bf16's) */
+__device__ __forceinline__ void
+mma_fp16(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2])
+{
+	asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
 				 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
 				 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
 				 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
@@ -239,7 +262,7 @@ __device__ __forceinline__ void
 mma_step(float (&acc)[4][4][4], const Elem *xs, int sx, const Elem *cs, int sc, int warp_m, int warp_n,
 		 int g, int t, int nvalid)
 {
-	if (MODE == GC_KERNEL_TENSOR_BF16)
+	if (mode_is_16bit(MODE))
 	{
 		/* m16n8k16: a thread holds columns 2t, 2t+1 and 2t+8, 2t+9 */
 		uint32_t	a[4][4],
@@ -268,7 +291,12 @@ mma_step(float (&acc)[4][4][4], const Elem *xs, int sx, const Elem *cs, int sc, 
 			if (nt < nvalid)
 #pragma unroll
 				for (int mt = 0; mt < 4; mt++)
-					mma_bf16(acc[mt][nt], a[mt], b[nt]);
+				{
+					if (MODE == GC_KERNEL_TENSOR_FP16)
+						mma_fp16(acc[mt][nt], a[mt], b[nt]);
+					else
+						mma_bf16(acc[mt][nt], a[mt], b[nt]);
+				}
 	}
 	else
 	{
@@ -625,11 +653,5 @@ merge_groups_kernel(const TensorArgs args)
 		decide_row<MODE>(args, slot, kept, kept2, c);
 	}
 }
-
-/* tensor_operands.cu: the exact nearest centroid of every point listed */
-GcStatus	launch_refine_labels(const TensorRefinement *refine, int k, const int32_t *list,
-								 const unsigned int *list_count, int32_t *labels,
-								 unsigned long long *changed, cudaStream_t stream,
-								 GcError *err);
 
 #endif							/* GC_TENSOR_TILES_CUH */

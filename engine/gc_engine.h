@@ -260,8 +260,18 @@ typedef enum GcPrecision
 	GC_PRECISION_FLOAT32 = 0,	/* GPU labeling at float32 accuracy (exact labels) */
 	GC_PRECISION_FLOAT64,		/* GPU labeling in double */
 	GC_PRECISION_TF32,			/* tensor cores, TF32 inputs: ~1e-3 error */
-	GC_PRECISION_BF16			/* tensor cores, bfloat16 inputs: fastest, ~4e-3 error */
+	GC_PRECISION_BF16,			/* tensor cores, bfloat16 inputs: fastest, ~4e-3 error */
+	GC_PRECISION_FP16,			/* tensor cores, float16 inputs (rows scaled into range): ~1e-3 error */
+	GC_PRECISION_AUTO			/* the fastest whose sampled labels pass the check */
 } GcPrecision;
+
+/* Whether labels at this precision are not exact: the fit checks them on a sample */
+static inline bool
+gc_precision_is_reduced(GcPrecision precision)
+{
+	return precision == GC_PRECISION_TF32 || precision == GC_PRECISION_BF16 ||
+		precision == GC_PRECISION_FP16;
+}
 
 typedef enum GcMetric
 {
@@ -286,6 +296,7 @@ typedef enum GcKernel
 	GC_KERNEL_TENSOR_TF32,		/* TF32 alone (precision tf32) */
 	GC_KERNEL_TENSOR_BF16,		/* bf16 alone (precision bf16) */
 	GC_KERNEL_FLOAT64,			/* double (precision float64) */
+	GC_KERNEL_TENSOR_FP16,		/* fp16 alone (precision fp16) */
 	GC_KERNEL_COUNT
 } GcKernel;
 
@@ -349,10 +360,42 @@ typedef struct GcKmeansTimings
 {
 	double		transfer_ms;
 	double		seeding_ms;
+	double		check_ms;		/* the check of reduced precision (precision_check.c) */
 	double		iterations_ms;	/* everything after seeding, scoring included */
 	double		labeling_ms;	/* of which labeling, where measured (GPU) */
 	double		update_ms;		/* of which centroid updates, where measured */
 } GcKmeansTimings;
+
+/*
+ * The guard on reduced precision (engine/precision_check.c).  Before the
+ * first restart iterates, a backend whose labels are not exact (tf32,
+ * bf16, fp16) labels a fixed sample of rows against the starting
+ * centroids, and the driver compares with their exact labels (double):
+ * where the sample's inertia under the reduced labels exceeds its exact
+ * inertia by more than GC_PRECISION_MAX_EXCESS, the fit falls back to
+ * float32 (precision auto: to the next precision of its ladder, fp16,
+ * tf32, float32).  Near-ties make labels disagree at no cost, so the
+ * bound is on the inertia; the disagreement is reported beside it.
+ */
+#define GC_PRECISION_SAMPLE_ROWS 4096
+#define GC_PRECISION_SAMPLE_SEED UINT64_C(0x9e3779b97f4a7c15)
+#define GC_PRECISION_MAX_EXCESS 0.01
+
+typedef enum GcCheckOutcome
+{
+	GC_CHECK_NONE = 0,			/* exact labels: nothing to check */
+	GC_CHECK_PASSED,			/* the reduced precision ran */
+	GC_CHECK_FELL_BACK			/* it mislabelled the sample: a more exact one ran */
+} GcCheckOutcome;
+
+typedef struct GcPrecisionCheck
+{
+	GcCheckOutcome outcome;
+	GcPrecision checked;		/* the last reduced precision measured */
+	int			sampled;		/* rows in the sample */
+	double		disagreement;	/* fraction of them labelled unlike the exact labels */
+	double		inertia_excess; /* their inertia over the exact labels' inertia, less 1 */
+} GcPrecisionCheck;
 
 typedef struct GcKmeansResult
 {
@@ -371,6 +414,7 @@ typedef struct GcKmeansResult
 	const char *init;			/* the seeding that ran: gc_init_name */
 	GcPrecision precision;		/* that labeled: as asked, or float64 where
 								 * the rows' range is beyond float32's */
+	GcPrecisionCheck check;		/* the sampled check of reduced precision */
 	GcKmeansTimings timings;
 } GcKmeansResult;
 
@@ -464,6 +508,21 @@ typedef struct GcKmeansBackend
 						  int32_t *labels, double *distances, int64_t *sizes,
 						  double *inertia, GcError *err);
 	void		(*close) (void *session);
+
+	/*
+	 * The precision check's steps (engine/precision_check.c); NULL where
+	 * labels are always exact (the CPU computes in double).  precision:
+	 * what Lloyd's labeling runs at now; set_precision: run at another
+	 * from the next restart on; label_sample: the labels of the m rows
+	 * listed (in increasing order) under centroids as Lloyd's labeling
+	 * gives them, and exactly (the engine's double distance), between
+	 * restarts (the next begin starts afresh)
+	 */
+	GcPrecision (*precision) (void *session);
+	GcStatus	(*set_precision) (void *session, GcPrecision precision, GcError *err);
+	GcStatus	(*label_sample) (void *session, const double *centroids,
+								 const int64_t *sample, int m, int32_t *labels,
+								 int32_t *exact, GcError *err);
 } GcKmeansBackend;
 
 extern const GcKmeansBackend gc_kmeans_cpu_backend;

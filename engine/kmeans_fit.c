@@ -6,7 +6,9 @@
  *	  iterations with their convergence test, cancel checks and the
  *	  hybrid's decisions, and the final scoring pass that yields sizes,
  *	  labels and distances.  Backends offer steps (open, seed, begin, one
- *	  label-and-update step, score, close); the loop is written once here.
+ *	  label-and-update step, score, close); the loop is written once here,
+ *	  and so is the guard on reduced precision (precision_check.c), which
+ *	  the first restart passes through before it iterates.
  *
  * The algorithm is Lloyd's, seeded by k-means++ (Arthur & Vassilvitskii,
  * 2007) drawn as an exponential race over per-row seeded draws, so that
@@ -20,6 +22,7 @@
 #include "gc_engine.h"
 #include "gc_math.h"
 #include "kmeans_hybrid.h"
+#include "precision_check.h"
 
 #include <float.h>
 #include <stdlib.h>
@@ -299,8 +302,10 @@ gc_kmeans_fit(const GcKmeansBackend *backend, const GcRows *rows,
 	result->timings.transfer_ms = gc_now_ms() - t0;
 	result->timings.seeding_ms = result->timings.iterations_ms = 0.0;
 	result->timings.labeling_ms = result->timings.update_ms = 0.0;
+	result->timings.check_ms = 0.0;
 	result->inertia = INFINITY;
 	result->init = gc_init_name(params, rows->n, d);
+	memset(&result->check, 0, sizeof(result->check));
 
 	work = malloc(sizeof(double) * k * d);
 	work_sizes = malloc(sizeof(int64_t) * k);
@@ -320,6 +325,16 @@ gc_kmeans_fit(const GcKmeansBackend *backend, const GcRows *rows,
 		result->timings.seeding_ms += gc_now_ms() - t0;
 		if (status != GC_OK)
 			break;
+
+		if (r == 0)
+		{
+			t0 = gc_now_ms();
+			status = gc_precision_settle(backend, session, rows, params, work,
+										 &result->check, err);
+			result->timings.check_ms = gc_now_ms() - t0;
+			if (status != GC_OK)
+				break;
+		}
 
 		t0 = gc_now_ms();
 		status = run_lloyd(backend, session, rows, &frame, params, work, &outcome, err);
@@ -358,6 +373,8 @@ gc_kmeans_fit(const GcKmeansBackend *backend, const GcRows *rows,
 		result->timings.iterations_ms += gc_now_ms() - t0;
 	}
 
+	result->precision = status == GC_OK && backend->precision ?
+		backend->precision(session) : GC_PRECISION_FLOAT64;
 	if (session)
 		backend->close(session);
 	free(work);

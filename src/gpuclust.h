@@ -213,6 +213,7 @@ typedef struct KmeansModel
 	double		collect_ms;
 	double		transfer_ms;
 	double		seeding_ms;
+	double		check_ms;		/* the check of reduced precision */
 	double		iterations_ms;
 	double		labeling_ms;
 	double		update_ms;
@@ -227,6 +228,9 @@ typedef struct KmeansModel
 	int16		device_reason;	/* GcDeviceReason */
 	int16		init;			/* the seeding that ran: model.c's init_names */
 	double		skipped_fraction;	/* distance computations pruning skipped */
+	int16		precision_check;	/* GcCheckOutcome of the reduced-precision check */
+	double		sample_disagreement;	/* the check's sample: labels unlike exact ones */
+	double		sample_inertia_excess;	/* the check's sample: inertia over exact, less 1 */
 	char		kernel[GC_KERNEL_NAME_BYTES];	/* labeling kernel, NUL-padded */
 	/* int64 sizes[k], then double centroids[k * d] */
 	char		data[FLEXIBLE_ARRAY_MEMBER];

@@ -15,12 +15,31 @@
 #include "gpuclust.h"
 
 /*
+ * Tell the user that the precision asked for mislabelled a sample of the
+ * rows, and which ran instead
+ */
+static void
+report_fall_back(const GcKmeansResult *result)
+{
+	ereport(NOTICE,
+			(errmsg("precision \"%s\" mislabels these rows: the fit ran in %s",
+					gc_precision_name(result->check.checked),
+					gc_precision_name(result->precision)),
+			 errdetail("%.1f%% of the labels of a sample of %d rows differed from exact ones, and their inertia was %.3g times the exact labels' (the check allows %g).",
+					   100.0 * result->check.disagreement, result->check.sampled,
+					   result->check.inertia_excess + 1.0, 1.0 + GC_PRECISION_MAX_EXCESS),
+			 errhint("Columns of very different scales defeat reduced precision: rescale them, or ask for precision \"float32\".")));
+}
+
+/*
  * Record in model (whose centroids and sizes the fit wrote) what the fit
- * reports and where it ran.  The precision is the one that ran: the CPU
- * backend computes in double whatever was asked, the GPU as asked unless
- * the rows spread wider than float32 holds (then in float64).  The model is then
- * validated as text input and binary receive validate it, so that it
- * reads back.
+ * reports and where it ran.  The precision is the one that ran (the
+ * engine's result says): the CPU backend computes in double whatever was
+ * asked, the GPU as asked unless the rows spread wider than float32 holds
+ * (then in float64).  The model is then validated as text input and
+ * binary receive validate it, so that it reads back.  A reduced precision
+ * that failed its check on the sample (engine/precision_check.c) and fell
+ * back says so in a NOTICE, unless auto asked for the fastest that passes.
  */
 void
 gc_model_record_result(KmeansModel *model, const GcKmeansResult *result,
@@ -43,12 +62,15 @@ gc_model_record_result(KmeansModel *model, const GcKmeansResult *result,
 	model->collect_ms = origin->collect_ms;
 	model->transfer_ms = result->timings.transfer_ms;
 	model->seeding_ms = result->timings.seeding_ms;
+	model->check_ms = result->timings.check_ms;
 	model->iterations_ms = result->timings.iterations_ms;
 	model->labeling_ms = result->timings.labeling_ms;
 	model->update_ms = result->timings.update_ms;
 	model->precision_requested = origin->precision_requested;
-	model->precision = origin->device == GC_KIND_GPU ?
-		result->precision : GC_PRECISION_FLOAT64;
+	model->precision = result->precision;
+	model->precision_check = result->check.outcome;
+	model->sample_disagreement = result->check.disagreement;
+	model->sample_inertia_excess = result->check.inertia_excess;
 	model->metric = origin->metric;
 	model->input = (int16) gc_model_input_code(origin->input);
 	model->pruned = result->pruned;
@@ -58,6 +80,9 @@ gc_model_record_result(KmeansModel *model, const GcKmeansResult *result,
 		elog(ERROR, "kernel name \"%s%s\" does not fit in a kmeans_model", kernel, suffix);
 	snprintf(model->kernel, sizeof(model->kernel), "%s%s", kernel, suffix);
 	gc_model_check(model, ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE);
+	if (result->check.outcome == GC_CHECK_FELL_BACK &&
+		origin->precision_requested != GC_PRECISION_AUTO)
+		report_fall_back(result);
 }
 
 /*

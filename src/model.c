@@ -69,6 +69,14 @@ precision_name(int i)
 }
 
 static const char *
+check_name(int i)
+{
+	static const char *const names[] = {"none", "passed", "fell_back"};	/* by GcCheckOutcome */
+
+	return names[i];
+}
+
+static const char *
 metric_name(int i)
 {
 	return gc_metric_name((GcMetric) i);
@@ -147,8 +155,11 @@ static const GcModelField model_fields[] = {
 	E("algorithm", pruned, algorithm_name, 2),
 	F("kernel", GC_FIELD_NAME, GC_PLACE_TOP, kernel),
 	E("init", init, init_name, lengthof(init_names)),
-	E("precision", precision, precision_name, GC_PRECISION_BF16 + 1),
-	E("precision_requested", precision_requested, precision_name, GC_PRECISION_BF16 + 1),
+	E("precision", precision, precision_name, GC_PRECISION_AUTO + 1),
+	E("precision_requested", precision_requested, precision_name, GC_PRECISION_AUTO + 1),
+	E("precision_check", precision_check, check_name, GC_CHECK_FELL_BACK + 1),
+	F("sample_disagreement", GC_FIELD_FRACTION, GC_PLACE_TOP, sample_disagreement),
+	F("sample_inertia_excess", GC_FIELD_DOUBLE, GC_PLACE_TOP, sample_inertia_excess),
 	E("metric", metric, metric_name, GC_METRIC_COSINE + 1),
 	E("input", input, input_name, lengthof(input_formats)),
 	F("partial_states", GC_FIELD_INT32, GC_PLACE_TOP, partial_states),
@@ -157,6 +168,7 @@ static const GcModelField model_fields[] = {
 	F("collect", GC_FIELD_DOUBLE, GC_PLACE_TIMINGS, collect_ms),
 	F("transfer", GC_FIELD_DOUBLE, GC_PLACE_TIMINGS, transfer_ms),
 	F("seeding", GC_FIELD_DOUBLE, GC_PLACE_TIMINGS, seeding_ms),
+	F("precision_check", GC_FIELD_DOUBLE, GC_PLACE_TIMINGS, check_ms),
 	F("iterations", GC_FIELD_DOUBLE, GC_PLACE_TIMINGS, iterations_ms),
 	F("labeling", GC_FIELD_DOUBLE, GC_PLACE_TIMINGS, labeling_ms),
 	F("update", GC_FIELD_DOUBLE, GC_PLACE_TIMINGS, update_ms),

@@ -177,7 +177,8 @@ option_choice(const char *key, JsonbValue *v, const char *const *names, int coun
 }
 
 static const char *const algorithm_names[] = {"auto", "lloyd", "pruned"};
-static const char *const precision_names[] = {"float32", "float64", "tf32", "bf16"};
+/* by GcPrecision */
+static const char *const precision_names[] = {"float32", "float64", "tf32", "bf16", "fp16", "auto"};
 static const char *const metric_names[] = {"euclidean", "cosine"};
 
 const char *
@@ -265,8 +266,9 @@ kmeans_option(const char *name, JsonbValue *v, void *arg)
 		params->algorithm = (GcAlgorithm) option_choice(name, v, algorithm_names, 3,
 														"\"auto\", \"lloyd\" or \"pruned\"");
 	else if (strcmp(name, "precision") == 0)
-		params->precision = (GcPrecision) option_choice(name, v, precision_names, 4,
-														"\"float32\", \"float64\", \"tf32\" or \"bf16\"");
+		params->precision = (GcPrecision) option_choice(name, v, precision_names,
+														lengthof(precision_names),
+														"\"float32\", \"float64\", \"tf32\", \"bf16\", \"fp16\" or \"auto\"");
 	else if (strcmp(name, "metric") == 0)
 		params->metric = (GcMetric) option_choice(name, v, metric_names, 2,
 												  "\"euclidean\" or \"cosine\"");

@@ -84,6 +84,7 @@ run_case(int64_t n, int d, int k)
 			{GC_ALGORITHM_LLOYD, GC_PRECISION_FLOAT64, "gpu float64"},
 			{GC_ALGORITHM_LLOYD, GC_PRECISION_TF32, "gpu tf32"},
 			{GC_ALGORITHM_LLOYD, GC_PRECISION_BF16, "gpu bf16"},
+			{GC_ALGORITHM_LLOYD, GC_PRECISION_FP16, "gpu fp16"},
 		};
 		char		why[256];
 
@@ -98,14 +99,13 @@ run_case(int64_t n, int d, int k)
 										   variants[v].algorithm, variants[v].precision,
 										   300, 1e-4);
 
-				if (variants[v].precision == GC_PRECISION_TF32 ||
-					variants[v].precision == GC_PRECISION_BF16)
+				if (gc_precision_is_reduced(variants[v].precision))
 				{
 					/*
-					 * TF32 and bf16 round inputs to 10 and 7 bits: close, not
-					 * identical; bf16 is for spread-out data such as
-					 * embeddings, and on 1000 tight clusters in 4-d its
-					 * inertia is off by more
+					 * TF32, fp16 and bf16 round inputs to 10, 10 and 7 bits:
+					 * close, not identical; bf16 is for spread-out data such
+					 * as embeddings, and on 1000 tight clusters in 4-d its
+					 * inertia is off by more (or its check falls back)
 					 */
 					double		tolerance = variants[v].precision == GC_PRECISION_BF16 ? 0.05 : 0.01;
 					int64_t		mismatched = 0;
@@ -114,6 +114,11 @@ run_case(int64_t n, int d, int k)
 						mismatched += gpu.labels[i] != cpu.labels[i];
 					char		what[96];
 
+					snprintf(what, sizeof(what), "%s: the precision that ran is reported",
+							 variants[v].name);
+					check(gpu.result.precision == (gpu.result.check.outcome == GC_CHECK_FELL_BACK ?
+												   GC_PRECISION_FLOAT32 : variants[v].precision) &&
+						  gpu.result.check.outcome != GC_CHECK_NONE, what, config);
 					snprintf(what, sizeof(what), "%s: at most 2%% of labels differ (%lld do)",
 							 variants[v].name, (long long) mismatched);
 					check(gpu.status == GC_OK && mismatched <= n / 50, what, config);
@@ -145,8 +150,8 @@ run_case(int64_t n, int d, int k)
  * the TF32 screen (d >= 12, k >= 128; below d = 12 the test forces it
  * with params.kernel, so that the narrow column steps stay tested) must equal the CPU's fit to the bit, on blobs (few doubtful
  * points) and on uniform data (many, labelled again by 3xTF32 and some
- * exactly).  On blobs, bf16 products must find the same clusters: their
- * error is far below the gaps between blobs.
+ * exactly).  On blobs, bf16 and fp16 products must find the same clusters:
+ * their error is far below the gaps between blobs.
  */
 static void
 run_tensor_case(int64_t n, int d, int k, double sigma)
@@ -202,22 +207,25 @@ run_tensor_case(int64_t n, int d, int k, double sigma)
 			free_fit(&forced);
 		}
 	}
-	if (sigma > 0)
+	for (int p = 0; sigma > 0 && p < 2; p++)
 	{
-		Fit			bf16 = fit_with(&gc_kmeans_cuda_backend, &pinned, k, 3, GC_ALGORITHM_LLOYD,
-									GC_PRECISION_BF16, 30, 0.0);
+		GcPrecision precision = p == 0 ? GC_PRECISION_BF16 : GC_PRECISION_FP16;
+		const char *name = p == 0 ? "gpu bf16" : "gpu fp16";
+		Fit			half = fit_with(&gc_kmeans_cuda_backend, &pinned, k, 3, GC_ALGORITHM_LLOYD,
+									precision, 30, 0.0);
 		int64_t		mismatched = 0;
 		char		what[96];
 
 		for (int64_t i = 0; i < n; i++)
-			mismatched += bf16.labels[i] != cpu.labels[i];
+			mismatched += half.labels[i] != cpu.labels[i];
 		/* near-ties where k-means++ split a blob can go either way */
-		snprintf(what, sizeof(what), "gpu bf16: at most 1%% of labels differ (%lld do)",
+		snprintf(what, sizeof(what), "%s: at most 1%% of labels differ (%lld do)", name,
 				 (long long) mismatched);
-		check(bf16.status == GC_OK && mismatched <= n / 100, what, config);
-		check(fabs(bf16.result.inertia - cpu.result.inertia) <= 1e-4 * cpu.result.inertia,
-			  "gpu bf16: inertia within 1e-4", config);
-		free_fit(&bf16);
+		check(half.status == GC_OK && mismatched <= n / 100, what, config);
+		snprintf(what, sizeof(what), "%s: inertia within 1e-4", name);
+		check(fabs(half.result.inertia - cpu.result.inertia) <= 1e-4 * cpu.result.inertia,
+			  what, config);
+		free_fit(&half);
 	}
 	free_fit(&cpu);
 	free_fit(&gpu);

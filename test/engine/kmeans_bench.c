@@ -5,6 +5,9 @@
  *	  GPU machine): times GPU fits of one shape and prints one JSON line.
  *
  *	  kmeans_bench N D K DATA ALGORITHM PRECISION MAX_ITER [KERNEL]
+ *		PRECISION is float32, float64, tf32, bf16, fp16 or auto; the line
+ *		says which ran and what the check of reduced precision measured
+ *		(its time is apart from the iterations');
  *		DATA is uniform, gauss:VARIANCE (clusters around K uniform centres
  *		in the unit cube) or file:PATH (N x D little-endian doubles);
  *		KERNEL forces the float32 labeling kernel (GcKmeansParams.kernel):
@@ -40,7 +43,10 @@ bench(int64_t n, int d, int k, const char *data, const char *algorithm,
 		strcmp(algorithm, "pruned") == 0 ? GC_ALGORITHM_PRUNED : GC_ALGORITHM_AUTO;
 	GcPrecision prec = strcmp(precision, "float64") == 0 ? GC_PRECISION_FLOAT64 :
 		strcmp(precision, "tf32") == 0 ? GC_PRECISION_TF32 :
-		strcmp(precision, "bf16") == 0 ? GC_PRECISION_BF16 : GC_PRECISION_FLOAT32;
+		strcmp(precision, "bf16") == 0 ? GC_PRECISION_BF16 :
+		strcmp(precision, "fp16") == 0 ? GC_PRECISION_FP16 :
+		strcmp(precision, "auto") == 0 ? GC_PRECISION_AUTO : GC_PRECISION_FLOAT32;
+	static const char *const ran_names[] = {"float32", "float64", "tf32", "bf16", "fp16", "auto"};
 	GcKernel	kernel = GC_KERNEL_AUTO;
 	bool		streamed = false;
 	double		per_iteration;
@@ -120,7 +126,8 @@ bench(int64_t n, int d, int k, const char *data, const char *algorithm,
 		   "\"ms_per_iteration\": %.4f, \"tflops\": %.2f, \"skipped\": %.4f, "
 		   "\"labeling_ms_per_iteration\": %.4f, \"update_ms_per_iteration\": %.4f, "
 		   "\"transfer_ms\": %.2f, \"seeding_ms\": %.2f, \"inertia\": %.10g, "
-		   "\"rechecked\": %.4f, \"exact_checked\": %.6f}\n",
+		   "\"rechecked\": %.4f, \"exact_checked\": %.6f, \"precision_ran\": \"%s\", "
+		   "\"check_ms\": %.2f, \"sample_disagreement\": %.4f, \"sample_inertia_excess\": %.4g}\n",
 		   (long long) n, d, k, strncmp(data, "file:", 5) == 0 ? "file" : data, algorithm,
 		   gpu.result.pruned ? "pruned" : "lloyd", gpu.result.kernel, precision,
 		   gpu.result.iterations, per_iteration,
@@ -128,7 +135,9 @@ bench(int64_t n, int d, int k, const char *data, const char *algorithm,
 		   gpu.result.timings.labeling_ms / gpu.result.iterations,
 		   gpu.result.timings.update_ms / gpu.result.iterations,
 		   gpu.result.timings.transfer_ms, gpu.result.timings.seeding_ms,
-		   gpu.result.inertia, gpu.result.rechecked_fraction, gpu.result.exact_fraction);
+		   gpu.result.inertia, gpu.result.rechecked_fraction, gpu.result.exact_fraction,
+		   ran_names[gpu.result.precision], gpu.result.timings.check_ms,
+		   gpu.result.check.disagreement, gpu.result.check.inertia_excess);
 	fflush(stdout);
 	free_fit(&gpu);
 	gc_rows_release(&rows);

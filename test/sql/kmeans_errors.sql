@@ -123,6 +123,10 @@ SELECT kmeans_gpu(v, 2, '{"seed": 1, "Seed": 1}') FROM err_pts;
 \echo :LAST_ERROR_SQLSTATE
 SELECT kmeans_gpu(v, 2, '{"max_iter": "10"}') FROM err_pts;
 \echo :LAST_ERROR_SQLSTATE
+SELECT kmeans_gpu(v, 2, '{"precision": "fp8"}') FROM err_pts;
+\echo :LAST_ERROR_SQLSTATE
+SELECT kmeans_gpu(v, 2, '{"precision": "FP16"}') FROM err_pts;
+\echo :LAST_ERROR_SQLSTATE
 SELECT kmeans_gpu(v, 2, '{"max_iter": 0}') FROM err_pts;
 \echo :LAST_ERROR_SQLSTATE
 SELECT kmeans_gpu(v, 2, '{"max_iter": 2.5}') FROM err_pts;

@@ -267,6 +267,34 @@ SELECT m::jsonb->>'precision_requested' AS requested,
 	   AS precision_ran
 FROM (SELECT kmeans_gpu(v, 3, '{"seed": 1, "precision": "bf16"}') AS m FROM rt_pts) s;
 
+-- fp16 and auto (issue 14): the precision that ran, and the check of
+-- reduced precision on a sample of the rows.  The CPU computes in double
+-- and checks nothing; on the GPU, fp16 labels these blobs well enough to
+-- keep, and auto takes float32 below k = 128 (where the tensor cores do
+-- not pay)
+SELECT r.requested, m::jsonb->>'precision_requested' = r.requested AS requested_kept,
+	   m::jsonb->>'precision' = CASE m::jsonb->>'device' WHEN 'cpu' THEN 'float64'
+			WHEN 'gpu' THEN CASE r.requested WHEN 'auto' THEN 'float32' ELSE r.requested END END
+	   AS precision_ran,
+	   m::jsonb->>'precision_check' = CASE WHEN m::jsonb->>'device' = 'cpu' OR r.requested = 'auto'
+			THEN 'none' ELSE 'passed' END AS check_outcome,
+	   (m::jsonb->>'sample_disagreement')::float8 BETWEEN 0 AND 0.05 AS disagreement_small,
+	   (m::jsonb->>'sample_inertia_excess')::float8 <= 0.01 AS excess_within_bound
+FROM (VALUES ('fp16'), ('auto'), ('float32')) r(requested),
+	 LATERAL (SELECT kmeans_gpu(v, 3, jsonb_build_object('seed', 1, 'precision', r.requested)) AS m
+			  FROM rt_pts) f;
+-- the fields read back, and only known names are taken
+SELECT (m::text::kmeans_model)::text = m::text AS round_trip,
+	   m::jsonb->'precision_check' AS outcome, m::jsonb->'sample_disagreement' AS disagreement
+FROM (SELECT jsonb_set(jsonb_set(jsonb_set(jsonb_set(kmeans_gpu(v, 3, '{"seed": 1}')::jsonb,
+			 '{precision}', '"float32"'), '{precision_requested}', '"bf16"'),
+			 '{precision_check}', '"fell_back"'), '{sample_disagreement}', '0.375')::text::kmeans_model AS m
+	  FROM rt_pts) s;
+SELECT jsonb_set(kmeans_gpu(v, 3, '{"seed": 1}')::jsonb, '{precision_check}', '"maybe"')::text::kmeans_model
+FROM rt_pts;
+SELECT jsonb_set(kmeans_gpu(v, 3, '{"seed": 1}')::jsonb, '{sample_disagreement}', '1.5')::text::kmeans_model
+FROM rt_pts;
+
 -- the streamed model: kernel not truncated, its inertia named for the
 -- summary, every field of a fit filled, NULL options the defaults
 SELECT m::jsonb->>'kernel' LIKE '%-weighted' AS weighted_kernel,
