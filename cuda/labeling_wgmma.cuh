@@ -1,0 +1,58 @@
+/*-------------------------------------------------------------------------
+ *
+ * labeling_wgmma.cuh
+ *	  The Hopper labeling pass (labeling_wgmma.cu, built for sm_90a only;
+ *	  the kernel is in wgmma_tiles.cuh): its operands, described by tensor
+ *	  maps for the copy engine, and its launcher.  The labelers that own
+ *	  the operands (labeler_wgmma.cu) include this.
+ *
+ * IDENTIFICATION
+ *	  cuda/labeling_wgmma.cuh
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef GC_LABELING_WGMMA_CUH
+#define GC_LABELING_WGMMA_CUH
+
+#include <cuda.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "gc_engine.h"
+
+/* What one pass reads and writes besides its tensor maps */
+typedef struct WgmmaArgs
+{
+	const float *cnorm;			/* ||c||^2 of the rounded centroids, k of them */
+	int64_t		n;				/* points */
+	int			ld;				/* row width of the operands, a multiple of 64 */
+	int			k;
+	int32_t    *labels;
+	unsigned long long *changed;
+} WgmmaArgs;
+
+/* The operands of the pass: 16-bit rows of width ld, as tensor maps */
+typedef struct WgmmaOperands
+{
+	CUtensorMap xmap;			/* n points */
+	CUtensorMap cmap;			/* k centroids */
+	bool		bf16;			/* bf16 elements; fp16 otherwise */
+} WgmmaOperands;
+
+/*
+ * Whether this device runs the pass (compute capability 9.0: sm_90a code
+ * runs on no other) for rows of width ld (a multiple of 64)
+ */
+bool		gc_wgmma_usable(int ld);
+
+/* Describe rows (n of width ld, 16-bit) and centroids (k) for the copy engine */
+GcStatus	gc_wgmma_describe(WgmmaOperands *ops, const void *x, int64_t n, const void *c,
+							  int k, int ld, bool bf16, GcError *err);
+
+/* Label n points: nearest centroid into labels, changes counted into changed */
+GcStatus	launch_assign_points_wgmma(const WgmmaOperands *ops, const float *cnorm, int64_t n,
+									   int ld, int k, int32_t *labels,
+									   unsigned long long *changed, cudaStream_t stream,
+									   GcError *err);
+
+#endif							/* GC_LABELING_WGMMA_CUH */
