@@ -27,6 +27,7 @@ typedef struct WgmmaState
 	__nv_bfloat16 *xb;			/* the data in bf16, rows of width ld */
 	__nv_bfloat16 *cb;			/* the centroids in bf16 */
 	float	   *cnorm_bf16;		/* norms of the bf16 centroids */
+	float	   *half_norms;		/* -||c||^2 / 2 of those, padded to whole tiles */
 	WgmmaOperands ops;			/* xb and cb as tensor maps */
 } WgmmaState;
 
@@ -44,6 +45,7 @@ wgmma_open(CudaSession *s, void **state, GcError *err)
 	ALLOC_OR_RETURN(w->xb, (size_t) n * w->ld);
 	ALLOC_OR_RETURN(w->cb, (size_t) kpad * w->ld);
 	ALLOC_OR_RETURN(w->cnorm_bf16, (size_t) kpad);
+	ALLOC_OR_RETURN(w->half_norms, (size_t) gc_wgmma_padded_k(s->k));
 	GC_CUDA_TRY(cudaMemsetAsync(w->cnorm_bf16, 0, sizeof(float) * kpad, s->stream), err);
 	/* the conversion writes every column of a row of width d */
 	if (w->ld != d)
@@ -61,7 +63,9 @@ wgmma_refresh(CudaSession *s, void *state, GcError *err)
 
 	if (launch_pad_rows(s->c32, s->k, s->d, w->ld, w->cb, s->stream, err) != GC_OK)
 		return err->status;
-	return launch_bf16_norms(w->cb, s->k, w->ld, w->cnorm_bf16, s->stream, err);
+	if (launch_bf16_norms(w->cb, s->k, w->ld, w->cnorm_bf16, s->stream, err) != GC_OK)
+		return err->status;
+	return launch_wgmma_half_norms(w->cnorm_bf16, s->k, w->half_norms, s->stream, err);
 }
 
 static GcStatus
@@ -70,7 +74,7 @@ wgmma_label(CudaSession *s, void *state, unsigned long long *changed,
 {
 	WgmmaState *w = (WgmmaState *) state;
 
-	return launch_assign_points_wgmma(&w->ops, w->cnorm_bf16, s->n, w->ld, s->k, s->labels,
+	return launch_assign_points_wgmma(&w->ops, w->half_norms, s->n, w->ld, s->k, s->labels,
 									  changed, s->stream, err);
 }
 
@@ -82,6 +86,7 @@ wgmma_close(void *state)
 	cudaFree(w->xb);
 	cudaFree(w->cb);
 	cudaFree(w->cnorm_bf16);
+	cudaFree(w->half_norms);
 	free(w);
 }
 

@@ -96,6 +96,23 @@ gc_wgmma_describe(WgmmaOperands *ops, const void *x, int64_t n, const void *c, i
 	return describe_rows(&ops->cmap, c, k, ld, WG_BN, bf16, err);
 }
 
+int
+gc_wgmma_padded_k(int k)
+{
+	return (k + WG_BN - 1) / WG_BN * WG_BN;
+}
+
+GcStatus
+launch_wgmma_half_norms(const float *cnorm, int k, float *half_norms, cudaStream_t stream,
+						GcError *err)
+{
+	int			padded = gc_wgmma_padded_k(k);
+
+	half_norms_kernel<<<(padded + 255) / 256, 256, 0, stream>>>(cnorm, k, padded, half_norms);
+	GC_CUDA_LAUNCHED("half_norms", err);
+	return GC_OK;
+}
+
 template <typename Elem>
 static GcStatus
 launch_elem(const WgmmaOperands *ops, const WgmmaArgs &args, cudaStream_t stream, GcError *err)
@@ -121,7 +138,7 @@ launch_elem(const WgmmaOperands *ops, const WgmmaArgs &args, cudaStream_t stream
 }
 
 GcStatus
-launch_assign_points_wgmma(const WgmmaOperands *ops, const float *cnorm, int64_t n, int ld, int k,
+launch_assign_points_wgmma(const WgmmaOperands *ops, const float *half_norms, int64_t n, int ld, int k,
 						   int32_t *labels, unsigned long long *changed, cudaStream_t stream,
 						   GcError *err)
 {
@@ -134,7 +151,7 @@ launch_assign_points_wgmma(const WgmmaOperands *ops, const float *cnorm, int64_t
 	if (ld % WG_BK != 0)
 		return gc_fail(err, GC_ERR_DEVICE, "the Hopper kernel needs rows of a multiple of %d values",
 					   WG_BK);
-	args.cnorm = cnorm;
+	args.half_norms = half_norms;
 	args.n = n;
 	args.ld = ld;
 	args.k = k;

@@ -23,7 +23,7 @@
 /* What one pass reads and writes besides its tensor maps */
 typedef struct WgmmaArgs
 {
-	const float *cnorm;			/* ||c||^2 of the rounded centroids, k of them */
+	const float *half_norms;	/* -||c||^2 / 2, padded with -FLT_MAX (WG_BN multiple) */
 	int64_t		n;				/* points */
 	int			ld;				/* row width of the operands, a multiple of 64 */
 	int			k;
@@ -49,8 +49,15 @@ bool		gc_wgmma_usable(int ld);
 GcStatus	gc_wgmma_describe(WgmmaOperands *ops, const void *x, int64_t n, const void *c,
 							  int k, int ld, bool bf16, GcError *err);
 
+/* Centroids padded to whole tiles of the pass: half_norms holds this many floats */
+int			gc_wgmma_padded_k(int k);
+
+/* -||c||^2 / 2 from the norms of the k rounded centroids, padded with -FLT_MAX */
+GcStatus	launch_wgmma_half_norms(const float *cnorm, int k, float *half_norms,
+									cudaStream_t stream, GcError *err);
+
 /* Label n points: nearest centroid into labels, changes counted into changed */
-GcStatus	launch_assign_points_wgmma(const WgmmaOperands *ops, const float *cnorm, int64_t n,
+GcStatus	launch_assign_points_wgmma(const WgmmaOperands *ops, const float *half_norms, int64_t n,
 									   int ld, int k, int32_t *labels,
 									   unsigned long long *changed, cudaStream_t stream,
 									   GcError *err);

@@ -19,7 +19,8 @@
  *	  after the last column slice folds the tile into its rows' running
  *	  best.  The accumulators start at -||c||^2 / 2 (-FLT_MAX past k), as
  *	  in the mma.sync kernel (tensor_tiles.cuh), so the epilogue only
- *	  compares.  Rows past n and centroids past k read zeros (the copy
+ *	  compares; those values come with a tile's first stage (a bulk copy
+ *	  of a padded array, so that no thread waits on global loads).  Rows past n and centroids past k read zeros (the copy
  *	  engine fills what lies outside the tensor map).
  *
  *	  Written in PTX (inline asm) rather than on CUTLASS/CuTe: one kernel
@@ -50,7 +51,8 @@
 #define WG_THREADS 384			/* the producer and two consumer warpgroups */
 #define WG_A_BYTES (WG_BM * WG_BK * 2)
 #define WG_B_BYTES (WG_BN * WG_BK * 2)
-#define WG_STAGE_BYTES (WG_A_BYTES + WG_B_BYTES)
+#define WG_NORM_BYTES (WG_BN * 4)	/* a centroid tile's -||c||^2 / 2 */
+#define WG_STAGE_BYTES (WG_A_BYTES + WG_B_BYTES + WG_NORM_BYTES)
 #define WG_SMEM_BYTES (WG_STAGES * WG_STAGE_BYTES + 1024 + 2 * WG_STAGES * 8)
 
 /* The PTX type of a 16-bit element */
@@ -115,6 +117,16 @@ tma_load_2d(void *dst, const CUtensorMap *map, int col, int row, uint64_t *bar)
 				 " [%0], [%1, {%2, %3}], [%4];"
 				 :: "r"(smem_addr(dst)), "l"((uint64_t) map), "r"(col), "r"(row),
 				 "r"(smem_addr(bar)) : "memory");
+}
+
+/* Copy bytes (a multiple of 16) of contiguous memory into shared memory */
+__device__ __forceinline__ void
+bulk_load(void *dst, const void *src, uint32_t bytes, uint64_t *bar)
+{
+	asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"
+				 " [%0], [%1], %2, [%3];"
+				 :: "r"(smem_addr(dst)), "l"((uint64_t) src), "r"(bytes), "r"(smem_addr(bar))
+				 : "memory");
 }
 
 /*
@@ -232,11 +244,13 @@ wgmma_m64n256k16(float (&d)[128], uint64_t a, uint64_t b)
 /*
  * The producer: one thread fills the ring, stage after stage, in the
  * order the consumers read it (row tiles, then centroid tiles, then
- * column slices)
+ * column slices); a centroid tile's first stage also brings its
+ * accumulators' starting values
  */
 __device__ __forceinline__ void
-produce(const CUtensorMap *xmap, const CUtensorMap *cmap, uint8_t *stages, uint64_t *full,
-		uint64_t *empty, int64_t row_tiles, int ctiles, int kblocks)
+produce(const CUtensorMap *xmap, const CUtensorMap *cmap, const float *half_norms,
+		uint8_t *stages, uint64_t *full, uint64_t *empty, int64_t row_tiles, int ctiles,
+		int kblocks)
 {
 	uint32_t	it = 0;
 
@@ -248,58 +262,81 @@ produce(const CUtensorMap *xmap, const CUtensorMap *cmap, uint8_t *stages, uint6
 				uint8_t    *stage = stages + s * WG_STAGE_BYTES;
 
 				mbar_wait(&empty[s], ((it / WG_STAGES) & 1) ^ 1);
-				mbar_expect_tx(&full[s], WG_STAGE_BYTES);
+				mbar_expect_tx(&full[s], WG_A_BYTES + WG_B_BYTES + (kb == 0 ? WG_NORM_BYTES : 0));
 				tma_load_2d(stage, xmap, kb * WG_BK, (int) (tile * WG_BM), &full[s]);
 				tma_load_2d(stage + WG_A_BYTES, cmap, kb * WG_BK, ct * WG_BN, &full[s]);
+				if (kb == 0)
+					bulk_load(stage + WG_A_BYTES + WG_B_BYTES, half_norms + ct * WG_BN,
+							  WG_NORM_BYTES, &full[s]);
 			}
 }
 
-/* Start a centroid tile's accumulators at -||c||^2 / 2, -FLT_MAX past k */
+/*
+ * Start a centroid tile's accumulators at -||c||^2 / 2 (-FLT_MAX past k),
+ * from the tile's first stage
+ */
 __device__ __forceinline__ void
-start_tile(float (&acc)[128], const float *cnorm, int col0, int k, int t)
+start_tile(float (&acc)[128], const float *half_norms, int t)
 {
 #pragma unroll
 	for (int j = 0; j < WG_BN / 8; j++)
-#pragma unroll
-		for (int e = 0; e < 2; e++)
-		{
-			int			c = col0 + 8 * j + 2 * t + e;
-			float		v = c < k ? -0.5f * __ldg(cnorm + c) : -FLT_MAX;
+	{
+		float2		v = *reinterpret_cast<const float2 *>(half_norms + 8 * j + 2 * t);
 
-			acc[j * 4 + e] = v;
-			acc[j * 4 + 2 + e] = v;
-		}
+		acc[j * 4] = acc[j * 4 + 2] = v.x;
+		acc[j * 4 + 1] = acc[j * 4 + 3] = v.y;
+	}
 }
 
 /*
  * Fold a finished tile into the running best of the thread's two rows
  * (g and g + 8 of its warp's 16): its columns come in increasing order,
- * so the first of equal values, the lowest index, stays
+ * so the first of equal values, the lowest index, stays.  The tile's
+ * winner is kept as its offset in the tile (a constant per value), the
+ * index made once at the end.
  */
 __device__ __forceinline__ void
 fold_tile(const float (&acc)[128], float (&best)[2], int (&best_c)[2], int col0, int t)
 {
 #pragma unroll
-	for (int j = 0; j < WG_BN / 8; j++)
+	for (int h = 0; h < 2; h++)
+	{
+		float		tile_best = best[h];
+		int			offset = -1;
+
 #pragma unroll
-		for (int e = 0; e < 2; e++)
+		for (int j = 0; j < WG_BN / 8; j++)
 #pragma unroll
-			for (int h = 0; h < 2; h++)
+			for (int e = 0; e < 2; e++)
 			{
 				float		s = acc[j * 4 + h * 2 + e];
 
-				if (s > best[h])
+				if (s > tile_best)
 				{
-					best[h] = s;
-					best_c[h] = col0 + 8 * j + 2 * t + e;
+					tile_best = s;
+					offset = 8 * j + e;
 				}
 			}
+		if (offset >= 0)
+		{
+			best[h] = tile_best;
+			best_c[h] = col0 + 2 * t + offset;
+		}
+	}
 }
 
 /*
  * A row's best over the four threads of its quad (the lower index wins
  * ties); the first thread labels it and counts a change
  */
+/* -||c||^2 / 2 for c < k, -FLT_MAX up to the end of the last centroid tile */
+__global__ void
+half_norms_kernel(const float *cnorm, int k, int padded, float *half_norms)
+{
+	for (int c = blockIdx.x * blockDim.x + threadIdx.x; c < padded; c += gridDim.x * blockDim.x)
+		half_norms[c] = c < k ? -0.5f * cnorm[c] : -FLT_MAX;
+}
+
 __device__ __forceinline__ int
 finish_rows(const WgmmaArgs &args, float (&best)[2], int (&best_c)[2], int64_t row_base, int g,
 			int t)
@@ -358,7 +395,11 @@ consume(const WgmmaArgs &args, uint8_t *stages, uint64_t *full, uint64_t *empty,
 
 		for (int ct = 0; ct < ctiles; ct++)
 		{
-			start_tile(acc, args.cnorm, ct * WG_BN, args.k, t);
+			/* the tile's first stage brings its starting values */
+			mbar_wait(&full[it % WG_STAGES], (it / WG_STAGES) & 1);
+			start_tile(acc, reinterpret_cast<const float *>(stages + (it % WG_STAGES) *
+															 WG_STAGE_BYTES + WG_A_BYTES +
+															 WG_B_BYTES), t);
 			for (int kb = 0; kb < kblocks; kb++, it++)
 			{
 				int			s = it % WG_STAGES;
@@ -366,7 +407,8 @@ consume(const WgmmaArgs &args, uint8_t *stages, uint64_t *full, uint64_t *empty,
 				uint64_t	a = sw128_desc(stage + cw * (WG_A_BYTES / 2)),
 							b = sw128_desc(stage + WG_A_BYTES);
 
-				mbar_wait(&full[s], (it / WG_STAGES) & 1);
+				if (kb > 0)
+					mbar_wait(&full[s], (it / WG_STAGES) & 1);
 				fence_acc(acc);
 				wgmma_fence();
 #pragma unroll
@@ -425,7 +467,8 @@ assign_points_wgmma_kernel(const __grid_constant__ CUtensorMap xmap,
 	{
 		asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
 		if (threadIdx.x == 0)
-			produce(&xmap, &cmap, stages, full, empty, row_tiles, ctiles, kblocks);
+			produce(&xmap, &cmap, args.half_norms, stages, full, empty, row_tiles, ctiles,
+					kblocks);
 	}
 	else
 	{
