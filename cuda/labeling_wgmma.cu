@@ -31,10 +31,17 @@ encoder(void)
 		void	   *p = NULL;
 		cudaDriverEntryPointQueryResult found;
 
+#if CUDART_VERSION >= 12050
 		if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000,
 											 cudaEnableDefault, &found) == cudaSuccess &&
 			found == cudaDriverEntryPointSuccess)
 			fn = (EncodeTiled) p;
+#else
+		if (cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &p, cudaEnableDefault,
+									&found) == cudaSuccess &&
+			found == cudaDriverEntryPointSuccess)
+			fn = (EncodeTiled) p;
+#endif
 	}
 	return fn;
 }
