@@ -39,6 +39,7 @@ ifeq ($(WITH_CUDA),1)
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 CUDA_OBJS = cuda/device.o cuda/kmeans_cuda.o cuda/labelers.o cuda/labeler_simt.o \
 	cuda/labeler_float64.o cuda/labeler_tensor.o cuda/labeler_bf16.o cuda/labeler_pruned.o \
+	cuda/labeler_wgmma.o cuda/labeling_wgmma.o \
 	cuda/labeling.o cuda/labeling_tensor.o cuda/tensor_operands.o \
 	cuda/labeling_pruned.o cuda/update.o cuda/seeding.o cuda/seeding_greedy.o cuda/seeding_parallel.o \
 	cuda/pmedian_cuda.o cuda/pmedian_allocate.o cuda/pmedian_locate.o cuda/pmedian_swap.o
@@ -49,6 +50,13 @@ NVCC_FLAGS = -O3 -std=c++17 -Xcompiler -fPIC -Iengine --fmad=true \
 	-gencode arch=compute_80,code=sm_80 \
 	-gencode arch=compute_90,code=sm_90 \
 	-gencode arch=compute_90,code=compute_90
+# The Hopper labeling pass (wgmma, setmaxnreg) exists for sm_90a alone;
+# its host code runs everywhere and keeps it off other devices.
+WGMMA_FLAGS = -O3 -std=c++17 -Xcompiler -fPIC -Iengine --fmad=true \
+	-gencode arch=compute_90a,code=sm_90a
+cuda/labeling_wgmma.o: cuda/labeling_wgmma.cu $(wildcard cuda/*.h cuda/*.cuh engine/*.h)
+	$(call progress,NVCC)
+	$(NVCC) $(WGMMA_FLAGS) -c $< -o $@
 cuda/%.o: cuda/%.cu $(wildcard cuda/*.h cuda/*.cuh engine/*.h)
 	$(call progress,NVCC)
 	$(NVCC) $(NVCC_FLAGS) -c $< -o $@

@@ -13,6 +13,7 @@
  *-------------------------------------------------------------------------
  */
 #include "kmeans_session.cuh"
+#include "labeling_wgmma.cuh"
 
 /*
  * Kernel choice for float32, measured on an H100 (bench/results/): the
@@ -41,6 +42,7 @@ static const Labeler *const labelers[GC_KERNEL_COUNT] = {
 	&gc_labeler_bf16,			/* GC_KERNEL_TENSOR_BF16 */
 	&gc_labeler_float64,		/* GC_KERNEL_FLOAT64 */
 	&gc_labeler_fp16,			/* GC_KERNEL_TENSOR_FP16 */
+	&gc_labeler_bf16_wgmma,		/* GC_KERNEL_TENSOR_BF16_WGMMA */
 };
 
 const Labeler *
@@ -67,6 +69,19 @@ gc_auto_precision(int d, int k)
 }
 
 /*
+ * The bf16 kernel: the Hopper one (wgmma, labeling_wgmma.cu) where the
+ * device runs it and the rows are a multiple of 64 values (d > 32),
+ * unless the mma.sync one is forced
+ */
+static GcKernel
+bf16_kernel(GcKernel forced, int d)
+{
+	if (forced != GC_KERNEL_TENSOR_BF16 && gc_wgmma_usable(gc_tensor_row_width(d, true)))
+		return GC_KERNEL_TENSOR_BF16_WGMMA;
+	return GC_KERNEL_TENSOR_BF16;
+}
+
+/*
  * The Lloyd labeling kernel for this precision and shape.  A forced
  * float32 kernel (params->kernel) lets the benchmarks measure one against
  * the other in the same run: register or tiled, the SIMT kernel for d;
@@ -82,7 +97,7 @@ gc_choose_kernel(const GcKmeansParams *params, int d, int k)
 	if (params->precision == GC_PRECISION_TF32)
 		return GC_KERNEL_TENSOR_TF32;
 	if (params->precision == GC_PRECISION_BF16)
-		return GC_KERNEL_TENSOR_BF16;
+		return bf16_kernel(params->kernel, d);
 	if (params->precision == GC_PRECISION_FP16)
 		return GC_KERNEL_TENSOR_FP16;
 	switch (params->kernel)
@@ -94,10 +109,12 @@ gc_choose_kernel(const GcKmeansParams *params, int d, int k)
 		case GC_KERNEL_TENSOR_3XTF32:
 			return GC_KERNEL_TENSOR_SCREENED;
 		case GC_KERNEL_TENSOR_TF32:
-		case GC_KERNEL_TENSOR_BF16:
 		case GC_KERNEL_TENSOR_FP16:
 		case GC_KERNEL_FLOAT64:
 			return params->kernel;
+		case GC_KERNEL_TENSOR_BF16:
+		case GC_KERNEL_TENSOR_BF16_WGMMA:
+			return bf16_kernel(params->kernel, d);
 		default:
 			break;
 	}

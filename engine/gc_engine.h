@@ -284,7 +284,9 @@ typedef enum GcMetric
  * and shape (cuda/labelers.cu); a forced kernel is honoured where the
  * precision is float32: REGISTER and TILED ask for the SIMT kernel
  * (register up to d = 32, tiled above), TENSOR_SCREENED and TENSOR_3XTF32
- * for the TF32 screen, the others for themselves.  The CPU ignores it.
+ * for the TF32 screen, the others for themselves.  Under precision bf16,
+ * TENSOR_BF16 asks for the mma.sync kernel and TENSOR_BF16_WGMMA for the
+ * Hopper one (where the device runs it).  The CPU ignores it.
  */
 typedef enum GcKernel
 {
@@ -297,6 +299,7 @@ typedef enum GcKernel
 	GC_KERNEL_TENSOR_BF16,		/* bf16 alone (precision bf16) */
 	GC_KERNEL_FLOAT64,			/* double (precision float64) */
 	GC_KERNEL_TENSOR_FP16,		/* fp16 alone (precision fp16) */
+	GC_KERNEL_TENSOR_BF16_WGMMA,	/* bf16 on Hopper's wgmma (precision bf16, sm_90a) */
 	GC_KERNEL_COUNT
 } GcKernel;
 

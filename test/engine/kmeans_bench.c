@@ -12,7 +12,10 @@
  *		in the unit cube) or file:PATH (N x D little-endian doubles);
  *		KERNEL forces the float32 labeling kernel (GcKmeansParams.kernel):
  *		register or tiled (the SIMT kernel for D), tensor (the TF32
- *		screen) or tensor-streaming (the screen, both operands streamed).
+ *		screen) or tensor-streaming (the screen, both operands streamed);
+ *		under precision bf16, bf16-mma (the mma.sync kernel) or bf16-wgmma
+ *		(the Hopper kernel, where the device runs it); a comma-separated
+ *		list times each on the same rows, one JSON line each.
  *
  * IDENTIFICATION
  *	  test/engine/kmeans_bench.c
@@ -30,14 +33,40 @@
 #include "gc_cuda.h"
 #endif
 
-static void
-bench(int64_t n, int d, int k, const char *data, const char *algorithm,
-	  const char *precision, int max_iter, const char *forced)
-{
 #ifdef GC_WITH_CUDA
-	char		why[256];
-	double	   *x;
-	GcRows		rows;
+/* The kernel a KERNEL name forces; false for an unknown name */
+static bool
+parse_kernel(const char *forced, GcKernel *kernel, bool *streamed)
+{
+	*kernel = GC_KERNEL_AUTO;
+	*streamed = false;
+	if (forced == NULL || strcmp(forced, "auto") == 0)
+		;
+	else if (strcmp(forced, "register") == 0)
+		*kernel = GC_KERNEL_REGISTER;
+	else if (strcmp(forced, "tiled") == 0)
+		*kernel = GC_KERNEL_TILED;
+	else if (strcmp(forced, "tensor") == 0)
+		*kernel = GC_KERNEL_TENSOR_SCREENED;
+	else if (strcmp(forced, "tensor-streaming") == 0)
+	{
+		*kernel = GC_KERNEL_TENSOR_SCREENED;
+		*streamed = true;
+	}
+	else if (strcmp(forced, "bf16-mma") == 0)
+		*kernel = GC_KERNEL_TENSOR_BF16;
+	else if (strcmp(forced, "bf16-wgmma") == 0)
+		*kernel = GC_KERNEL_TENSOR_BF16_WGMMA;
+	else
+		return false;
+	return true;
+}
+
+/* Time fits of the rows with one kernel and print the JSON line */
+static void
+time_kernel(GcRows *rows, int64_t n, int d, int k, const char *data, const char *algorithm,
+			const char *precision, int max_iter, GcKernel kernel, bool streamed)
+{
 	Fit			gpu;
 	GcAlgorithm alg = strcmp(algorithm, "lloyd") == 0 ? GC_ALGORITHM_LLOYD :
 		strcmp(algorithm, "pruned") == 0 ? GC_ALGORITHM_PRUNED : GC_ALGORITHM_AUTO;
@@ -47,28 +76,73 @@ bench(int64_t n, int d, int k, const char *data, const char *algorithm,
 		strcmp(precision, "fp16") == 0 ? GC_PRECISION_FP16 :
 		strcmp(precision, "auto") == 0 ? GC_PRECISION_AUTO : GC_PRECISION_FLOAT32;
 	static const char *const ran_names[] = {"float32", "float64", "tf32", "bf16", "fp16", "auto"};
-	GcKernel	kernel = GC_KERNEL_AUTO;
-	bool		streamed = false;
 	double		per_iteration;
 
-	if (forced == NULL)
-		;
-	else if (strcmp(forced, "register") == 0)
-		kernel = GC_KERNEL_REGISTER;
-	else if (strcmp(forced, "tiled") == 0)
-		kernel = GC_KERNEL_TILED;
-	else if (strcmp(forced, "tensor") == 0)
-		kernel = GC_KERNEL_TENSOR_SCREENED;
-	else if (strcmp(forced, "tensor-streaming") == 0)
+	gpu = fit_kernel(&gc_kmeans_cuda_backend, rows, k, 0, alg, prec, 2, 0.0, kernel,
+					 streamed);	/* warm-up */
+	free_fit(&gpu);
+	/*
+	 * The median of three fits: an iteration waits for the host to read its
+	 * status, whose jitter (tens of microseconds) is 10% of a 0.4 ms
+	 * iteration.  The final scoring pass costs about one iteration.
+	 */
 	{
-		kernel = GC_KERNEL_TENSOR_SCREENED;
-		streamed = true;
+		double		times[3];
+
+		for (int r = 0; r < 3; r++)
+		{
+			if (r > 0)
+				free_fit(&gpu);
+			gpu = fit_kernel(&gc_kmeans_cuda_backend, rows, k, 0, alg, prec, max_iter, 0.0,
+							 kernel, streamed);
+			times[r] = gpu.result.timings.iterations_ms / (gpu.result.iterations + 1);
+		}
+		per_iteration = fmax(fmin(times[0], times[1]),
+							 fmin(fmax(times[0], times[1]), times[2]));
 	}
-	else
-	{
-		printf("unknown kernel %s: register, tiled, tensor or tensor-streaming\n", forced);
-		exit(2);
-	}
+	printf("{\"n\": %lld, \"d\": %d, \"k\": %d, \"data\": \"%s\", \"algorithm\": \"%s\", "
+		   "\"ran\": \"%s\", \"kernel\": \"%s\", \"precision\": \"%s\", \"iterations\": %d, "
+		   "\"ms_per_iteration\": %.4f, \"tflops\": %.2f, \"skipped\": %.4f, "
+		   "\"labeling_ms_per_iteration\": %.4f, \"update_ms_per_iteration\": %.4f, "
+		   "\"transfer_ms\": %.2f, \"seeding_ms\": %.2f, \"inertia\": %.10g, "
+		   "\"rechecked\": %.4f, \"exact_checked\": %.6f, \"precision_ran\": \"%s\", "
+		   "\"check_ms\": %.2f, \"sample_disagreement\": %.4f, \"sample_inertia_excess\": %.4g}\n",
+		   (long long) n, d, k, strncmp(data, "file:", 5) == 0 ? "file" : data, algorithm,
+		   gpu.result.pruned ? "pruned" : "lloyd", gpu.result.kernel, precision,
+		   gpu.result.iterations, per_iteration,
+		   2.0 * n * k * d / (per_iteration * 1e9), gpu.result.skipped_fraction,
+		   gpu.result.timings.labeling_ms / gpu.result.iterations,
+		   gpu.result.timings.update_ms / gpu.result.iterations,
+		   gpu.result.timings.transfer_ms, gpu.result.timings.seeding_ms,
+		   gpu.result.inertia, gpu.result.rechecked_fraction, gpu.result.exact_fraction,
+		   ran_names[gpu.result.precision], gpu.result.timings.check_ms,
+		   gpu.result.check.disagreement, gpu.result.check.inertia_excess);
+	fflush(stdout);
+	free_fit(&gpu);
+}
+#endif
+
+/* Time each kernel of the comma-separated list forced (one if NULL) on the same rows */
+static void
+bench(int64_t n, int d, int k, const char *data, const char *algorithm,
+	  const char *precision, int max_iter, const char *forced)
+{
+#ifdef GC_WITH_CUDA
+	char		why[256];
+	char		names[256];
+	double	   *x;
+	GcRows		rows;
+	GcKernel	kernel;
+	bool		streamed;
+
+	snprintf(names, sizeof(names), "%s", forced != NULL ? forced : "auto");
+	for (char *name = strtok(names, ","); name != NULL; name = strtok(NULL, ","))
+		if (!parse_kernel(name, &kernel, &streamed))
+		{
+			printf("unknown kernel %s: register, tiled, tensor, tensor-streaming, bf16-mma or "
+				   "bf16-wgmma (or a comma-separated list)\n", name);
+			exit(2);
+		}
 
 	rng_state = 42;
 	if (strncmp(data, "file:", 5) == 0)
@@ -99,47 +173,12 @@ bench(int64_t n, int d, int k, const char *data, const char *algorithm,
 		fprintf(stderr, "row store fill n=%lld d=%d: %.1f ms pinned, %.1f ms malloc\n",
 				(long long) n, d, gc_now_ms() - t0, t_plain);
 	}
-	gpu = fit_kernel(&gc_kmeans_cuda_backend, &rows, k, 0, alg, prec, 2, 0.0, kernel,
-					 streamed);	/* warm-up */
-	free_fit(&gpu);
-	/*
-	 * The median of three fits: an iteration waits for the host to read its
-	 * status, whose jitter (tens of microseconds) is 10% of a 0.4 ms
-	 * iteration.  The final scoring pass costs about one iteration.
-	 */
+	snprintf(names, sizeof(names), "%s", forced != NULL ? forced : "auto");
+	for (char *name = strtok(names, ","); name != NULL; name = strtok(NULL, ","))
 	{
-		double		times[3];
-
-		for (int r = 0; r < 3; r++)
-		{
-			if (r > 0)
-				free_fit(&gpu);
-			gpu = fit_kernel(&gc_kmeans_cuda_backend, &rows, k, 0, alg, prec, max_iter, 0.0,
-							 kernel, streamed);
-			times[r] = gpu.result.timings.iterations_ms / (gpu.result.iterations + 1);
-		}
-		per_iteration = fmax(fmin(times[0], times[1]),
-							 fmin(fmax(times[0], times[1]), times[2]));
+		parse_kernel(name, &kernel, &streamed);
+		time_kernel(&rows, n, d, k, data, algorithm, precision, max_iter, kernel, streamed);
 	}
-	printf("{\"n\": %lld, \"d\": %d, \"k\": %d, \"data\": \"%s\", \"algorithm\": \"%s\", "
-		   "\"ran\": \"%s\", \"kernel\": \"%s\", \"precision\": \"%s\", \"iterations\": %d, "
-		   "\"ms_per_iteration\": %.4f, \"tflops\": %.2f, \"skipped\": %.4f, "
-		   "\"labeling_ms_per_iteration\": %.4f, \"update_ms_per_iteration\": %.4f, "
-		   "\"transfer_ms\": %.2f, \"seeding_ms\": %.2f, \"inertia\": %.10g, "
-		   "\"rechecked\": %.4f, \"exact_checked\": %.6f, \"precision_ran\": \"%s\", "
-		   "\"check_ms\": %.2f, \"sample_disagreement\": %.4f, \"sample_inertia_excess\": %.4g}\n",
-		   (long long) n, d, k, strncmp(data, "file:", 5) == 0 ? "file" : data, algorithm,
-		   gpu.result.pruned ? "pruned" : "lloyd", gpu.result.kernel, precision,
-		   gpu.result.iterations, per_iteration,
-		   2.0 * n * k * d / (per_iteration * 1e9), gpu.result.skipped_fraction,
-		   gpu.result.timings.labeling_ms / gpu.result.iterations,
-		   gpu.result.timings.update_ms / gpu.result.iterations,
-		   gpu.result.timings.transfer_ms, gpu.result.timings.seeding_ms,
-		   gpu.result.inertia, gpu.result.rechecked_fraction, gpu.result.exact_fraction,
-		   ran_names[gpu.result.precision], gpu.result.timings.check_ms,
-		   gpu.result.check.disagreement, gpu.result.check.inertia_excess);
-	fflush(stdout);
-	free_fit(&gpu);
 	gc_rows_release(&rows);
 	free(x);
 #else

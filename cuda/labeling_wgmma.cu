@@ -1,0 +1,171 @@
+/*-------------------------------------------------------------------------
+ *
+ * labeling_wgmma.cu
+ *	  The Hopper labeling pass: whether the device runs it, the tensor
+ *	  maps of its operands, and its launch (a persistent grid, one block
+ *	  of the kernel in wgmma_tiles.cuh per multiprocessor).  Built for
+ *	  sm_90a alone (the Makefile's WGMMA_FLAGS); other devices take the
+ *	  mma.sync kernels, which gc_wgmma_usable makes the labeler choose.
+ *
+ * IDENTIFICATION
+ *	  cuda/labeling_wgmma.cu
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "wgmma_tiles.cuh"
+#include "cuda_check.cuh"
+
+/* The driver's tensor-map encoder, found through the runtime (no -lcuda) */
+typedef CUresult (*EncodeTiled) (CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *,
+								 const cuuint64_t *, const cuuint64_t *, const cuuint32_t *,
+								 const cuuint32_t *, CUtensorMapInterleave, CUtensorMapSwizzle,
+								 CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+
+static EncodeTiled
+encoder(void)
+{
+	static EncodeTiled fn = NULL;
+
+	if (fn == NULL)
+	{
+		void	   *p = NULL;
+		cudaDriverEntryPointQueryResult found;
+
+#if CUDART_VERSION >= 12050
+		if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000,
+											 cudaEnableDefault, &found) == cudaSuccess &&
+			found == cudaDriverEntryPointSuccess)
+			fn = (EncodeTiled) p;
+#else
+		if (cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &p, cudaEnableDefault,
+									&found) == cudaSuccess &&
+			found == cudaDriverEntryPointSuccess)
+			fn = (EncodeTiled) p;
+#endif
+	}
+	return fn;
+}
+
+bool
+gc_wgmma_usable(int ld)
+{
+	int			device = 0,
+				major = 0,
+				minor = 0;
+	cudaFuncAttributes attr;
+
+	if (ld % WG_BK != 0 || cudaGetDevice(&device) != cudaSuccess ||
+		cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
+		cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess)
+		return false;
+	if (major != 9 || minor != 0 || encoder() == NULL)
+		return false;
+	/* the build holds sm_90a code (an older nvcc may have left it out) */
+	if (cudaFuncGetAttributes(&attr, assign_points_wgmma_kernel<__nv_bfloat16>) != cudaSuccess)
+	{
+		cudaGetLastError();
+		return false;
+	}
+	return true;
+}
+
+/* Rows of width ld as a tensor map whose box is 64 columns by box_rows */
+static GcStatus
+describe_rows(CUtensorMap *map, const void *base, int64_t rows, int ld, int box_rows, bool bf16,
+			  GcError *err)
+{
+	cuuint64_t	dims[2] = {(cuuint64_t) ld, (cuuint64_t) (rows > 0 ? rows : 1)};
+	cuuint64_t	strides[1] = {(cuuint64_t) ld * 2};
+	cuuint32_t	box[2] = {WG_BK, (cuuint32_t) box_rows};
+	cuuint32_t	steps[2] = {1, 1};
+	EncodeTiled fn = encoder();
+	CUresult	r;
+
+	if (fn == NULL)
+		return gc_fail(err, GC_ERR_DEVICE, "the driver has no cuTensorMapEncodeTiled");
+	r = fn(map, bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2,
+		   const_cast<void *>(base), dims, strides, box, steps, CU_TENSOR_MAP_INTERLEAVE_NONE,
+		   CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+		   CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+	if (r != CUDA_SUCCESS)
+		return gc_fail(err, GC_ERR_DEVICE, "cuTensorMapEncodeTiled failed (%d) for rows of %d",
+					   (int) r, ld);
+	return GC_OK;
+}
+
+GcStatus
+gc_wgmma_describe(WgmmaOperands *ops, const void *x, int64_t n, const void *c, int k, int ld,
+				  bool bf16, GcError *err)
+{
+	ops->bf16 = bf16;
+	if (describe_rows(&ops->xmap, x, n, ld, WG_BM, bf16, err) != GC_OK)
+		return err->status;
+	return describe_rows(&ops->cmap, c, k, ld, WG_BN, bf16, err);
+}
+
+int
+gc_wgmma_padded_k(int k)
+{
+	return (k + WG_BN - 1) / WG_BN * WG_BN;
+}
+
+GcStatus
+launch_wgmma_half_norms(const float *cnorm, int k, float *half_norms, cudaStream_t stream,
+						GcError *err)
+{
+	int			padded = gc_wgmma_padded_k(k);
+
+	half_norms_kernel<<<(padded + 255) / 256, 256, 0, stream>>>(cnorm, k, padded, half_norms);
+	GC_CUDA_LAUNCHED("half_norms", err);
+	return GC_OK;
+}
+
+template <typename Elem>
+static GcStatus
+launch_elem(const WgmmaOperands *ops, const WgmmaArgs &args, cudaStream_t stream, GcError *err)
+{
+	static int	blocks = 0;
+	int64_t		row_tiles = (args.n + WG_BM - 1) / WG_BM;
+
+	if (blocks == 0)
+	{
+		int			device = 0;
+
+		GC_CUDA_TRY(cudaGetDevice(&device), err);
+		GC_CUDA_TRY(cudaDeviceGetAttribute(&blocks, cudaDevAttrMultiProcessorCount, device), err);
+		GC_CUDA_TRY(cudaFuncSetAttribute(assign_points_wgmma_kernel<Elem>,
+										 cudaFuncAttributeMaxDynamicSharedMemorySize,
+										 WG_SMEM_BYTES), err);
+	}
+	assign_points_wgmma_kernel<Elem>
+		<<<(unsigned) (row_tiles < blocks ? row_tiles : blocks), WG_THREADS, WG_SMEM_BYTES,
+		stream>>>(ops->xmap, ops->cmap, args);
+	GC_CUDA_LAUNCHED("assign_points_wgmma", err);
+	return GC_OK;
+}
+
+GcStatus
+launch_assign_points_wgmma(const WgmmaOperands *ops, const float *half_norms, int64_t first,
+						   int64_t n, int ld, int k, int32_t *labels, unsigned long long *changed, cudaStream_t stream,
+						   GcError *err)
+{
+	WgmmaArgs	args;
+
+	if (n == 0)
+		return GC_OK;
+	if (first + n > INT32_MAX - WG_BM)
+		return gc_fail(err, GC_ERR_RANGE, "too many rows for the Hopper kernel's tensor map");
+	if (ld % WG_BK != 0)
+		return gc_fail(err, GC_ERR_DEVICE, "the Hopper kernel needs rows of a multiple of %d values",
+					   WG_BK);
+	args.half_norms = half_norms;
+	args.first = first;
+	args.n = n;
+	args.ld = ld;
+	args.k = k;
+	args.labels = labels;
+	args.changed = changed;
+	if (ops->bf16)
+		return launch_elem<__nv_bfloat16>(ops, args, stream, err);
+	return launch_elem<__half>(ops, args, stream, err);
+}

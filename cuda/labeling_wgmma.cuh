@@ -1,0 +1,69 @@
+/*-------------------------------------------------------------------------
+ *
+ * labeling_wgmma.cuh
+ *	  The Hopper labeling pass (labeling_wgmma.cu, built for sm_90a only;
+ *	  the kernel is in wgmma_tiles.cuh): its operands, described by tensor
+ *	  maps for the copy engine, and its launcher.  The labelers that own
+ *	  the operands (labeler_wgmma.cu) include this.
+ *
+ * IDENTIFICATION
+ *	  cuda/labeling_wgmma.cuh
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef GC_LABELING_WGMMA_CUH
+#define GC_LABELING_WGMMA_CUH
+
+#include <cuda.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "gc_engine.h"
+
+/* What one pass reads and writes besides its tensor maps */
+typedef struct WgmmaArgs
+{
+	const float *half_norms;	/* -||c||^2 / 2, padded with -FLT_MAX (WG_BN multiple) */
+	int64_t		first;			/* the pass's first point in the tensor map */
+	int64_t		n;				/* points: first .. first + n - 1, labelled into labels[0 .. n - 1] */
+	int			ld;				/* row width of the operands, a multiple of 64 */
+	int			k;
+	int32_t    *labels;
+	unsigned long long *changed;
+} WgmmaArgs;
+
+/* The operands of the pass: 16-bit rows of width ld, as tensor maps */
+typedef struct WgmmaOperands
+{
+	CUtensorMap xmap;			/* n points */
+	CUtensorMap cmap;			/* k centroids */
+	bool		bf16;			/* bf16 elements; fp16 otherwise */
+} WgmmaOperands;
+
+/*
+ * Whether this device runs the pass (compute capability 9.0: sm_90a code
+ * runs on no other) for rows of width ld (a multiple of 64)
+ */
+bool		gc_wgmma_usable(int ld);
+
+/* Describe rows (n of width ld, 16-bit) and centroids (k) for the copy engine */
+GcStatus	gc_wgmma_describe(WgmmaOperands *ops, const void *x, int64_t n, const void *c,
+							  int k, int ld, bool bf16, GcError *err);
+
+/* Centroids padded to whole tiles of the pass: half_norms holds this many floats */
+int			gc_wgmma_padded_k(int k);
+
+/* -||c||^2 / 2 from the norms of the k rounded centroids, padded with -FLT_MAX */
+GcStatus	launch_wgmma_half_norms(const float *cnorm, int k, float *half_norms,
+									cudaStream_t stream, GcError *err);
+
+/*
+ * Label the n points from first (of those ops describes): nearest centroid
+ * into labels[0 .. n - 1], changes counted into changed
+ */
+GcStatus	launch_assign_points_wgmma(const WgmmaOperands *ops, const float *half_norms,
+									   int64_t first, int64_t n, int ld, int k, int32_t *labels,
+									   unsigned long long *changed, cudaStream_t stream,
+									   GcError *err);
+
+#endif							/* GC_LABELING_WGMMA_CUH */
