@@ -191,15 +191,24 @@ template <int MODE, int LAYOUT, int KSB>
 static GcStatus
 launch_variant(const TensorArgs &args, size_t bytes, cudaStream_t stream, GcError *err)
 {
-	static bool configured = false;
+	/*
+	 * The attribute belongs to a device's context: a bit per device
+	 * configured, set atomically, as the GPU service's runner threads
+	 * launch on several devices at once (configuring twice is harmless)
+	 */
+	static unsigned long long configured = 0;
 	int64_t		blocks = (args.rows + TM - 1) / TM * args.groups;
+	int			device = 0;
+	unsigned long long bit;
 
-	if (!configured)
+	GC_CUDA_TRY(cudaGetDevice(&device), err);
+	bit = device < 64 ? 1ULL << device : 0;
+	if (bit == 0 || (__atomic_load_n(&configured, __ATOMIC_ACQUIRE) & bit) == 0)
 	{
 		GC_CUDA_TRY(cudaFuncSetAttribute(assign_points_tensor_kernel<MODE, LAYOUT, KSB>,
 										 cudaFuncAttributeMaxDynamicSharedMemorySize,
 										 shared_memory(true)), err);
-		configured = true;
+		__atomic_fetch_or(&configured, bit, __ATOMIC_RELEASE);
 	}
 	if (blocks > INT32_MAX)
 		return gc_fail(err, GC_ERR_RANGE, "too many rows for one labeling grid");

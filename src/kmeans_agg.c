@@ -337,7 +337,7 @@ gpuclust_kmeans_combinefn(PG_FUNCTION_ARGS)
 		{
 			GcError		err = {0};
 
-			gc_choose_device(&input->device);
+			gc_choose_service_device(&input->device);
 			if (gc_rows_init(&input->rows, part->d, input->device.alloc,
 							 input->device.free, &err) != GC_OK)
 				gc_raise(&err);

@@ -443,8 +443,8 @@ write_rows(GcRows *rows, char *dest)
  * hold fails with an obscure error, so a share that would not fit takes
  * the inline path instead.
  */
-static bool
-segment_fits(Size bytes)
+bool
+gc_dsm_segment_fits(Size bytes)
 {
 	struct statvfs fs;
 
@@ -465,7 +465,7 @@ serialize_to_segment(GcRows *rows, GcPartialHeader *header)
 	int			slot;
 	char	   *base;
 
-	if (!segment_fits(sizeof(GcPartialHeader) + header->data_bytes))
+	if (!gc_dsm_segment_fits(sizeof(GcPartialHeader) + header->data_bytes))
 		return false;
 	sweep_stale_entries();
 	segment = dsm_create(sizeof(GcPartialHeader) + header->data_bytes,

@@ -46,6 +46,7 @@ typedef struct GcPartialSegments
 } GcPartialSegments;
 
 extern void gc_partial_init(void);
+extern bool gc_dsm_segment_fits(Size bytes);
 extern bool gc_partial_registry_available(void);
 extern bytea *gc_partial_serialize(GcRows *rows, const void *meta,
 								   Size meta_bytes);
