@@ -94,21 +94,18 @@ gc_tensor_row_width(int d, bool bf16)
 static int
 shared_memory(bool per_block)
 {
-	static int	block_bytes = 0,
+	int			device = 0,
+				block_bytes = 0,
 				sm_bytes = 0;
 
-	if (block_bytes == 0)
-	{
-		int			device = 0;
-
-		cudaGetDevice(&device);
-		if (cudaDeviceGetAttribute(&block_bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin,
-								   device) != cudaSuccess || block_bytes <= 0)
-			block_bytes = 48 * 1024;
-		if (cudaDeviceGetAttribute(&sm_bytes, cudaDevAttrMaxSharedMemoryPerMultiprocessor,
-								   device) != cudaSuccess || sm_bytes <= 0)
-			sm_bytes = block_bytes;
-	}
+	/* asked each time, not cached: the GPU service runs fits on several devices from several threads */
+	cudaGetDevice(&device);
+	if (cudaDeviceGetAttribute(&block_bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin,
+							   device) != cudaSuccess || block_bytes <= 0)
+		block_bytes = 48 * 1024;
+	if (cudaDeviceGetAttribute(&sm_bytes, cudaDevAttrMaxSharedMemoryPerMultiprocessor,
+							   device) != cudaSuccess || sm_bytes <= 0)
+		sm_bytes = block_bytes;
 	return per_block ? block_bytes : sm_bytes;
 }
 
@@ -202,7 +199,7 @@ launch_variant(const TensorArgs &args, size_t bytes, cudaStream_t stream, GcErro
 	unsigned long long bit;
 
 	GC_CUDA_TRY(cudaGetDevice(&device), err);
-	bit = device < 64 ? 1ULL << device : 0;
+	bit = device < GC_CUDA_MAX_DEVICES ? 1ULL << device : 0;
 	if (bit == 0 || (__atomic_load_n(&configured, __ATOMIC_ACQUIRE) & bit) == 0)
 	{
 		GC_CUDA_TRY(cudaFuncSetAttribute(assign_points_tensor_kernel<MODE, LAYOUT, KSB>,
