@@ -15,7 +15,9 @@
  * admitted in submission order, so a large one is not overtaken forever.
  * A fit that needs more than the whole budget runs alone on its GPU, or,
  * under gpuclust.device = auto, is declined: its backend runs it on the
- * CPU.  So no fit fails for memory because others run.
+ * CPU.  So no fit fails for memory because others run.  A GPU fit goes to
+ * the GPU with the most budget left, unless its backend set
+ * gpuclust.gpu_id, which pins it.
  *
  * Crashes.  The worker restarts one second after it exits
  * (bgw_restart_time); each start counts a generation.  A backend waiting
@@ -399,6 +401,31 @@ next_queued(uint64 after)
 }
 
 /*
+ * The GPU for request i: its pinned one, else the one with the most budget
+ * left; -1 when the fit must wait (its GPU is blocked by an older waiting
+ * fit, or the fit does not fit in what the budget leaves and others run)
+ */
+static int
+choose_gpu(int i, const bool *blocked)
+{
+	GcServiceRequest *req = pending[i].request;
+	Size		bytes = pending[i].gpu_bytes;
+	int			best = -1;
+
+	for (int g = 0; g < gpu_count; g++)
+	{
+		if ((req->gpu_pinned && g != req->gpu_id) || blocked[g])
+			continue;
+		if (gpu_in_use[g] > 0 && gpu_in_use[g] + bytes > gpu_budget(g))
+			continue;
+		if (best < 0 || gpu_budget(g) - Min(gpu_in_use[g], gpu_budget(g)) >
+			gpu_budget(best) - Min(gpu_in_use[best], gpu_budget(best)))
+			best = g;
+	}
+	return best;
+}
+
+/*
  * Admit queued requests in submission order while runners are free: CPU
  * fits at once, GPU fits within the budget (a GPU whose oldest waiting
  * fit does not fit admits no later one)
@@ -418,22 +445,26 @@ admit_queued(void)
 		after = pending[i].ticket;
 		if (req->device == GC_KIND_GPU)
 		{
-			int			g = req->gpu_id;
-			Size		bytes = pending[i].gpu_bytes;
+			int			g = choose_gpu(i, blocked);
 
-			if (bytes > gpu_budget(g) && req->may_decline)
+			if (pending[i].gpu_bytes > gpu_budget(req->gpu_id) && req->may_decline)
 			{
 				decline(i);
 				continue;
 			}
-			if (blocked[g] || (gpu_in_use[g] > 0 && gpu_in_use[g] + bytes > gpu_budget(g)))
+			if (g < 0)
 			{
-				blocked[g] = true;
+				/* older than any fit waiting after it: those wait too */
+				for (int h = 0; h < gpu_count; h++)
+					blocked[h] |= !req->gpu_pinned || h == req->gpu_id;
 				continue;
 			}
+			job = gc_runner_idle_job();
+			if (job == NULL)
+				return;
+			req->gpu_id = g;
 		}
-		job = gc_runner_idle_job();
-		if (job == NULL)
+		else if ((job = gc_runner_idle_job()) == NULL)
 			return;
 		dispatch(i, job);
 	}

@@ -83,7 +83,8 @@ typedef struct GcServiceRequest
 	/* the fit */
 	GcKmeansParams params;		/* pointers replaced on each side */
 	GcDeviceKind device;		/* decided by the backend */
-	int			gpu_id;
+	int			gpu_id;			/* the service may choose another unless pinned */
+	bool		gpu_pinned;
 	int			d;
 	int64		n;
 	int64		total_weight;

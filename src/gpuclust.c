@@ -37,6 +37,7 @@ PG_MODULE_MAGIC;
 
 static int	gc_device_setting = GC_DEVICE_AUTO;
 static int	gc_gpu_id = 0;
+static bool gc_gpu_id_pinned = false;	/* gpu_id set, not its default */
 static int	gc_pinned_cache_mb = 256;
 static int	gc_max_fit_memory_mb = 32768;
 
@@ -48,6 +49,29 @@ static const struct config_enum_entry device_options[] = {
 };
 
 void		_PG_init(void);
+
+/*
+ * gpuclust.gpu_id's source, carried as the value's extra so that it
+ * follows the value through SET LOCAL, RESET and rollback: a value from
+ * anywhere but the default pins the GPU service's fits to that GPU
+ */
+static bool
+check_gpu_id(int *newval, void **extra, GucSource source)
+{
+	bool	   *pinned = guc_malloc(LOG, sizeof(bool));
+
+	if (pinned == NULL)
+		return false;
+	*pinned = source != PGC_S_DEFAULT;
+	*extra = pinned;
+	return true;
+}
+
+static void
+assign_gpu_id(int newval, void *extra)
+{
+	gc_gpu_id_pinned = extra != NULL && *(bool *) extra;
+}
 
 static void
 assign_pinned_cache_mb(int newval, void *extra)
@@ -69,8 +93,10 @@ _PG_init(void)
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("gpuclust.gpu_id",
 							"Index of the CUDA device to use.",
-							NULL, &gc_gpu_id, 0, 0, 1024,
-							PGC_USERSET, 0, NULL, NULL, NULL);
+							"With gpuclust preloaded, the GPU service spreads fits over its GPUs "
+							"unless this is set; set, it pins them to this one.",
+							&gc_gpu_id, 0, 0, 1024,
+							PGC_USERSET, 0, check_gpu_id, assign_gpu_id, NULL);
 	DefineCustomIntVariable("gpuclust.pinned_cache_mb",
 							"Page-locked host memory a session keeps for reuse after a GPU fit.",
 							"Collecting rows into new page-locked memory costs about as much as "
@@ -245,6 +271,7 @@ use_gpu_for(GcDevice *device, char *why, size_t whylen)
 			return false;
 		device->kind = GC_KIND_GPU;
 		device->gpu_id = gc_gpu_id;
+		device->gpu_pinned = gc_gpu_id_pinned;
 		return true;
 	}
 #ifdef GC_WITH_CUDA

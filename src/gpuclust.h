@@ -69,6 +69,7 @@ typedef struct GcDevice
 	int			gpu_id;			/* the GPU's index, when kind is GPU */
 	bool		service;		/* the GPU service runs the fit (kind as decided
 								 * here; the rows in plain memory) */
+	bool		gpu_pinned;		/* service: gpu_id was set, run on it alone */
 } GcDevice;
 
 /* Which process ran a fit, recorded in its model */

@@ -102,6 +102,7 @@ fill_request(GcServiceRequest *req, const GcServiceFit *fit, int slot)
 	req->params.progress_arg = NULL;
 	req->device = fit->device->kind;
 	req->gpu_id = fit->device->gpu_id;
+	req->gpu_pinned = fit->device->gpu_pinned;
 	req->may_decline = fit->device->reason == GC_REASON_AUTO_LARGE;
 	req->d = rows->d;
 	req->n = rows->n;
@@ -180,7 +181,8 @@ wait_for_service(int i, GcServiceRequest *req, uint32 progress)
 	GcServiceShared *shared = gc_service_shared;
 	GcServiceSlot *slot = &shared->slots[i];
 	bool		done = false,
-				lost = false;
+				lost = false,
+				shown_gpu = false;
 
 	PG_ENSURE_ERROR_CLEANUP(withdraw_request, Int32GetDatum(i));
 	{
@@ -192,6 +194,12 @@ wait_for_service(int i, GcServiceRequest *req, uint32 progress)
 			SpinLockRelease(&shared->mutex);
 			if (done || lost)
 				break;
+			if (!shown_gpu && req->device == GC_KIND_GPU && req->phase != GC_PHASE_QUEUED)
+			{
+				/* the GPU the service chose */
+				gc_progress_device(progress, GC_PROGRESS_DEVICE_GPU, req->gpu_id);
+				shown_gpu = true;
+			}
 			gc_progress_mirror(progress, (GcPhase) req->phase, req->restart,
 							   req->iteration, req->shift, req->inertia);
 			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
