@@ -58,7 +58,7 @@ void		_PG_init(void);
 static bool
 check_gpu_id(int *newval, void **extra, GucSource source)
 {
-	bool	   *pinned = guc_malloc(LOG, sizeof(bool));
+	bool	   *pinned = gc_guc_malloc(sizeof(bool));
 
 	if (pinned == NULL)
 		return false;
