@@ -66,6 +66,9 @@ static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 typedef struct GcPending
 {
 	dsm_segment *segment;		/* mapped request; NULL: none */
+	dsm_segment **row_segments; /* workers' segments its chunks lie in */
+	int			nrow_segments;
+	const char **chunk_bases;	/* each chunk's segment's address */
 	GcServiceRequest *request;
 	uint64		ticket;
 	Size		gpu_bytes;
@@ -258,9 +261,72 @@ publish_service(const char *no_gpu_reason)
 static void
 drop_pending(int i)
 {
+	for (int s = 0; s < pending[i].nrow_segments; s++)
+		dsm_detach(pending[i].row_segments[s]);
+	if (pending[i].row_segments)
+		pfree(pending[i].row_segments);
+	if (pending[i].chunk_bases)
+		pfree(pending[i].chunk_bases);
 	if (pending[i].segment != NULL)
 		dsm_detach(pending[i].segment);
 	memset(&pending[i], 0, sizeof(GcPending));
+}
+
+/* Whether bytes at offset lie within a mapping of length */
+static bool
+within(Size offset, Size bytes, Size length)
+{
+	return offset <= length && bytes <= length - offset;
+}
+
+/*
+ * Map the segments request i's chunks lie in and check that every chunk
+ * lies within its segment; false when one cannot be mapped or does not
+ */
+static bool
+map_chunks(int i)
+{
+	GcServiceRequest *req = pending[i].request;
+	Size		length = dsm_segment_map_length(pending[i].segment);
+	const GcServiceChunk *chunks;
+	int64		rows = 0;
+
+	if (req->nchunks < 1 || req->nchunks > req->n ||
+		!within(req->off_chunks, sizeof(GcServiceChunk) * (Size) req->nchunks, length))
+		return false;
+	chunks = GC_REQUEST_ARRAY(req, off_chunks, GcServiceChunk);
+	pending[i].chunk_bases = MemoryContextAllocZero(TopMemoryContext, sizeof(char *) * req->nchunks);
+	pending[i].row_segments = MemoryContextAllocZero(TopMemoryContext,
+													 sizeof(dsm_segment *) * req->nchunks);
+	for (int c = 0; c < req->nchunks; c++)
+	{
+		const GcServiceChunk *chunk = &chunks[c];
+		dsm_segment *segment = pending[i].segment;
+		Size		n = chunk->count;
+
+		if (chunk->handle != DSM_HANDLE_INVALID)
+		{
+			segment = dsm_find_mapping(chunk->handle);
+			if (segment == NULL)
+			{
+				segment = dsm_attach(chunk->handle);
+				if (segment == NULL)
+					return false;
+				pending[i].row_segments[pending[i].nrow_segments++] = segment;
+			}
+		}
+		length = dsm_segment_map_length(segment);
+		if (chunk->count < 1 ||
+			!within(chunk->values, sizeof(double) * req->d * n, length) ||
+			!within(chunk->hashes, sizeof(uint64) * n, length) ||
+			(req->weighted && !within(chunk->weights, sizeof(double) * n, length)) ||
+			chunk->values % sizeof(double) != 0 || chunk->hashes % sizeof(uint64) != 0 ||
+			chunk->weights % sizeof(double) != 0)
+			return false;
+		pending[i].chunk_bases[c] = dsm_segment_address(segment);
+		rows += chunk->count;
+	}
+	return rows == req->n;
 }
 
 /* Take back the jobs runners have finished */
@@ -278,6 +344,42 @@ reap_finished(void)
 		drop_pending(i);
 		gc_runner_release(job);
 	}
+}
+
+/*
+ * Move slot i from QUEUED to state (RUNNING or DONE) if it is still the
+ * request of ticket; the backend's latch, when DONE, goes to *latch
+ */
+static bool
+take_slot(int i, uint64 ticket, GcSlotState state, Latch **latch)
+{
+	GcServiceSlot *slot = &gc_service_shared->slots[i];
+	bool		taken = false;
+
+	SpinLockAcquire(&gc_service_shared->mutex);
+	if (slot->state == GC_SLOT_QUEUED && slot->ticket == ticket)
+	{
+		slot->state = state;
+		*latch = slot->latch;
+		taken = true;
+	}
+	SpinLockRelease(&gc_service_shared->mutex);
+	return taken;
+}
+
+/*
+ * Tell the backend of slot i to run its fit itself: verdict DECLINED (auto,
+ * over the budget) or UNAVAILABLE (its rows could not be mapped)
+ */
+static void
+refuse(int i, GcServiceVerdict verdict)
+{
+	Latch	   *latch;
+
+	pending[i].request->verdict = verdict;
+	if (take_slot(i, pending[i].ticket, GC_SLOT_DONE, &latch))
+		SetLatch(latch);
+	drop_pending(i);
 }
 
 /*
@@ -304,41 +406,16 @@ map_request(int i, uint64 ticket, dsm_handle handle)
 	pending[i].request = req;
 	pending[i].ticket = ticket;
 	pending[i].gpu_bytes = req->device == GC_KIND_GPU ? estimate_gpu_bytes(req) : 0;
+	if (!map_chunks(i))
+	{
+		refuse(i, GC_VERDICT_UNAVAILABLE);
+		return false;
+	}
 	return true;
 }
 
-/*
- * Move slot i from QUEUED to state (RUNNING or DONE) if it is still the
- * request of ticket; the backend's latch, when DONE, goes to *latch
- */
-static bool
-take_slot(int i, uint64 ticket, GcSlotState state, Latch **latch)
-{
-	GcServiceSlot *slot = &gc_service_shared->slots[i];
-	bool		taken = false;
 
-	SpinLockAcquire(&gc_service_shared->mutex);
-	if (slot->state == GC_SLOT_QUEUED && slot->ticket == ticket)
-	{
-		slot->state = state;
-		*latch = slot->latch;
-		taken = true;
-	}
-	SpinLockRelease(&gc_service_shared->mutex);
-	return taken;
-}
 
-/* Tell the backend of slot i to run its fit itself (auto, over the budget) */
-static void
-decline(int i)
-{
-	Latch	   *latch;
-
-	pending[i].request->verdict = GC_VERDICT_DECLINED;
-	if (take_slot(i, pending[i].ticket, GC_SLOT_DONE, &latch))
-		SetLatch(latch);
-	drop_pending(i);
-}
 
 /* Hand request i to job's runner */
 static void
@@ -357,7 +434,7 @@ dispatch(int i, GcServiceJob *job)
 		gpu_in_use[req->gpu_id] += pending[i].gpu_bytes;
 	job->request = req;
 	job->slot = &gc_service_shared->slots[i];
-	job->segment = pending[i].segment;
+	job->chunk_bases = pending[i].chunk_bases;
 	job->gpu_bytes = pending[i].gpu_bytes;
 	gc_runner_assign(job);
 }
@@ -449,7 +526,7 @@ admit_queued(void)
 
 			if (pending[i].gpu_bytes > gpu_budget(req->gpu_id) && req->may_decline)
 			{
-				decline(i);
+				refuse(i, GC_VERDICT_DECLINED);
 				continue;
 			}
 			if (g < 0)

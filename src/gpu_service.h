@@ -67,8 +67,24 @@ typedef struct GcServiceShared
 typedef enum GcServiceVerdict
 {
 	GC_VERDICT_RAN = 0,			/* status and result below */
-	GC_VERDICT_DECLINED			/* auto, over the GPU memory budget: run it yourself */
+	GC_VERDICT_DECLINED,		/* auto, over the GPU memory budget: run it yourself */
+	GC_VERDICT_UNAVAILABLE		/* its rows could not be mapped: run it yourself */
 } GcServiceVerdict;
+
+/*
+ * A chunk of a request's rows, in the row store's order: in the request
+ * segment itself (handle 0: copied there), or left where a parallel
+ * worker wrote them, in that worker's partial-state segment, which the
+ * leader holds mapped while it waits (partial_state.c)
+ */
+typedef struct GcServiceChunk
+{
+	dsm_handle	handle;
+	int64		count;
+	Size		values;			/* offsets in that segment */
+	Size		hashes;
+	Size		weights;		/* when weighted */
+} GcServiceChunk;
 
 /*
  * A request segment: this header, then the arrays at the offsets it
@@ -94,9 +110,11 @@ typedef struct GcServiceRequest
 	bool		want_labels;
 	bool		want_distances;
 	bool		may_decline;	/* device = auto: over budget, the backend runs it */
-	Size		off_lo,
+	int			nchunks;
+	Size		off_chunks,		/* GcServiceChunk[nchunks] */
+				off_lo,
 				off_hi,
-				off_values,
+				off_values,		/* the rows copied here */
 				off_hashes,
 				off_weights,
 				off_init,
@@ -130,7 +148,7 @@ typedef struct GcServiceJob
 	GcServiceRequest *request;
 	GcServiceSlot *slot;
 	Size		gpu_bytes;		/* charged to the budget while it runs */
-	dsm_segment *segment;
+	const char *const *chunk_bases; /* each chunk's segment, mapped */
 	volatile int state;			/* GcJobState */
 } GcServiceJob;
 
@@ -167,6 +185,7 @@ typedef enum GcServiceOutcome
 typedef struct GcServiceFit
 {
 	const GcRows *rows;
+	const struct GcPartialSegments *segments;	/* where borrowed rows lie, or NULL */
 	const GcKmeansParams *params;
 	const GcDevice *device;
 	uint32		progress;		/* the fit's progress token */

@@ -137,6 +137,8 @@ typedef struct GcInput
 	int64		settle_rows;	/* rows at which the work reaches the GPU's
 								 * threshold; 0 until the first row */
 	uint32		progress;		/* progress token of the fit (0: none) */
+	const struct GcPartialSegments *segments;	/* where borrowed rows lie
+												 * (a parallel plan's leader) */
 } GcInput;
 
 extern void gc_input_init(GcInput *input);

@@ -291,6 +291,7 @@ start_combined_state(KmeansAggState *first, MemoryContext aggcontext)
 	gc_input_init(&state->input);
 	gc_input_release_at_reset(&state->input, aggcontext);
 	state->segments = gc_partial_segments_create(aggcontext);
+	state->input.segments = state->segments;
 	state->started_ms = first->started_ms;
 	MemoryContextSwitchTo(oldcontext);
 	return state;

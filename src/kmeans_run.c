@@ -79,6 +79,7 @@ fit_kmeans(GcInput *input, GcKmeansParams *params, GcKmeansResult *result,
 		GcServiceOutcome outcome;
 
 		service_fit->rows = &input->rows;
+		service_fit->segments = input->segments;
 		service_fit->params = params;
 		service_fit->device = &input->device;
 		service_fit->progress = input->progress;

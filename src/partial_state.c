@@ -767,3 +767,26 @@ gc_partial_append(GcRows *rows, const GcPartialRows *part, GcPartialSegments *ke
 	pfree(lo);
 	pfree(hi);
 }
+
+/*
+ * The segment of keep that holds ptr (a borrowed chunk's array): its
+ * handle and mapped address; false when no segment of keep holds it
+ */
+bool
+gc_partial_segment_of(const GcPartialSegments *keep, const void *ptr,
+					  dsm_handle *handle, const char **base)
+{
+	for (int i = 0; keep != NULL && i < keep->count; i++)
+	{
+		const char *start = dsm_segment_address(keep->segments[i]);
+
+		if ((const char *) ptr >= start &&
+			(const char *) ptr < start + dsm_segment_map_length(keep->segments[i]))
+		{
+			*handle = keep->handles[i];
+			*base = start;
+			return true;
+		}
+	}
+	return false;
+}

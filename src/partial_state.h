@@ -54,5 +54,7 @@ extern void gc_partial_deserialize(bytea *serialized, GcPartialRows *out);
 extern GcPartialSegments *gc_partial_segments_create(MemoryContext context);
 extern void gc_partial_append(GcRows *rows, const GcPartialRows *part,
 							  GcPartialSegments *keep);
+extern bool gc_partial_segment_of(const GcPartialSegments *keep, const void *ptr,
+								  dsm_handle *handle, const char **base);
 
 #endif							/* GC_PARTIAL_STATE_H */

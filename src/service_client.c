@@ -41,20 +41,53 @@ place(Size *offset, Size *field, Size bytes)
 	*offset = TYPEALIGN(REQUEST_ALIGN, add_size(*offset, bytes));
 }
 
+/*
+ * Whether chunk lies in a parallel worker's segment that the leader holds
+ * (then the service maps it too rather than the rows being copied): its
+ * handle and the segment's address
+ */
+static bool
+chunk_in_segment(const GcServiceFit *fit, const GcChunk *chunk, dsm_handle *handle,
+				 const char **base)
+{
+	return chunk->borrowed && fit->segments != NULL &&
+		gc_partial_segment_of(fit->segments, chunk->values, handle, base);
+}
+
+/* Rows of fit to copy into the request (those in no worker's segment) */
+static Size
+rows_to_copy(const GcServiceFit *fit)
+{
+	Size		n = 0;
+
+	for (int c = 0; c < fit->rows->nchunks; c++)
+	{
+		dsm_handle	handle;
+		const char *base;
+
+		if (!chunk_in_segment(fit, &fit->rows->chunks[c], &handle, &base))
+			n += fit->rows->chunks[c].count;
+	}
+	return n;
+}
+
 /* Lay out fit's request in req; returns the segment's size */
 static Size
 layout_request(GcServiceRequest *req, const GcServiceFit *fit)
 {
 	Size		n = fit->rows->n,
+				copied = rows_to_copy(fit),
 				d = fit->rows->d,
 				k = fit->params->k;
 	Size		offset = TYPEALIGN(REQUEST_ALIGN, sizeof(GcServiceRequest));
 
+	req->nchunks = fit->rows->nchunks;
+	place(&offset, &req->off_chunks, sizeof(GcServiceChunk) * req->nchunks);
 	place(&offset, &req->off_lo, sizeof(double) * d);
 	place(&offset, &req->off_hi, sizeof(double) * d);
-	place(&offset, &req->off_values, mul_size(sizeof(double), mul_size(n, d)));
-	place(&offset, &req->off_hashes, mul_size(sizeof(uint64), n));
-	place(&offset, &req->off_weights, fit->rows->weighted ? mul_size(sizeof(double), n) : 0);
+	place(&offset, &req->off_values, mul_size(sizeof(double), mul_size(copied, d)));
+	place(&offset, &req->off_hashes, mul_size(sizeof(uint64), copied));
+	place(&offset, &req->off_weights, fit->rows->weighted ? mul_size(sizeof(double), copied) : 0);
 	place(&offset, &req->off_init, req->has_init ? sizeof(double) * k * d : 0);
 	place(&offset, &req->off_centroids, sizeof(double) * k * d);
 	place(&offset, &req->off_sizes, sizeof(int64) * k);
@@ -63,26 +96,46 @@ layout_request(GcServiceRequest *req, const GcServiceFit *fit)
 	return offset;
 }
 
-/* Copy the rows (values, hashes, weights, bounds) into the request */
+/*
+ * Describe the rows in the request, chunk by chunk in the store's order:
+ * those in a worker's segment where they lie, the others copied (values,
+ * hashes, weights) into the request; and the bounds
+ */
 static void
-copy_rows(GcServiceRequest *req, const GcRows *rows)
+describe_rows(GcServiceRequest *req, const GcServiceFit *fit)
 {
-	double	   *values = GC_REQUEST_ARRAY(req, off_values, double);
-	uint64	   *hashes = GC_REQUEST_ARRAY(req, off_hashes, uint64);
-	double	   *weights = GC_REQUEST_ARRAY(req, off_weights, double);
+	const GcRows *rows = fit->rows;
+	GcServiceChunk *chunks = GC_REQUEST_ARRAY(req, off_chunks, GcServiceChunk);
 	int			d = rows->d;
+	Size		copied = 0;
 
 	memcpy(GC_REQUEST_ARRAY(req, off_lo, double), rows->lo, sizeof(double) * d);
 	memcpy(GC_REQUEST_ARRAY(req, off_hi, double), rows->hi, sizeof(double) * d);
 	for (int c = 0; c < rows->nchunks; c++)
 	{
 		const GcChunk *chunk = &rows->chunks[c];
-		int64		first = chunk->first_row;
+		GcServiceChunk *out = &chunks[c];
+		const char *base;
+		double	   *weights;
 
-		memcpy(values + first * d, chunk->values, sizeof(double) * chunk->count * d);
-		memcpy(hashes + first, chunk->hashes, sizeof(uint64) * chunk->count);
+		out->count = chunk->count;
+		if (chunk_in_segment(fit, chunk, &out->handle, &base))
+		{
+			out->values = (const char *) chunk->values - base;
+			out->hashes = (const char *) chunk->hashes - base;
+			out->weights = rows->weighted ? (const char *) chunk->weights - base : 0;
+			continue;
+		}
+		out->handle = DSM_HANDLE_INVALID;
+		out->values = req->off_values + sizeof(double) * d * copied;
+		out->hashes = req->off_hashes + sizeof(uint64) * copied;
+		out->weights = rows->weighted ? req->off_weights + sizeof(double) * copied : 0;
+		memcpy((char *) req + out->values, chunk->values, sizeof(double) * chunk->count * d);
+		memcpy((char *) req + out->hashes, chunk->hashes, sizeof(uint64) * chunk->count);
+		weights = (double *) ((char *) req + out->weights);
 		for (int64 i = 0; rows->weighted && i < chunk->count; i++)
-			weights[first + i] = gc_chunk_weight(chunk, i);
+			weights[i] = gc_chunk_weight(chunk, i);
+		copied += chunk->count;
 	}
 }
 
@@ -110,7 +163,7 @@ fill_request(GcServiceRequest *req, const GcServiceFit *fit, int slot)
 	req->weighted = rows->weighted;
 	req->bad_weight = rows->bad_weight;
 	req->phase = GC_PHASE_QUEUED;
-	copy_rows(req, rows);
+	describe_rows(req, fit);
 	if (req->has_init)
 		memcpy(GC_REQUEST_ARRAY(req, off_init, double), params->init_centroids,
 			   sizeof(double) * params->k * rows->d);
@@ -244,7 +297,8 @@ read_result(GcServiceRequest *req, GcServiceFit *fit, GcError *err)
 }
 
 /*
- * Run fit in the GPU service.  GC_SERVICE_RAN: the result, or the
+ * Run fit in the GPU service (the workers' segments holding its rows, if
+ * any, stay mapped here meanwhile).  GC_SERVICE_RAN: the result, or the
  * engine's failure in err; otherwise the caller runs the fit itself (no
  * service, no segment to be had, or, under auto, over the GPU budget).
  */
@@ -280,6 +334,8 @@ gc_service_fit_kmeans(GcServiceFit *fit, GcError *err)
 	{
 		if (req->verdict == GC_VERDICT_DECLINED)
 			outcome = GC_SERVICE_DECLINED;
+		else if (req->verdict == GC_VERDICT_UNAVAILABLE)
+			outcome = GC_SERVICE_UNAVAILABLE;
 		else
 		{
 			read_result(req, fit, err);

@@ -66,26 +66,40 @@ runner_progress(void *arg, GcPhase phase, int iteration, double shift,
 		req->inertia = inertia;
 }
 
-/* The request's rows as a row store borrowing them in place */
+/*
+ * The request's rows as a row store borrowing them in place, chunk by
+ * chunk (the bounds and the weight totals are the whole request's: the
+ * first chunk brings them)
+ */
 static GcStatus
-borrow_rows(GcServiceRequest *req, GcRows *rows, GcError *err)
+borrow_rows(GcServiceJob *job, GcRows *rows, GcError *err)
 {
-	GcChunk		chunk;
+	GcServiceRequest *req = job->request;
+	const GcServiceChunk *chunks = GC_REQUEST_ARRAY(req, off_chunks, GcServiceChunk);
 
 	if (gc_rows_init(rows, req->d, malloc, free, err) != GC_OK)
 		return err->status;
 	if (req->weighted)
 		gc_rows_set_weighted(rows);
-	memset(&chunk, 0, sizeof(chunk));
-	chunk.values = GC_REQUEST_ARRAY(req, off_values, double);
-	chunk.hashes = GC_REQUEST_ARRAY(req, off_hashes, uint64_t);
-	chunk.weights = req->weighted ? GC_REQUEST_ARRAY(req, off_weights, double) : NULL;
-	chunk.count = chunk.capacity = req->n;
-	chunk.borrowed = true;
-	return gc_rows_append_chunk(rows, &chunk,
-								GC_REQUEST_ARRAY(req, off_lo, double),
-								GC_REQUEST_ARRAY(req, off_hi, double),
-								req->total_weight, req->bad_weight, err);
+	for (int c = 0; c < req->nchunks; c++)
+	{
+		const char *base = job->chunk_bases[c];
+		GcChunk		chunk;
+
+		memset(&chunk, 0, sizeof(chunk));
+		chunk.values = (double *) (base + chunks[c].values);
+		chunk.hashes = (uint64_t *) (base + chunks[c].hashes);
+		chunk.weights = req->weighted ? (double *) (base + chunks[c].weights) : NULL;
+		chunk.count = chunk.capacity = chunks[c].count;
+		chunk.borrowed = true;
+		if (gc_rows_append_chunk(rows, &chunk,
+								 GC_REQUEST_ARRAY(req, off_lo, double),
+								 GC_REQUEST_ARRAY(req, off_hi, double),
+								 c == 0 ? req->total_weight : 0,
+								 c == 0 && req->bad_weight, err) != GC_OK)
+			return err->status;
+	}
+	return GC_OK;
 }
 
 /* The backend table of the device the backend chose */
@@ -123,7 +137,7 @@ run_job(GcServiceJob *job)
 	memset(&rows, 0, sizeof(rows));
 	req->phase = GC_PHASE_UPLOADING;
 	backend = job_backend(req, &err);
-	if (backend != NULL && borrow_rows(req, &rows, &err) == GC_OK)
+	if (backend != NULL && borrow_rows(job, &rows, &err) == GC_OK)
 	{
 		params.init_centroids = req->has_init ? GC_REQUEST_ARRAY(req, off_init, double) : NULL;
 		params.interrupted = runner_interrupted;
@@ -298,6 +312,6 @@ gc_runner_release(GcServiceJob *job)
 	job->state = GC_JOB_IDLE;
 	job->request = NULL;
 	job->slot = NULL;
-	job->segment = NULL;
+	job->chunk_bases = NULL;
 	pthread_mutex_unlock(&runner_mutex);
 }

@@ -14,7 +14,7 @@ SELECT (gpuclust_service_info()->>'preloaded')::bool =
 	   (current_setting('shared_preload_libraries') ~ 'gpuclust') AS preloaded_as_configured,
 	   (gpuclust_service_info()->>'running')::bool =
 	   (current_setting('shared_preload_libraries') ~ 'gpuclust') AS running_as_configured;
-CREATE FUNCTION expected_path() RETURNS text LANGUAGE sql STABLE AS $$
+CREATE FUNCTION expected_path() RETURNS text LANGUAGE sql STABLE PARALLEL SAFE AS $$
 	SELECT CASE WHEN (gpuclust_service_info()->>'running')::bool THEN 'service' ELSE 'backend' END $$;
 
 -- the aggregate (serial plan): the path, and the model's values
@@ -47,11 +47,26 @@ JOIN svc_pts p USING (id), svc_models;
 SELECT count(*) AS rows, count(*) FILTER (WHERE c <> kmeans_predict(m, v)) AS wrong_labels
 FROM (SELECT v, kmeans_gpu_cluster(v, 4) OVER () AS c FROM svc_pts) s, svc_models;
 
--- a parallel plan: the workers' rows reach the service through the leader
+-- a parallel plan: the workers' rows reach the service where they wrote
+-- them (their shared memory segments) or copied by the leader (small
+-- shares); the model is the serial plan's
+CREATE TABLE svc_many AS
+SELECT i AS id, ARRAY[(i % 13) * 10 + (i % 3), (i % 11) * 10 + (i % 2), i % 5]::float8[] AS v
+FROM generate_series(1, 60000) i;
+ANALYZE svc_many;
+CREATE TABLE svc_serial AS SELECT kmeans_gpu(v, 6) AS m FROM svc_many;
 SET max_parallel_workers_per_gather = 2;
 SET parallel_setup_cost = 0;
 SET parallel_tuple_cost = 0;
 SET min_parallel_table_scan_size = 0;
+SELECT m::jsonb->>'path' = expected_path() AS path_ok,
+	   (m::jsonb->>'partial_states')::int > 0 AS parallel,
+	   ((m::jsonb->>'shared_memory_states')::int > 0) =
+	   (current_setting('shared_preload_libraries') ~ 'gpuclust' OR
+		current_setting('server_version_num')::int >= 170000) AS in_shared_memory,
+	   (m::jsonb - 'timings_ms' - 'partial_states' - 'shared_memory_states') =
+	   (s::jsonb - 'timings_ms' - 'partial_states' - 'shared_memory_states') AS same_model
+FROM (SELECT kmeans_gpu(v, 6) AS m FROM svc_many) p, (SELECT m AS s FROM svc_serial) q;
 SELECT m::jsonb->>'path' = expected_path() AS path_ok,
 	   (m::jsonb - 'timings_ms' - 'partial_states' - 'shared_memory_states') =
 	   (s::jsonb - 'timings_ms' - 'partial_states' - 'shared_memory_states') AS same_model
