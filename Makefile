@@ -21,7 +21,8 @@ GLUE_OBJS = src/gpuclust.o src/interrupt.o src/input.o src/options.o src/model.o
 	src/kmeans_run.o src/kmeans_agg.o src/partial_state.o src/kmeans_window.o src/kmeans_assign.o \
 	src/pmedian_options.o src/pmedian_model.o src/pmedian_run.o src/pmedian_agg.o \
 	src/pmedian_assign.o src/stream_type.o src/stream_agg.o src/spi_rows.o src/model_io.o \
-	src/pgvector_input.o src/progress.o
+	src/pgvector_input.o src/progress.o src/gpu_service.o src/service_runner.o \
+	src/service_client.o
 OBJS = $(ENGINE_OBJS) $(GLUE_OBJS)
 
 TESTS = $(sort $(wildcard test/sql/*.sql))
@@ -61,6 +62,8 @@ cuda/%.o: cuda/%.cu $(wildcard cuda/*.h cuda/*.cuh engine/*.h)
 	$(call progress,NVCC)
 	$(NVCC) $(NVCC_FLAGS) -c $< -o $@
 endif
+# the GPU service's runner threads
+SHLIB_LINK += -lpthread
 
 # make -s prints one line per file it compiles, plain make the commands
 SILENT := $(findstring s,$(firstword -$(MAKEFLAGS)))

@@ -40,6 +40,13 @@ gc_cuda_fail(GcError *err, cudaError_t e, const char *call, const char *file, in
 /* After a kernel launch: catches bad configurations at once */
 #define GC_CUDA_LAUNCHED(name, err) GC_CUDA_TRY(cudaGetLastError(), err)
 
+/*
+ * Devices whose per-device launch settings the launchers cache (kernel
+ * attributes belong to a device's context); on more, they set them at
+ * every launch
+ */
+#define GC_CUDA_MAX_DEVICES 64
+
 /* cudaMalloc of count elements (at least one), as a status */
 template <typename T>
 static inline GcStatus

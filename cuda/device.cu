@@ -2,8 +2,8 @@
  *
  * device.cu
  *	  Device management: whether a usable GPU exists (asked once per
- *	  backend process), making gpuclust.gpu_id current, and page-locked
- *	  host memory for the row store.  Freed page-locked blocks are kept for
+ *	  backend process), making gpuclust.gpu_id current, opening every GPU
+ *	  for the GPU service, and page-locked host memory for the row store.  Freed page-locked blocks are kept for
  *	  reuse, up to gc_pinned_cache_bytes, since allocating and touching new
  *	  page-locked memory costs as much as collecting the rows into it: a
  *	  session that clusters repeatedly reuses its buffers.
@@ -60,6 +60,35 @@ gc_cuda_use_device(int gpu_id, char *why, size_t whylen)
 		return false;
 	}
 	return true;
+}
+
+extern "C" int
+gc_cuda_open_devices(size_t *total_bytes, int max, char *why, size_t whylen)
+{
+	int			opened = 0;
+
+	if (!gc_cuda_use_device(0, why, whylen))
+		return 0;
+	for (int g = 0; g < device_count && g < max; g++)
+	{
+		size_t		free_bytes;
+		cudaError_t e = cudaSetDevice(g);
+
+		/* cudaFree(0) creates the primary context; the memory query needs it */
+		if (e == cudaSuccess)
+			e = cudaFree(0);
+		if (e == cudaSuccess)
+			e = cudaMemGetInfo(&free_bytes, &total_bytes[g]);
+		if (e != cudaSuccess)
+		{
+			(void) cudaGetLastError();
+			snprintf(why, whylen, "opening CUDA device %d failed: %s (%s)", g,
+					 cudaGetErrorName(e), cudaGetErrorString(e));
+			break;
+		}
+		opened = g + 1;
+	}
+	return opened;
 }
 
 extern "C" bool

@@ -24,6 +24,14 @@ extern "C"
 /* Makes device gpu_id current; false, with the reason in why, if unusable */
 extern bool gc_cuda_use_device(int gpu_id, char *why, size_t whylen);
 
+/*
+ * The GPU service's start: create the context of every visible device (at
+ * most max), recording each one's memory in total_bytes; returns how many
+ * are usable, with the reason in why when none is
+ */
+extern int	gc_cuda_open_devices(size_t *total_bytes, int max, char *why,
+								 size_t whylen);
+
 /* Name and memory of the current device; false if they cannot be read */
 extern bool gc_cuda_describe_device(char *name, size_t namelen,
 									size_t *free_bytes, size_t *total_bytes);

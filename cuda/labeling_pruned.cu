@@ -262,20 +262,17 @@ launch_pruned(const float *x32, const float *c32, const float *icd_ranked,
 			  int32_t *work, unsigned long long *changed,
 			  unsigned long long *work_total, cudaStream_t stream, GcError *err)
 {
-	static int	shared_limit = -1,
+	int			device = 0,
+				shared_limit = 0,
 				sms = 0;
 	size_t		shared_bytes = sizeof(float) * (size_t) k * (DP + 1);
 	int64_t		blocks_needed = (n + PRUNED_BLOCK - 1) / PRUNED_BLOCK;
 
-	if (shared_limit < 0)
-	{
-		int			device;
-
-		GC_CUDA_TRY(cudaGetDevice(&device), err);
-		GC_CUDA_TRY(cudaDeviceGetAttribute(&shared_limit,
-										   cudaDevAttrMaxSharedMemoryPerBlockOptin, device), err);
-		GC_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), err);
-	}
+	/* asked per launch, not cached: the GPU service launches on several devices from several threads */
+	GC_CUDA_TRY(cudaGetDevice(&device), err);
+	GC_CUDA_TRY(cudaDeviceGetAttribute(&shared_limit,
+									   cudaDevAttrMaxSharedMemoryPerBlockOptin, device), err);
+	GC_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), err);
 	if (DP > 0 && shared_bytes <= (size_t) shared_limit)
 	{
 		int			per_sm = (int) (shared_limit / shared_bytes);

@@ -99,21 +99,18 @@ gc_tensor_row_width(int d, bool bf16)
 static int
 shared_memory(bool per_block)
 {
-	static int	block_bytes = 0,
+	int			device = 0,
+				block_bytes = 0,
 				sm_bytes = 0;
 
-	if (block_bytes == 0)
-	{
-		int			device = 0;
-
-		cudaGetDevice(&device);
-		if (cudaDeviceGetAttribute(&block_bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin,
-								   device) != cudaSuccess || block_bytes <= 0)
-			block_bytes = 48 * 1024;
-		if (cudaDeviceGetAttribute(&sm_bytes, cudaDevAttrMaxSharedMemoryPerMultiprocessor,
-								   device) != cudaSuccess || sm_bytes <= 0)
-			sm_bytes = block_bytes;
-	}
+	/* asked each time, not cached: the GPU service runs fits on several devices from several threads */
+	cudaGetDevice(&device);
+	if (cudaDeviceGetAttribute(&block_bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin,
+							   device) != cudaSuccess || block_bytes <= 0)
+		block_bytes = 48 * 1024;
+	if (cudaDeviceGetAttribute(&sm_bytes, cudaDevAttrMaxSharedMemoryPerMultiprocessor,
+							   device) != cudaSuccess || sm_bytes <= 0)
+		sm_bytes = block_bytes;
 	return per_block ? block_bytes : sm_bytes;
 }
 
@@ -196,15 +193,24 @@ template <int MODE, int LAYOUT, int KSB>
 static GcStatus
 launch_variant(const TensorArgs &args, size_t bytes, cudaStream_t stream, GcError *err)
 {
-	static bool configured = false;
+	/*
+	 * The attribute belongs to a device's context: a bit per device
+	 * configured, set atomically, as the GPU service's runner threads
+	 * launch on several devices at once (configuring twice is harmless)
+	 */
+	static unsigned long long configured = 0;
 	int64_t		blocks = (args.rows + TM - 1) / TM * args.groups;
+	int			device = 0;
+	unsigned long long bit;
 
-	if (!configured)
+	GC_CUDA_TRY(cudaGetDevice(&device), err);
+	bit = device < GC_CUDA_MAX_DEVICES ? 1ULL << device : 0;
+	if (bit == 0 || (__atomic_load_n(&configured, __ATOMIC_ACQUIRE) & bit) == 0)
 	{
 		GC_CUDA_TRY(cudaFuncSetAttribute(assign_points_tensor_kernel<MODE, LAYOUT, KSB>,
 										 cudaFuncAttributeMaxDynamicSharedMemorySize,
 										 shared_memory(true)), err);
-		configured = true;
+		__atomic_fetch_or(&configured, bit, __ATOMIC_RELEASE);
 	}
 	if (blocks > INT32_MAX)
 		return gc_fail(err, GC_ERR_RANGE, "too many rows for one labeling grid");

@@ -178,21 +178,30 @@ launch_accumulate_clusters(const double *x64, const double *weights,
 						   unsigned long long *sums, unsigned long long *counts,
 						   cudaStream_t stream, GcError *err)
 {
-	static int	shared_limit = -1;
+	/*
+	 * Per device (the attribute belongs to its context), published only
+	 * once the kernel is configured: the GPU service's runner threads
+	 * launch on several devices at once
+	 */
+	static int	shared_limits[GC_CUDA_MAX_DEVICES];
 	size_t		shared_bytes = sizeof(unsigned long long) * (size_t) k * (d + 1);
 	int64_t		total = n * d;		/* at most; the kernels stop at the moved count */
+	int			device = 0,
+				shared_limit = 0;
 
-	if (shared_limit < 0)
+	GC_CUDA_TRY(cudaGetDevice(&device), err);
+	if (device < GC_CUDA_MAX_DEVICES)
+		shared_limit = __atomic_load_n(&shared_limits[device], __ATOMIC_ACQUIRE);
+	if (shared_limit <= 0)
 	{
-		int			device = 0;
-
-		GC_CUDA_TRY(cudaGetDevice(&device), err);
 		GC_CUDA_TRY(cudaDeviceGetAttribute(&shared_limit,
 										   cudaDevAttrMaxSharedMemoryPerBlockOptin,
 										   device), err);
 		GC_CUDA_TRY(cudaFuncSetAttribute(accumulate_clusters_kernel<true>,
 										 cudaFuncAttributeMaxDynamicSharedMemorySize,
 										 shared_limit), err);
+		if (device < GC_CUDA_MAX_DEVICES)
+			__atomic_store_n(&shared_limits[device], shared_limit, __ATOMIC_RELEASE);
 	}
 	GC_CUDA_TRY(cudaMemsetAsync(moved_count, 0, sizeof(unsigned int), stream), err);
 	collect_moved_kernel<<<grid_for(n, ELEMENT_THREADS, 4 * multiprocessors()), ELEMENT_THREADS, 0, stream>>>(

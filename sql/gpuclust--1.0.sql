@@ -352,6 +352,14 @@ CREATE FUNCTION gpuclust_device_info() RETURNS jsonb
 	AS 'MODULE_PATHNAME', 'gpuclust_device_info'
 	LANGUAGE C VOLATILE PARALLEL SAFE;
 
+-- The GPU service (gpuclust in shared_preload_libraries): whether it runs,
+-- its process, how often it started, its GPUs, and the fits queued and
+-- running
+
+CREATE FUNCTION gpuclust_service_info() RETURNS jsonb
+	AS 'MODULE_PATHNAME', 'gpuclust_service_info'
+	LANGUAGE C VOLATILE PARALLEL SAFE;
+
 -- Progress of the fits under way, one row per backend, in the style of
 -- pg_stat_progress_*: reported on PostgreSQL 17 and later, and on 15 and 16
 -- when gpuclust is in shared_preload_libraries (gpuclust_progress_enabled()

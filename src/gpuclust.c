@@ -3,9 +3,11 @@
  * gpuclust.c
  *	  Module entry point: the GUCs (gpuclust.device, gpuclust.gpu_id and
  *	  the superuser-only memory limits gpuclust.pinned_cache_mb and
- *	  gpuclust.max_fit_memory_mb), the choice of backend for each call,
- *	  and the translation of engine failures into ereport (the interrupt
- *	  hook is in interrupt.c).
+ *	  gpuclust.max_fit_memory_mb), the choice of backend for each call
+ *	  (in this backend, or, for k-means fits while the GPU service runs,
+ *	  the device the service is to use: gpu_service.c), and the
+ *	  translation of engine failures into ereport (the interrupt hook is
+ *	  in interrupt.c).
  *
  * IDENTIFICATION
  *	  src/gpuclust.c
@@ -13,6 +15,7 @@
  *-------------------------------------------------------------------------
  */
 #include "gpuclust.h"
+#include "gpu_service.h"
 #include "partial_state.h"
 
 #include <limits.h>
@@ -34,6 +37,7 @@ PG_MODULE_MAGIC;
 
 static int	gc_device_setting = GC_DEVICE_AUTO;
 static int	gc_gpu_id = 0;
+static bool gc_gpu_id_pinned = false;	/* gpu_id set, not its default */
 static int	gc_pinned_cache_mb = 256;
 static int	gc_max_fit_memory_mb = 32768;
 
@@ -45,6 +49,29 @@ static const struct config_enum_entry device_options[] = {
 };
 
 void		_PG_init(void);
+
+/*
+ * gpuclust.gpu_id's source, carried as the value's extra so that it
+ * follows the value through SET LOCAL, RESET and rollback: a value from
+ * anywhere but the default pins the GPU service's fits to that GPU
+ */
+static bool
+check_gpu_id(int *newval, void **extra, GucSource source)
+{
+	bool	   *pinned = gc_guc_malloc(sizeof(bool));
+
+	if (pinned == NULL)
+		return false;
+	*pinned = source != PGC_S_DEFAULT;
+	*extra = pinned;
+	return true;
+}
+
+static void
+assign_gpu_id(int newval, void *extra)
+{
+	gc_gpu_id_pinned = extra != NULL && *(bool *) extra;
+}
 
 static void
 assign_pinned_cache_mb(int newval, void *extra)
@@ -66,8 +93,10 @@ _PG_init(void)
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("gpuclust.gpu_id",
 							"Index of the CUDA device to use.",
-							NULL, &gc_gpu_id, 0, 0, 1024,
-							PGC_USERSET, 0, NULL, NULL, NULL);
+							"With gpuclust preloaded, the GPU service spreads fits over its GPUs "
+							"unless this is set; set, it pins them to this one.",
+							&gc_gpu_id, 0, 0, 1024,
+							PGC_USERSET, 0, check_gpu_id, assign_gpu_id, NULL);
 	DefineCustomIntVariable("gpuclust.pinned_cache_mb",
 							"Page-locked host memory a session keeps for reuse after a GPU fit.",
 							"Collecting rows into new page-locked memory costs about as much as "
@@ -90,6 +119,7 @@ _PG_init(void)
 							"more fails before allocating past it; 0 removes the limit.",
 							&gc_max_fit_memory_mb, 32768, 0, INT_MAX,
 							PGC_SUSET, GUC_UNIT_MB, NULL, NULL, NULL);
+	gc_service_init();
 	MarkGUCPrefixReserved("gpuclust");
 	gc_partial_init();
 	gc_progress_init();
@@ -139,6 +169,7 @@ gc_use_cpu_device(GcDevice *device)
 	device->gpu_id = 0;
 	device->reason = GC_REASON_UNRECORDED;
 	device->deferred = false;
+	device->service = false;
 }
 
 /*
@@ -165,11 +196,20 @@ gc_use_cpu_device(GcDevice *device)
 /* The GPU (gpuclust.gpu_id) whose context this backend created; -1: none */
 static int	gc_gpu_context_id = -1;
 
+/*
+ * auto's threshold for a fit on device: warm when the context exists, as
+ * the GPU service's always does where it has GPUs (it opens them when it
+ * starts)
+ */
 double
-gc_auto_gpu_min_work(void)
+gc_auto_gpu_min_work(const GcDevice *device)
 {
-	return gc_gpu_context_id == gc_gpu_id ?
-		GC_AUTO_GPU_MIN_WORK_WARM : GC_AUTO_GPU_MIN_WORK_COLD;
+	char		why[256];
+	bool		warm = device->service ?
+		gc_service_gpu_usable(gc_gpu_id, why, sizeof(why)) :
+		gc_gpu_context_id == gc_gpu_id;
+
+	return warm ? GC_AUTO_GPU_MIN_WORK_WARM : GC_AUTO_GPU_MIN_WORK_COLD;
 }
 
 static const char *const device_reason_names[GC_REASON_COUNT] = {
@@ -179,13 +219,26 @@ static const char *const device_reason_names[GC_REASON_COUNT] = {
 	[GC_REASON_AUTO_SMALL] = "auto: small work",
 	[GC_REASON_AUTO_LARGE] = "auto: large work",
 	[GC_REASON_AUTO_NO_GPU] = "auto: no usable GPU",
-	[GC_REASON_AUTO_NO_CUDA] = "auto: built without CUDA"
+	[GC_REASON_AUTO_NO_CUDA] = "auto: built without CUDA",
+	[GC_REASON_AUTO_OVER_BUDGET] = "auto: over the GPU service's memory budget"
 };
 
 const char *
 gc_device_reason_name(int reason)
 {
 	return device_reason_names[reason];
+}
+
+static const char *const fit_path_names[GC_PATH_COUNT] = {
+	[GC_PATH_UNRECORDED] = "unrecorded",
+	[GC_PATH_BACKEND] = "backend",
+	[GC_PATH_SERVICE] = "service"
+};
+
+const char *
+gc_fit_path_name(int path)
+{
+	return fit_path_names[path];
 }
 
 #ifdef GC_WITH_CUDA
@@ -207,15 +260,54 @@ use_gpu(GcDevice *device, char *why, size_t whylen)
 #endif
 
 /*
+ * Make device gpuclust.gpu_id, in the GPU service when device->service
+ * (no context here; the rows stay in plain memory, which the service
+ * copies) or in this backend; false (and why) if unusable
+ */
+static bool
+use_gpu_for(GcDevice *device, char *why, size_t whylen)
+{
+	if (device->service)
+	{
+		if (!gc_service_gpu_usable(gc_gpu_id, why, whylen))
+			return false;
+		device->kind = GC_KIND_GPU;
+		device->gpu_id = gc_gpu_id;
+		device->gpu_pinned = gc_gpu_id_pinned;
+		return true;
+	}
+#ifdef GC_WITH_CUDA
+	return use_gpu(device, why, whylen);
+#else
+	snprintf(why, whylen, "gpuclust was built without GPU support.");
+	return false;
+#endif
+}
+
+/* The error of gpuclust.device = gpu without a usable GPU */
+static void no_usable_gpu(const char *why) GC_NORETURN;
+
+static void
+no_usable_gpu(const char *why)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("no usable GPU for gpuclust.device = gpu"),
+			 errdetail("%s", why),
+			 errhint("Set gpuclust.device to auto or cpu to run on the CPU.")));
+}
+
+/*
  * Choose the backend for one call from gpuclust.device.  cpu and gpu
  * decide now; auto starts on the CPU, deferred: gc_settle_device decides
  * once the fit's work is known (or known to be large), so that small fits
- * never touch CUDA.
+ * never touch CUDA.  With service, the GPU service is to run the fit.
  */
-void
-gc_choose_device(GcDevice *device)
+static void
+choose_device(GcDevice *device, bool service)
 {
 	gc_use_cpu_device(device);
+	device->service = service;
 	if (gc_device_setting == GC_DEVICE_CPU)
 	{
 		device->reason = GC_REASON_SETTING_CPU;
@@ -231,12 +323,8 @@ gc_choose_device(GcDevice *device)
 	{
 		char		why[256];
 
-		if (!use_gpu(device, why, sizeof(why)))
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("no usable GPU for gpuclust.device = gpu"),
-					 errdetail("%s", why),
-					 errhint("Set gpuclust.device to auto or cpu to run on the CPU.")));
+		if (!use_gpu_for(device, why, sizeof(why)))
+			no_usable_gpu(why);
 	}
 #else
 	ereport(ERROR,
@@ -244,6 +332,50 @@ gc_choose_device(GcDevice *device)
 			 errmsg("gpuclust was built without GPU support"),
 			 errhint("Rebuild gpuclust with nvcc on the PATH, or set gpuclust.device to auto or cpu.")));
 #endif
+}
+
+/* The device for a fit this backend runs */
+void
+gc_choose_device(GcDevice *device)
+{
+	choose_device(device, false);
+}
+
+/* The device for a k-means fit: in the GPU service while one runs */
+void
+gc_choose_service_device(GcDevice *device)
+{
+	choose_device(device, gc_service_enabled());
+}
+
+/*
+ * The GPU service cannot run a fit for which device was chosen (it is
+ * gone, or, with reason GC_REASON_AUTO_OVER_BUDGET, the fit exceeds its
+ * memory budget): run it in this backend, on the device chosen or, when
+ * this backend cannot use that GPU under auto, on the CPU
+ */
+void
+gc_leave_service(GcDevice *device, GcDeviceReason reason)
+{
+	char		why[256];
+	GcDeviceReason chosen = device->reason;
+
+	device->service = false;
+	if (reason == GC_REASON_AUTO_OVER_BUDGET || device->kind != GC_KIND_GPU)
+	{
+		if (reason == GC_REASON_AUTO_OVER_BUDGET)
+		{
+			gc_use_cpu_device(device);
+			device->reason = reason;
+		}
+		return;
+	}
+	if (use_gpu_for(device, why, sizeof(why)))
+		return;
+	if (chosen == GC_REASON_SETTING_GPU)
+		no_usable_gpu(why);
+	gc_use_cpu_device(device);
+	device->reason = GC_REASON_AUTO_NO_GPU;
 }
 
 /*
@@ -258,7 +390,7 @@ gc_settle_device(GcDevice *device, double work)
 	if (!device->deferred)
 		return;
 	device->deferred = false;
-	if (work < gc_auto_gpu_min_work())
+	if (work < gc_auto_gpu_min_work(device))
 	{
 		device->reason = GC_REASON_AUTO_SMALL;
 		return;
@@ -267,7 +399,7 @@ gc_settle_device(GcDevice *device, double work)
 	{
 		char		why[256];
 
-		device->reason = use_gpu(device, why, sizeof(why)) ?
+		device->reason = use_gpu_for(device, why, sizeof(why)) ?
 			GC_REASON_AUTO_LARGE : GC_REASON_AUTO_NO_GPU;
 	}
 #else

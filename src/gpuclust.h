@@ -54,6 +54,7 @@ typedef enum GcDeviceReason
 	GC_REASON_AUTO_LARGE,		/* auto: work above it, on the GPU */
 	GC_REASON_AUTO_NO_GPU,		/* auto: work above it, no usable GPU */
 	GC_REASON_AUTO_NO_CUDA,		/* auto: work above it, a build without CUDA */
+	GC_REASON_AUTO_OVER_BUDGET, /* auto: more than the GPU service's memory budget */
 	GC_REASON_COUNT
 } GcDeviceReason;
 
@@ -67,11 +68,26 @@ typedef struct GcDevice
 	GcHostAlloc alloc;			/* pinned when the GPU will read the rows */
 	GcHostFree	free;
 	int			gpu_id;			/* the GPU's index, when kind is GPU */
+	bool		service;		/* the GPU service runs the fit (kind as decided
+								 * here; the rows in plain memory) */
+	bool		gpu_pinned;		/* service: gpu_id was set, run on it alone */
 } GcDevice;
 
+/* Which process ran a fit, recorded in its model */
+typedef enum GcFitPath
+{
+	GC_PATH_UNRECORDED = 0,		/* a model typed in without the field */
+	GC_PATH_BACKEND,			/* the backend that asked for it */
+	GC_PATH_SERVICE,			/* the GPU service */
+	GC_PATH_COUNT
+} GcFitPath;
+
 extern void gc_choose_device(GcDevice *device);
+extern void gc_choose_service_device(GcDevice *device);
+extern void gc_leave_service(GcDevice *device, GcDeviceReason reason);
+extern const char *gc_fit_path_name(int path);
 extern void gc_settle_device(GcDevice *device, double work);
-extern double gc_auto_gpu_min_work(void);
+extern double gc_auto_gpu_min_work(const GcDevice *device);
 extern const char *gc_device_reason_name(int reason);
 extern void gc_use_cpu_device(GcDevice *device);
 extern bool gc_interrupted(void);
@@ -101,6 +117,8 @@ extern uint32 gc_progress_fit(uint32 token, GcFitKind fit, GcKmeansParams *param
 							  int64 rows, const GcDevice *device);
 extern void gc_progress_phase(uint32 token, GcPhase phase, int64 rows, int n_init,
 							  int max_iter);
+extern void gc_progress_mirror(uint32 token, GcPhase phase, int restart,
+							   int iteration, double shift, double inertia);
 extern void gc_progress_end(uint32 token);
 
 /* input.c: rows from SQL arrays */
@@ -120,6 +138,8 @@ typedef struct GcInput
 	int64		settle_rows;	/* rows at which the work reaches the GPU's
 								 * threshold; 0 until the first row */
 	uint32		progress;		/* progress token of the fit (0: none) */
+	const struct GcPartialSegments *segments;	/* where borrowed rows lie
+												 * (a parallel plan's leader) */
 } GcInput;
 
 extern void gc_input_init(GcInput *input);
@@ -189,6 +209,7 @@ extern const char *gc_metric_name(GcMetric metric);
 
 /* model.c: the kmeans_model type */
 #define GC_KERNEL_NAME_BYTES 32
+#define GC_INIT_NAME_BYTES 32	/* gc_init_name's longest, "greedy kmeans++", and more */
 
 /* What a model was fitted on, which decides the inertia it reports */
 typedef enum GcFittedOn
@@ -227,6 +248,7 @@ typedef struct KmeansModel
 	int32		shared_memory_states;	/* of which handed over in shared memory */
 	int16		device_reason;	/* GcDeviceReason */
 	int16		init;			/* the seeding that ran: model.c's init_names */
+	int16		path;			/* GcFitPath */
 	double		skipped_fraction;	/* distance computations pruning skipped */
 	int16		precision_check;	/* GcCheckOutcome of the reduced-precision check */
 	double		sample_disagreement;	/* the check's sample: labels unlike exact ones */
@@ -386,6 +408,7 @@ typedef struct GcModelOrigin
 {
 	GcDeviceKind device;
 	GcDeviceReason device_reason;
+	GcFitPath	path;
 	GcFittedOn	fitted_on;
 	GcPrecision precision_requested;
 	GcMetric	metric;

@@ -319,7 +319,9 @@ gc_input_add(GcInput *input, Datum vector, Oid format)
 	d = view.d;
 	if (!input->started)
 	{
-		if (!input->device_fixed)
+		if (!input->device_fixed && input->fit == GC_FIT_KMEANS)
+			gc_choose_service_device(&input->device);
+		else if (!input->device_fixed)
 			gc_choose_device(&input->device);
 		if (gc_rows_init(&input->rows, d, input->device.alloc,
 						 input->device.free, &err) != GC_OK)
@@ -356,7 +358,7 @@ gc_input_add(GcInput *input, Datum vector, Oid format)
 	if (input->device.deferred && input->work_per_row > 0)
 	{
 		if (input->settle_rows == 0)
-			input->settle_rows = (int64) Min(ceil(gc_auto_gpu_min_work() /
+			input->settle_rows = (int64) Min(ceil(gc_auto_gpu_min_work(&input->device) /
 												  (input->work_per_row * d)),
 											 (double) GC_MAX_ROWS);
 		if (input->rows.n >= input->settle_rows)

@@ -204,6 +204,7 @@ start_combined_state(const GcPartialRows *first, MemoryContext aggcontext)
 	gc_input_init(&state->input);
 	gc_input_release_at_reset(&state->input, aggcontext);
 	state->segments = gc_partial_segments_create(aggcontext);
+	state->input.segments = state->segments;
 	state->started_ms = first->meta.started_ms;
 	MemoryContextSwitchTo(oldcontext);
 	return state;
@@ -235,7 +236,7 @@ gpuclust_kmeans_combinefn(PG_FUNCTION_ARGS)
 
 	state->started_ms = Min(state->started_ms, part->meta.started_ms);
 	state->partial_states++;
-	gc_partial_adopt(&state->input, part, state->segments);
+	gc_partial_adopt(&state->input, part, state->segments, gc_choose_service_device);
 	if (part->segment != NULL)
 		state->shared_memory_states++;
 	PG_RETURN_POINTER(state);

@@ -4,6 +4,8 @@
  *	  Runs one k-means fit over collected rows on the chosen backend and
  *	  returns the model, raising any engine failure as an error.  Shared by
  *	  the aggregate, the window function and the assignment function.
+ *	  The fit runs in the GPU service when its device was chosen for it
+ *	  (gpu_service.h), else here.
  *	  Also the one copier from an engine result to a kmeans_model, which
  *	  the fit over rows and the model of a stream summary both use.
  *
@@ -13,6 +15,8 @@
  *-------------------------------------------------------------------------
  */
 #include "gpuclust.h"
+
+#include "gpu_service.h"
 
 /*
  * Tell the user that the precision asked for mislabelled a sample of the
@@ -50,6 +54,7 @@ gc_model_record_result(KmeansModel *model, const GcKmeansResult *result,
 
 	model->device = origin->device;
 	model->device_reason = origin->device_reason;
+	model->path = origin->path;
 	model->fitted_on = origin->fitted_on;
 	model->rows = origin->rows;
 	model->null_rows = origin->null_rows;
@@ -86,6 +91,44 @@ gc_model_record_result(KmeansModel *model, const GcKmeansResult *result,
 }
 
 /*
+ * Run the fit in the GPU service when input's device was chosen for it;
+ * otherwise, or when the service cannot run it, here.  Returns the path
+ * it ran on; engine failures are raised.
+ */
+static GcFitPath
+fit_kmeans(GcInput *input, GcKmeansParams *params, GcKmeansResult *result,
+		   GcServiceFit *service_fit)
+{
+	GcError		err = {0};
+
+	if (input->device.service)
+	{
+		GcServiceOutcome outcome;
+
+		service_fit->rows = &input->rows;
+		service_fit->segments = input->segments;
+		service_fit->params = params;
+		service_fit->device = &input->device;
+		service_fit->progress = input->progress;
+		service_fit->result = result;
+		outcome = gc_service_fit_kmeans(service_fit, &err);
+		if (outcome == GC_SERVICE_RAN)
+		{
+			if (err.status != GC_OK)
+				gc_raise(&err);
+			return GC_PATH_SERVICE;
+		}
+		gc_leave_service(&input->device, outcome == GC_SERVICE_DECLINED ?
+						 GC_REASON_AUTO_OVER_BUDGET : input->device.reason);
+		input->progress = gc_progress_fit(input->progress, input->fit, params,
+										  input->rows.n, &input->device);
+	}
+	if (gc_kmeans_fit(input->device.kmeans, &input->rows, params, result, &err) != GC_OK)
+		gc_raise(&err);
+	return GC_PATH_BACKEND;
+}
+
+/*
  * Fit opts->params.k centroids to input's rows; labels and distances,
  * when given, receive each row's cluster and distance to its centroid
  */
@@ -98,7 +141,7 @@ gc_run_kmeans(GcInput *input, GcKmeansOptions *opts, double collect_ms,
 	KmeansModel *model;
 	GcKmeansResult result;
 	GcModelOrigin origin;
-	GcError		err = {0};
+	GcServiceFit service_fit;
 
 	Assert(input->started && rows->n > 0);
 	if (k > rows->n)
@@ -119,8 +162,7 @@ gc_run_kmeans(GcInput *input, GcKmeansOptions *opts, double collect_ms,
 
 	input->progress = gc_progress_fit(input->progress, input->fit, &opts->params,
 									  rows->n, &input->device);
-	if (gc_kmeans_fit(input->device.kmeans, rows, &opts->params, &result, &err) != GC_OK)
-		gc_raise(&err);
+	origin.path = fit_kmeans(input, &opts->params, &result, &service_fit);
 	/* the engine measures Euclidean distances; on unit rows 1 - cos = |x - c|^2 / 2 */
 	if (opts->params.metric == GC_METRIC_COSINE)
 	{

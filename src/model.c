@@ -152,6 +152,7 @@ static const GcModelField model_fields[] = {
 	O("summary_inertia", summary_inertia, GC_FITTED_ON_SUMMARY),
 	E("device", device, device_name, 2),
 	E("device_reason", device_reason, gc_device_reason_name, GC_REASON_COUNT),
+	E("path", path, gc_fit_path_name, GC_PATH_COUNT),
 	E("algorithm", pruned, algorithm_name, 2),
 	F("kernel", GC_FIELD_NAME, GC_PLACE_TOP, kernel),
 	E("init", init, init_name, lengthof(init_names)),

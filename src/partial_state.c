@@ -466,8 +466,8 @@ write_rows(const PartialSource *src, char *dest)
  * hold fails with an obscure error, so a share that would not fit takes
  * the inline path instead.
  */
-static bool
-segment_fits(Size bytes)
+bool
+gc_dsm_segment_fits(Size bytes)
 {
 	struct statvfs fs;
 
@@ -488,7 +488,7 @@ serialize_to_segment(const PartialSource *src, GcPartialHeader *header)
 	int			slot;
 	char	   *base;
 
-	if (!segment_fits(sizeof(GcPartialHeader) + header->data_bytes))
+	if (!gc_dsm_segment_fits(sizeof(GcPartialHeader) + header->data_bytes))
 		return false;
 	sweep_stale_entries();
 	segment = dsm_create(sizeof(GcPartialHeader) + header->data_bytes,
@@ -908,11 +908,12 @@ append_rows(GcRows *rows, const GcPartialRows *part, GcPartialSegments *keep)
 
 /*
  * Join a deserialized partial state's counts and rows into the leader's
- * input: the first rows choose the device (the fit's: pinned memory for
- * the GPU) and fix the dimension, which later shares must have
+ * input: the first rows choose the device (choose_device: the fit's,
+ * pinned memory for a GPU fit in this backend) and fix the dimension, which later shares must have
  */
 void
-gc_partial_adopt(GcInput *input, const GcPartialRows *part, GcPartialSegments *keep)
+gc_partial_adopt(GcInput *input, const GcPartialRows *part, GcPartialSegments *keep,
+				 void (*choose_device) (GcDevice *))
 {
 	input->null_rows += part->null_rows;
 	input->seen_rows += part->seen_rows;
@@ -922,7 +923,7 @@ gc_partial_adopt(GcInput *input, const GcPartialRows *part, GcPartialSegments *k
 	{
 		GcError		err = {0};
 
-		gc_choose_device(&input->device);
+		choose_device(&input->device);
 		if (gc_rows_init(&input->rows, part->d, input->device.alloc,
 						 input->device.free, &err) != GC_OK)
 			gc_raise(&err);
@@ -941,4 +942,27 @@ gc_partial_adopt(GcInput *input, const GcPartialRows *part, GcPartialSegments *k
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("cannot cluster more than " INT64_FORMAT " rows", GC_MAX_ROWS)));
 	append_rows(&input->rows, part, keep);
+}
+
+/*
+ * The segment of keep that holds ptr (a borrowed chunk's array): its
+ * handle and mapped address; false when no segment of keep holds it
+ */
+bool
+gc_partial_segment_of(const GcPartialSegments *keep, const void *ptr,
+					  dsm_handle *handle, const char **base)
+{
+	for (int i = 0; keep != NULL && i < keep->count; i++)
+	{
+		const char *start = dsm_segment_address(keep->segments[i]);
+
+		if ((const char *) ptr >= start &&
+			(const char *) ptr < start + dsm_segment_map_length(keep->segments[i]))
+		{
+			*handle = keep->handles[i];
+			*base = start;
+			return true;
+		}
+	}
+	return false;
 }

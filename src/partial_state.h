@@ -125,6 +125,7 @@ typedef struct GcPartialSegments
 } GcPartialSegments;
 
 extern void gc_partial_init(void);
+extern bool gc_dsm_segment_fits(Size bytes);
 extern bool gc_partial_registry_available(void);
 extern bool gc_partial_collecting(FunctionCallInfo fcinfo, GcInput *input);
 extern bytea *gc_partial_serialize(GcInput *input, const GcPartialMeta *meta,
@@ -134,6 +135,8 @@ extern GcPartialRows *gc_partial_share(FunctionCallInfo fcinfo, MemoryContext *a
 extern const char *gc_partial_column(const GcPartialRows *part, int column);
 extern GcPartialSegments *gc_partial_segments_create(MemoryContext context);
 extern void gc_partial_adopt(GcInput *input, const GcPartialRows *part,
-							 GcPartialSegments *keep);
+							 GcPartialSegments *keep, void (*choose_device) (GcDevice *));
+extern bool gc_partial_segment_of(const GcPartialSegments *keep, const void *ptr,
+								  dsm_handle *handle, const char **base);
 
 #endif							/* GC_PARTIAL_STATE_H */

@@ -19,6 +19,8 @@
  * - 17 added the DSM registry (GetNamedDSMSegment), which gives
  *   extensions shared memory without shared_preload_libraries
  *   (GC_HAVE_DSM_REGISTRY).
+ * - 16 keeps GUC extras in its own memory (guc_malloc, guc_free); 15
+ *   frees them with free() (gc_guc_malloc).
  *
  * IDENTIFICATION
  *	  src/pg_compat.h
@@ -40,6 +42,13 @@
 #else
 #define GC_PROC_LXID(proc) ((proc)->lxid)
 #define GC_HAVE_DSM_REGISTRY 0
+#endif
+
+/* A GUC's extra: guc_malloc'd from 16 (freed with guc_free), malloc'd before */
+#if PG_VERSION_NUM >= 160000
+#define gc_guc_malloc(size) guc_malloc(LOG, (size))
+#else
+#define gc_guc_malloc(size) malloc(size)
 #endif
 
 #define gc_b64_encode(src, len, dst, dstlen) \

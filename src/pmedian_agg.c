@@ -232,7 +232,7 @@ gpuclust_pmedian_combinefn(PG_FUNCTION_ARGS)
 	}
 	else if (part->n > 0 && with_demand != state->in.with_demand)
 		elog(ERROR, "pmedian_gpu partial states with and without demands");
-	gc_partial_adopt(&state->in.input, part, state->segments);
+	gc_partial_adopt(&state->in.input, part, state->segments, gc_choose_device);
 	if (part->n > 0)
 		gc_pm_input_add_ids(&state->in, gc_partial_column(part, 0),
 							with_demand ? gc_partial_column(part, 1) : NULL, part->n);

@@ -339,6 +339,26 @@ gc_progress_fit(uint32 token, GcFitKind fit, GcKmeansParams *params, int64 rows,
 	return token;
 }
 
+/*
+ * A fit the GPU service runs reports into its request, not through the
+ * engine's callback: show what the service last wrote there
+ */
+void
+gc_progress_mirror(uint32 token, GcPhase phase, int restart, int iteration,
+				   double shift, double inertia)
+{
+	if (my_slot == NULL || token != shown_token || token == 0)
+		return;
+	BEGIN_WRITE(my_slot);
+	my_slot->phase = phase;
+	my_slot->restart = restart;
+	my_slot->iteration = iteration;
+	my_slot->shift = shift;
+	if (!isnan(inertia))
+		my_slot->inertia = inertia * inertia_scale;
+	END_WRITE(my_slot);
+}
+
 /* Set the phase, the rows and the restart and iteration limits */
 void
 gc_progress_phase(uint32 token, GcPhase phase, int64 rows, int n_init, int max_iter)

@@ -253,6 +253,7 @@ gpuclust_stream_model(PG_FUNCTION_ARGS)
 	gc_progress_end(progress);
 	origin.device = device.kind;
 	origin.device_reason = device.reason;
+	origin.path = GC_PATH_BACKEND;
 	origin.fitted_on = GC_FITTED_ON_SUMMARY;
 	origin.precision_requested = opts.params.precision;
 	origin.metric = GC_METRIC_EUCLIDEAN;

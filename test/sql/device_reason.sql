@@ -13,10 +13,11 @@ SET gpuclust.device = cpu;
 SELECT m::jsonb->>'device' AS device, m::jsonb->>'device_reason' AS reason
 FROM (SELECT kmeans_gpu(v, 3) AS m FROM reason_pts) s;
 
--- auto, small work (5,000 x 3 x 8): the CPU
+-- auto, small work (1,000 x 3 x 8 = 24,000, below even the threshold of
+-- a warm context, which the GPU service always has): the CPU
 SET gpuclust.device = auto;
 SELECT m::jsonb->>'device' AS device, m::jsonb->>'device_reason' AS reason
-FROM (SELECT kmeans_gpu(v, 3) AS m FROM reason_pts) s;
+FROM (SELECT kmeans_gpu(v, 3) AS m FROM reason_pts WHERE id <= 1000) s;
 
 -- auto, large work (5,000 x 50 x 8 x 100 restarts = 2e8), decided while
 -- collecting: the GPU when one is usable; the reason agrees with the device

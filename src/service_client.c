@@ -1,0 +1,371 @@
+/*-------------------------------------------------------------------------
+ *
+ * service_client.c
+ *	  A backend's side of the GPU service: put a fit's rows into a request
+ *	  segment, queue it in this process's slot, wait on the latch for the
+ *	  result (showing the service's progress meanwhile) and copy the result
+ *	  out.
+ *
+ * The wait honours cancel, statement_timeout and termination: it calls
+ * CHECK_FOR_INTERRUPTS, and the error cleanup takes the request back (a
+ * queued one is freed at once; a running one is flagged, its fit stops at
+ * the engine's next interrupt poll and the service frees the slot).  A
+ * service that is not running, that stops, or that restarted since the
+ * request was queued makes the caller run the fit itself: a backend never
+ * waits on a service that is gone.
+ *
+ * IDENTIFICATION
+ *	  src/service_client.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "gpu_service.h"
+
+#include "partial_state.h"
+
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/ipc.h"
+#include "utils/wait_event.h"
+
+/* How often a waiting backend looks at the service's progress */
+#define GC_SERVICE_POLL_MS 50
+
+#define REQUEST_ALIGN 64
+
+/* Place an array of bytes at *offset, recording where in *field */
+static void
+place(Size *offset, Size *field, Size bytes)
+{
+	*field = *offset;
+	*offset = TYPEALIGN(REQUEST_ALIGN, add_size(*offset, bytes));
+}
+
+/*
+ * Whether chunk lies in a parallel worker's segment that the leader holds
+ * (then the service maps it too rather than the rows being copied): its
+ * handle and the segment's address
+ */
+static bool
+chunk_in_segment(const GcServiceFit *fit, const GcChunk *chunk, dsm_handle *handle,
+				 const char **base)
+{
+	return chunk->borrowed && fit->segments != NULL &&
+		gc_partial_segment_of(fit->segments, chunk->values, handle, base);
+}
+
+/* Rows of fit to copy into the request (those in no worker's segment) */
+static Size
+rows_to_copy(const GcServiceFit *fit)
+{
+	Size		n = 0;
+
+	for (int c = 0; c < fit->rows->nchunks; c++)
+	{
+		dsm_handle	handle;
+		const char *base;
+
+		if (!chunk_in_segment(fit, &fit->rows->chunks[c], &handle, &base))
+			n += fit->rows->chunks[c].count;
+	}
+	return n;
+}
+
+/* Lay out fit's request in req; returns the segment's size */
+static Size
+layout_request(GcServiceRequest *req, const GcServiceFit *fit)
+{
+	Size		n = fit->rows->n,
+				copied = rows_to_copy(fit),
+				d = fit->rows->d,
+				k = fit->params->k;
+	Size		offset = TYPEALIGN(REQUEST_ALIGN, sizeof(GcServiceRequest));
+
+	req->nchunks = fit->rows->nchunks;
+	place(&offset, &req->off_chunks, sizeof(GcServiceChunk) * req->nchunks);
+	place(&offset, &req->off_lo, sizeof(double) * d);
+	place(&offset, &req->off_hi, sizeof(double) * d);
+	place(&offset, &req->off_values, mul_size(sizeof(double), mul_size(copied, d)));
+	place(&offset, &req->off_hashes, mul_size(sizeof(uint64), copied));
+	place(&offset, &req->off_weights, fit->rows->weighted ? mul_size(sizeof(double), copied) : 0);
+	place(&offset, &req->off_init, req->has_init ? sizeof(double) * k * d : 0);
+	place(&offset, &req->off_centroids, sizeof(double) * k * d);
+	place(&offset, &req->off_sizes, sizeof(int64) * k);
+	place(&offset, &req->off_labels, req->want_labels ? mul_size(sizeof(int32), n) : 0);
+	place(&offset, &req->off_distances, req->want_distances ? mul_size(sizeof(double), n) : 0);
+	return offset;
+}
+
+/*
+ * Describe the rows in the request, chunk by chunk in the store's order:
+ * those in a worker's segment where they lie, the others copied (values,
+ * hashes, weights) into the request; and the bounds
+ */
+static void
+describe_rows(GcServiceRequest *req, const GcServiceFit *fit)
+{
+	const GcRows *rows = fit->rows;
+	GcServiceChunk *chunks = GC_REQUEST_ARRAY(req, off_chunks, GcServiceChunk);
+	int			d = rows->d;
+	Size		copied = 0;
+
+	memcpy(GC_REQUEST_ARRAY(req, off_lo, double), rows->lo, sizeof(double) * d);
+	memcpy(GC_REQUEST_ARRAY(req, off_hi, double), rows->hi, sizeof(double) * d);
+	for (int c = 0; c < rows->nchunks; c++)
+	{
+		const GcChunk *chunk = &rows->chunks[c];
+		GcServiceChunk *out = &chunks[c];
+		const char *base;
+		double	   *weights;
+
+		out->count = chunk->count;
+		if (chunk_in_segment(fit, chunk, &out->handle, &base))
+		{
+			out->values = (const char *) chunk->values - base;
+			out->hashes = (const char *) chunk->hashes - base;
+			out->weights = rows->weighted ? (const char *) chunk->weights - base : 0;
+			continue;
+		}
+		out->handle = DSM_HANDLE_INVALID;
+		out->values = req->off_values + sizeof(double) * d * copied;
+		out->hashes = req->off_hashes + sizeof(uint64) * copied;
+		out->weights = rows->weighted ? req->off_weights + sizeof(double) * copied : 0;
+		memcpy((char *) req + out->values, chunk->values, sizeof(double) * chunk->count * d);
+		memcpy((char *) req + out->hashes, chunk->hashes, sizeof(uint64) * chunk->count);
+		weights = (double *) ((char *) req + out->weights);
+		for (int64 i = 0; rows->weighted && i < chunk->count; i++)
+			weights[i] = gc_chunk_weight(chunk, i);
+		copied += chunk->count;
+	}
+}
+
+/* Fill a new request for fit */
+static void
+fill_request(GcServiceRequest *req, const GcServiceFit *fit, int slot)
+{
+	const GcRows *rows = fit->rows;
+	const GcKmeansParams *params = fit->params;
+
+	req->magic = GC_SERVICE_MAGIC;
+	req->slot = slot;
+	req->params = *params;
+	req->params.init_centroids = NULL;
+	req->params.interrupted = NULL;
+	req->params.progress = NULL;
+	req->params.progress_arg = NULL;
+	req->device = fit->device->kind;
+	req->gpu_id = fit->device->gpu_id;
+	req->gpu_pinned = fit->device->gpu_pinned;
+	req->may_decline = fit->device->reason == GC_REASON_AUTO_LARGE;
+	req->d = rows->d;
+	req->n = rows->n;
+	req->total_weight = rows->total_weight;
+	req->weighted = rows->weighted;
+	req->bad_weight = rows->bad_weight;
+	req->phase = GC_PHASE_QUEUED;
+	describe_rows(req, fit);
+	if (req->has_init)
+		memcpy(GC_REQUEST_ARRAY(req, off_init, double), params->init_centroids,
+			   sizeof(double) * params->k * rows->d);
+}
+
+/*
+ * Queue the request in slot i; false when no service is running or the
+ * slot is still held by a fit this backend left (then it runs the fit)
+ */
+static bool
+queue_request(int i, GcServiceRequest *req, dsm_handle handle)
+{
+	GcServiceShared *shared = gc_service_shared;
+	GcServiceSlot *slot = &shared->slots[i];
+	Latch	   *service_latch = NULL;
+
+	SpinLockAcquire(&shared->mutex);
+	if (shared->service_pid != 0 && slot->state == GC_SLOT_FREE)
+	{
+		req->ticket = shared->next_ticket++;
+		slot->state = GC_SLOT_QUEUED;
+		slot->cancel = false;
+		slot->abandoned = false;
+		slot->pid = MyProcPid;
+		slot->latch = MyLatch;
+		slot->handle = handle;
+		slot->ticket = req->ticket;
+		slot->generation = shared->generation;
+		service_latch = shared->service_latch;
+	}
+	SpinLockRelease(&shared->mutex);
+	if (service_latch == NULL)
+		return false;
+	SetLatch(service_latch);
+	return true;
+}
+
+/*
+ * Take the request of slot i back (an error, a termination, or a service
+ * that is gone): free the slot, or, while the service runs the fit, ask it
+ * to stop and free the slot itself
+ */
+static void
+withdraw_request(int code, Datum arg)
+{
+	GcServiceShared *shared = gc_service_shared;
+	GcServiceSlot *slot = &shared->slots[DatumGetInt32(arg)];
+
+	SpinLockAcquire(&shared->mutex);
+	if (slot->state == GC_SLOT_RUNNING && shared->service_pid != 0 &&
+		slot->generation == shared->generation)
+	{
+		slot->cancel = true;
+		slot->abandoned = true;
+	}
+	else
+		slot->state = GC_SLOT_FREE;
+	SpinLockRelease(&shared->mutex);
+}
+
+/*
+ * Wait for the service to finish the request of slot i; false when the
+ * service went away first (the request is then taken back)
+ */
+static bool
+wait_for_service(int i, GcServiceRequest *req, uint32 progress)
+{
+	GcServiceShared *shared = gc_service_shared;
+	GcServiceSlot *slot = &shared->slots[i];
+	bool		done = false,
+				lost = false,
+				shown_gpu = false;
+
+	PG_ENSURE_ERROR_CLEANUP(withdraw_request, Int32GetDatum(i));
+	{
+		while (!done && !lost)
+		{
+			SpinLockAcquire(&shared->mutex);
+			done = slot->state == GC_SLOT_DONE;
+			lost = shared->service_pid == 0 || shared->generation != slot->generation;
+			SpinLockRelease(&shared->mutex);
+			if (done || lost)
+				break;
+			if (!shown_gpu && req->device == GC_KIND_GPU && req->phase != GC_PHASE_QUEUED)
+			{
+				/* the GPU the service chose */
+				gc_progress_device(progress, GC_PROGRESS_DEVICE_GPU, req->gpu_id);
+				shown_gpu = true;
+			}
+			gc_progress_mirror(progress, (GcPhase) req->phase, req->restart,
+							   req->iteration, req->shift, req->inertia);
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 GC_SERVICE_POLL_MS, PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
+			CHECK_FOR_INTERRUPTS();
+		}
+	}
+	PG_END_ENSURE_ERROR_CLEANUP(withdraw_request, Int32GetDatum(i));
+	if (lost)
+		withdraw_request(0, Int32GetDatum(i));
+	return done;
+}
+
+/* Copy the service's result out of the request */
+static void
+read_result(GcServiceRequest *req, GcServiceFit *fit, GcError *err)
+{
+	GcKmeansResult *result = fit->result;
+	GcKmeansResult arrays = *result;
+	Size		k = req->params.k,
+				n = req->n;
+
+	*err = req->error;
+	if (err->status != GC_OK)
+		return;
+	memcpy(result->centroids, GC_REQUEST_ARRAY(req, off_centroids, double),
+		   sizeof(double) * k * req->d);
+	memcpy(result->sizes, GC_REQUEST_ARRAY(req, off_sizes, int64), sizeof(int64) * k);
+	if (req->want_labels)
+		memcpy(result->labels, GC_REQUEST_ARRAY(req, off_labels, int32), sizeof(int32) * n);
+	if (req->want_distances)
+		memcpy(result->distances, GC_REQUEST_ARRAY(req, off_distances, double),
+			   sizeof(double) * n);
+	/* every number as the engine wrote it; the arrays stay the caller's */
+	*result = req->result;
+	result->centroids = arrays.centroids;
+	result->sizes = arrays.sizes;
+	result->labels = arrays.labels;
+	result->distances = arrays.distances;
+	strlcpy(fit->kernel, req->kernel, sizeof(fit->kernel));
+	result->kernel = fit->kernel;
+	strlcpy(fit->init, req->init, sizeof(fit->init));
+	result->init = fit->init;
+}
+
+/*
+ * Run fit in the GPU service (the workers' segments holding its rows, if
+ * any, stay mapped here meanwhile).  GC_SERVICE_RAN: the result, or the
+ * engine's failure in err; otherwise the caller runs the fit itself (no
+ * service, no segment to be had, or, under auto, over the GPU budget).
+ */
+GcServiceOutcome
+gc_service_fit_kmeans(GcServiceFit *fit, GcError *err)
+{
+	int			i = GC_MY_PROC_INDEX;
+	GcServiceRequest layout;
+	GcServiceRequest *req;
+	dsm_segment *segment;
+	Size		bytes;
+	GcServiceOutcome outcome = GC_SERVICE_UNAVAILABLE;
+
+	if (!gc_service_enabled() || i < 0 || i >= gc_service_shared->nslots)
+		return GC_SERVICE_UNAVAILABLE;
+	memset(&layout, 0, sizeof(layout));
+	layout.has_init = fit->params->init == GC_INIT_GIVEN && fit->params->init_centroids;
+	layout.want_labels = fit->result->labels != NULL;
+	layout.want_distances = fit->result->distances != NULL;
+	bytes = layout_request(&layout, fit);
+	if (!gc_dsm_segment_fits(bytes))
+		return GC_SERVICE_UNAVAILABLE;
+	segment = dsm_create(bytes, DSM_CREATE_NULL_IF_MAXSEGMENTS);
+	if (segment == NULL)
+		return GC_SERVICE_UNAVAILABLE;
+	req = dsm_segment_address(segment);
+	memcpy(req, &layout, sizeof(layout));
+	fill_request(req, fit, i);
+	gc_progress_phase(fit->progress, GC_PHASE_QUEUED, req->n, req->params.n_init,
+					  req->params.max_iter);
+	if (queue_request(i, req, dsm_segment_handle(segment)) &&
+		wait_for_service(i, req, fit->progress))
+	{
+		if (req->verdict == GC_VERDICT_DECLINED)
+			outcome = GC_SERVICE_DECLINED;
+		else if (req->verdict == GC_VERDICT_UNAVAILABLE)
+			outcome = GC_SERVICE_UNAVAILABLE;
+		else
+		{
+			read_result(req, fit, err);
+			outcome = GC_SERVICE_RAN;
+		}
+		withdraw_request(0, Int32GetDatum(i));
+	}
+	dsm_detach(segment);
+	return outcome;
+}
+
+/*
+ * Whether the service has GPU gpu_id; why not, when it has not (or no
+ * service runs)
+ */
+bool
+gc_service_gpu_usable(int gpu_id, char *why, size_t whylen)
+{
+	GcServiceShared *shared = gc_service_shared;
+	int			count;
+
+	SpinLockAcquire(&shared->mutex);
+	count = shared->gpu_count;
+	strlcpy(why, shared->no_gpu_reason, whylen);
+	SpinLockRelease(&shared->mutex);
+	if (count > 0 && gpu_id >= count)
+		snprintf(why, whylen, "gpuclust.gpu_id is %d but the GPU service has %d CUDA device(s).",
+				 gpu_id, count);
+	return gpu_id < count;
+}

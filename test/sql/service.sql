@@ -1,0 +1,86 @@
+--
+-- service: k-means fits run in the GPU service when gpuclust is in
+-- shared_preload_libraries (the CPU path there on a machine without a GPU)
+-- and in the backend otherwise; the model says which, and both give the
+-- same model, labels and distances.  The suite runs both ways in CI.
+--
+SET gpuclust.device = cpu;
+CREATE TABLE svc_pts AS
+SELECT i AS id, ARRAY[(i % 7) * 10 + (i % 3), (i % 5) * 10 + (i % 2)]::float8[] AS v
+FROM generate_series(1, 3000) i;
+
+-- the service runs exactly when gpuclust is preloaded
+SELECT (gpuclust_service_info()->>'preloaded')::bool =
+	   (current_setting('shared_preload_libraries') ~ 'gpuclust') AS preloaded_as_configured,
+	   (gpuclust_service_info()->>'running')::bool =
+	   (current_setting('shared_preload_libraries') ~ 'gpuclust') AS running_as_configured;
+CREATE FUNCTION expected_path() RETURNS text LANGUAGE sql STABLE PARALLEL SAFE AS $$
+	SELECT CASE WHEN (gpuclust_service_info()->>'running')::bool THEN 'service' ELSE 'backend' END $$;
+
+-- the aggregate (serial plan): the path, and the model's values
+SET max_parallel_workers_per_gather = 0;
+CREATE TABLE svc_models AS SELECT kmeans_gpu(v, 4) AS m FROM svc_pts;
+SELECT m::jsonb->>'path' = expected_path() AS path_ok, m::jsonb->>'device' AS device,
+	   m::jsonb->'sizes' AS sizes, round((m::jsonb->>'inertia')::numeric, 6) AS inertia,
+	   m::jsonb->>'rows' AS rows, m::jsonb->>'iterations' AS iterations
+FROM svc_models;
+SELECT c FROM svc_models, kmeans_centroids(m) c ORDER BY c;
+
+-- given centroids, n_init and the cosine metric cross to the service too
+SELECT m::jsonb->>'path' = expected_path() AS path_ok, m::jsonb->'sizes' AS sizes,
+	   m::jsonb->>'iterations' AS iterations
+FROM (SELECT kmeans_gpu(v, 2, '{"init": [[0, 0], [60, 40]]}') AS m FROM svc_pts) s;
+SELECT m::jsonb->>'path' = expected_path() AS path_ok, m::jsonb->'sizes' AS sizes,
+	   round((m::jsonb->>'inertia')::numeric, 6) AS inertia
+FROM (SELECT kmeans_gpu(v, 3, '{"n_init": 3, "init": "random", "seed": 7}') AS m FROM svc_pts) s;
+SELECT m::jsonb->>'path' = expected_path() AS path_ok, m::jsonb->>'metric' AS metric,
+	   round((m::jsonb->>'inertia')::numeric, 6) AS inertia
+FROM (SELECT kmeans_gpu(v, 3, '{"metric": "cosine"}') AS m FROM svc_pts WHERE id % 7 <> 0) s;
+
+-- labels and distances come back: the assignment function and the window
+-- form agree with the model they fit
+SELECT count(*) AS rows,
+	   count(*) FILTER (WHERE a.cluster <> kmeans_predict(m, p.v)) AS wrong_labels,
+	   count(*) FILTER (WHERE abs(a.distance - kmeans_distance(m, p.v)) > 1e-9) AS wrong_distances
+FROM kmeans_gpu_assign('SELECT id, v FROM svc_pts', 4) a
+JOIN svc_pts p USING (id), svc_models;
+SELECT count(*) AS rows, count(*) FILTER (WHERE c <> kmeans_predict(m, v)) AS wrong_labels
+FROM (SELECT v, kmeans_gpu_cluster(v, 4) OVER () AS c FROM svc_pts) s, svc_models;
+
+-- a parallel plan: the workers' rows reach the service where they wrote
+-- them (their shared memory segments) or copied by the leader (small
+-- shares); the model is the serial plan's
+CREATE TABLE svc_many AS
+SELECT i AS id, ARRAY[(i % 13) * 10 + (i % 3), (i % 11) * 10 + (i % 2), i % 5]::float8[] AS v
+FROM generate_series(1, 60000) i;
+ANALYZE svc_many;
+CREATE TABLE svc_serial AS SELECT kmeans_gpu(v, 6) AS m FROM svc_many;
+SET max_parallel_workers_per_gather = 2;
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SELECT m::jsonb->>'path' = expected_path() AS path_ok,
+	   (m::jsonb->>'partial_states')::int > 0 AS parallel,
+	   ((m::jsonb->>'shared_memory_states')::int > 0) =
+	   (current_setting('shared_preload_libraries') ~ 'gpuclust' OR
+		current_setting('server_version_num')::int >= 170000) AS in_shared_memory,
+	   (m::jsonb - 'timings_ms' - 'partial_states' - 'shared_memory_states') =
+	   (s::jsonb - 'timings_ms' - 'partial_states' - 'shared_memory_states') AS same_model
+FROM (SELECT kmeans_gpu(v, 6) AS m FROM svc_many) p, (SELECT m AS s FROM svc_serial) q;
+SELECT m::jsonb->>'path' = expected_path() AS path_ok,
+	   (m::jsonb - 'timings_ms' - 'partial_states' - 'shared_memory_states') =
+	   (s::jsonb - 'timings_ms' - 'partial_states' - 'shared_memory_states') AS same_model
+FROM (SELECT kmeans_gpu(v, 4) AS m FROM svc_pts) p, (SELECT m AS s FROM svc_models) q;
+RESET max_parallel_workers_per_gather;
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size;
+
+-- errors of the fit still come from the backend, before the service
+SELECT kmeans_gpu(v, 5000) FROM svc_pts;
+-- the session works on after a cancelled fit
+SET statement_timeout = '200ms';
+SELECT kmeans_gpu(v, 100, '{"tol": 0, "max_iter": 1000000, "n_init": 1000, "init": "random"}') FROM svc_pts;
+RESET statement_timeout;
+SELECT m::jsonb->'sizes' AS sizes FROM (SELECT kmeans_gpu(v, 4) AS m FROM svc_pts) s;
+RESET gpuclust.device;
