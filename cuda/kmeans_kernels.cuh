@@ -23,6 +23,22 @@
 #include <stdint.h>
 
 #include "gc_engine.h"
+#include "gc_math.h"
+
+/* A 128-bit sum over a warp, whole in lane 0 (the seedings' potentials) */
+__device__ __forceinline__ gc_u128
+gc_warp_sum_u128(gc_u128 v)
+{
+	for (int off = 16; off > 0; off >>= 1)
+	{
+		unsigned long long lo = __shfl_down_sync(0xffffffffu, (unsigned long long) v, off);
+		unsigned long long hi = __shfl_down_sync(0xffffffffu, (unsigned long long) (v >> 64), off);
+
+		v += ((gc_u128) hi << 64) | lo;
+	}
+	return v;
+}
+
 
 /* labeling.cu: largest dimension labelled with the point in registers */
 #define GC_REGISTER_MAX_DIM 32

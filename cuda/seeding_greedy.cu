@@ -53,19 +53,6 @@ greedy_warp_min(unsigned long long v)
 	return v;
 }
 
-__device__ __forceinline__ gc_u128
-greedy_warp_sum(gc_u128 v)
-{
-	for (int off = 16; off > 0; off >>= 1)
-	{
-		unsigned long long lo = __shfl_down_sync(0xffffffffu, (unsigned long long) v, off);
-		unsigned long long hi = __shfl_down_sync(0xffffffffu, (unsigned long long) (v >> 64), off);
-
-		v += ((gc_u128) hi << 64) | lo;
-	}
-	return v;
-}
-
 /*
  * Races of step t's candidates group * GREEDY_GROUP onwards (count of
  * them), one block row per group (blockIdx.y).  Blocks of group 0 store
@@ -206,7 +193,7 @@ greedy_potential_kernel(const double *__restrict__ x64, const double *__restrict
 #pragma unroll
 	for (int jj = 0; jj < GREEDY_GROUP; jj++)
 	{
-		gc_u128		v = greedy_warp_sum(total[jj]);
+		gc_u128		v = gc_warp_sum_u128(total[jj]);
 
 		if ((threadIdx.x & 31) == 0)
 			warp_sums[threadIdx.x >> 5][jj] = v;

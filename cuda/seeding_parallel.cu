@@ -68,19 +68,6 @@ typedef struct CandidateList
 	int64_t		capacity;
 } CandidateList;
 
-__device__ __forceinline__ gc_u128
-parallel_warp_sum(gc_u128 v)
-{
-	for (int off = 16; off > 0; off >>= 1)
-	{
-		unsigned long long lo = __shfl_down_sync(0xffffffffu, (unsigned long long) v, off);
-		unsigned long long hi = __shfl_down_sync(0xffffffffu, (unsigned long long) (v >> 64), off);
-
-		v += ((gc_u128) hi << 64) | lo;
-	}
-	return v;
-}
-
 /*
  * D^2 and the nearest candidate lowered to the batch's sample labels[i]
  * (sample 0 when labels is NULL), candidates first onwards; set, in the
@@ -112,7 +99,7 @@ parallel_nearest_kernel(const double *__restrict__ x64, const double *__restrict
 		total += gc_quantize_wide(m, inertia_exp) *
 			(gc_u128) (weights != NULL ? (unsigned long long) weights[i] : 1ULL);
 	}
-	total = parallel_warp_sum(total);
+	total = gc_warp_sum_u128(total);
 	if ((threadIdx.x & 31) == 0)
 		warp_sums[threadIdx.x >> 5] = total;
 	__syncthreads();
