@@ -196,7 +196,7 @@ cuda_seed_kmeanspp(void *session, const GcKmeansParams *params, uint64_t seed,
 	CudaSession *s = (CudaSession *) session;
 	unsigned long long *race_host;
 	/* a step is n d units: poll after about GC_POLL_WORK_GPU of them */
-	int64_t		poll_steps = gc_poll_gpu_items(s->n * s->d, 1, s->k);
+	int64_t		poll_steps = gc_poll_gpu_items(gc_gpu_pass_units(s->n, s->d), 1, s->k);
 
 	if (gc_seed_candidates(params, s->n, s->d) > 1)
 		return launch_greedy_kmeanspp(s->x64, s->hashes, s->weights, s->n, s->d, params,

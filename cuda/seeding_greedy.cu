@@ -278,7 +278,7 @@ run_steps(const double *x64, const uint64_t *hashes, const double *weights,
 				nblocks;
 	long long  *chosen_host;
 	/* a step is about (L + 1) n d units: poll after GC_POLL_WORK_GPU of them */
-	int64_t		poll_steps = gc_poll_gpu_items(n * d * (L + 1), 1, k);
+	int64_t		poll_steps = gc_poll_gpu_items(gc_gpu_pass_units(n, (int64_t) d * (L + 1)), 1, k);
 
 	/*
 	 * Few rows (k-means|| reclusters ~5k candidates): blocks of 64 threads

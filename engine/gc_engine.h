@@ -102,6 +102,19 @@ extern GcStatus gc_fail(GcError *err, GcStatus status, const char *fmt,...)
 #define GC_POLL_WORK_GPU	(INT64_C(1) << 38)
 #define GC_POLL_MIN_GPU_ROWS	INT64_C(65536)
 
+/*
+ * What a pass of one thread per row over n rows, per_row units each,
+ * costs in GPU time, in units: as much as GC_POLL_MIN_GPU_ROWS rows where
+ * there are fewer (they leave the device idle, not the pass shorter).  So
+ * k-means++ over 2,100 rows of d = 65,536 polls every 64 steps, not every
+ * 2,000.
+ */
+static inline int64_t
+gc_gpu_pass_units(int64_t n, int64_t per_row)
+{
+	return (n > GC_POLL_MIN_GPU_ROWS ? n : GC_POLL_MIN_GPU_ROWS) * per_row;
+}
+
 typedef struct GcPoll
 {
 	bool		(*interrupted) (void);	/* NULL: never interrupted */
