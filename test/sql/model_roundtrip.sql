@@ -276,7 +276,7 @@ SELECT r.requested, m::jsonb->>'precision_requested' = r.requested AS requested_
 	   m::jsonb->>'precision' = CASE m::jsonb->>'device' WHEN 'cpu' THEN 'float64'
 			WHEN 'gpu' THEN CASE r.requested WHEN 'auto' THEN 'float32' ELSE r.requested END END
 	   AS precision_ran,
-	   m::jsonb->>'precision_check' = CASE WHEN m::jsonb->>'device' = 'cpu' OR r.requested = 'auto'
+	   m::jsonb->>'precision_check' = CASE WHEN m::jsonb->>'device' = 'cpu' OR r.requested <> 'fp16'
 			THEN 'none' ELSE 'passed' END AS check_outcome,
 	   (m::jsonb->>'sample_disagreement')::float8 BETWEEN 0 AND 0.05 AS disagreement_small,
 	   (m::jsonb->>'sample_inertia_excess')::float8 <= 0.01 AS excess_within_bound
