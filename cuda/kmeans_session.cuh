@@ -119,7 +119,8 @@ extern const Labeler gc_labeler_tensor_exact;	/* labeler_tensor.cu: screened, 3x
 extern const Labeler gc_labeler_tensor_tf32;	/* labeler_tensor.cu */
 extern const Labeler gc_labeler_bf16;	/* labeler_bf16.cu */
 extern const Labeler gc_labeler_fp16;	/* labeler_bf16.cu */
-extern const Labeler gc_labeler_bf16_wgmma;	/* labeler_wgmma.cu: bf16 on sm_90a */
+extern const Labeler gc_labeler_bf16_wgmma;	/* labeler_bf16.cu: on sm_90a (labeling_wgmma.cu) */
+extern const Labeler gc_labeler_fp16_wgmma;	/* labeler_bf16.cu: on sm_90a (labeling_wgmma.cu) */
 
 /*
  * labeler_pruned.cu: Wu & Hong's labeling of the first rows rows (the

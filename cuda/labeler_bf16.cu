@@ -2,12 +2,16 @@
  *
  * labeler_bf16.cu
  *	  The 16-bit tensor-core labelers, bf16 and fp16 (precisions bf16 and
- *	  fp16; labeling_tensor.cu computes): each owns the data converted once,
- *	  at upload, in rows of width ld, the centroids converted after every
- *	  update with the norms of the rounded centroids, and the top twos of
- *	  split passes.  Every label is trusted: 16-bit operands trade
- *	  exactness for speed by request (the fit checks them on a sample,
- *	  engine/precision_check.c).
+ *	  fp16), each on mma.sync (labeling_tensor.cu computes) or on Hopper's
+ *	  wgmma (labeling_wgmma.cu: GC_KERNEL_TENSOR_BF16_WGMMA and
+ *	  GC_KERNEL_TENSOR_FP16_WGMMA, where gc_wgmma_usable says the device
+ *	  runs it): each owns the data converted once, at upload, in rows of
+ *	  width ld, the centroids converted after every update with the norms
+ *	  of the rounded centroids, and the top twos of split passes (mma.sync)
+ *	  or the tensor maps the copy engine reads the operands through and
+ *	  the centroids' -|c|^2 / 2 (wgmma).  Every label is trusted: 16-bit
+ *	  operands trade exactness for speed by request (the fit checks them
+ *	  on a sample, engine/precision_check.c).
  *
  *	  fp16 and its range.  Rows are labelled in the engine's frame, relative
  *	  to the bounding box's centre (the session's x32 and c32), so every
@@ -31,6 +35,7 @@
 
 #include "kmeans_session.cuh"
 #include "cuda_check.cuh"
+#include "labeling_wgmma.cuh"
 
 template <typename T>
 struct HalfState
@@ -40,7 +45,9 @@ struct HalfState
 	T		   *xh;				/* the data, rows of width ld */
 	T		   *ch;				/* the centroids */
 	float	   *cnorm;			/* norms of the rounded centroids */
-	TensorPartial *group_tops;	/* streamed passes: top twos per centroid group */
+	TensorPartial *group_tops;	/* mma.sync, streamed passes: top twos per centroid group */
+	float	   *half_norms;		/* wgmma: -|c|^2 / 2, padded to whole tiles */
+	WgmmaOperands ops;			/* wgmma: xh and ch as tensor maps */
 };
 
 /* The operations that differ by element type */
@@ -113,13 +120,25 @@ operand_scale(const GcRows *rows, const __nv_bfloat16 *)
 	return 1.0f;
 }
 
+static bool
+is_bf16(const __nv_bfloat16 *)
+{
+	return true;
+}
+
+static bool
+is_bf16(const __half *)
+{
+	return false;
+}
+
 static float
 operand_scale(const GcRows *rows, const __half *)
 {
 	return fp16_scale(rows);
 }
 
-template <typename T>
+template <typename T, bool WG>
 static GcStatus
 half_open(CudaSession *s, void **state, GcError *err)
 {
@@ -143,12 +162,18 @@ half_open(CudaSession *s, void **state, GcError *err)
 	GC_CUDA_TRY(cudaMemsetAsync(b->ch, 0, sizeof(T) * kpad * b->ld, s->stream), err);
 	if (convert_rows(s->x32, n, d, b->ld, b->scale, b->xh, s->stream, err) != GC_OK)
 		return err->status;
+	if (WG)
+	{
+		ALLOC_OR_RETURN(b->half_norms, (size_t) gc_wgmma_padded_k(s->k));
+		return gc_wgmma_describe(&b->ops, b->xh, n, b->ch, s->k, b->ld,
+								 is_bf16((const T *) NULL), err);
+	}
 	if (gc_tensor_splits(d, s->k, true, s->params->tensor_streamed))
 		ALLOC_OR_RETURN(b->group_tops, (size_t) n * GC_TENSOR_MAX_GROUPS);
 	return GC_OK;
 }
 
-template <typename T>
+template <typename T, bool WG>
 static GcStatus
 half_refresh(CudaSession *s, void *state, GcError *err)
 {
@@ -156,16 +181,21 @@ half_refresh(CudaSession *s, void *state, GcError *err)
 
 	if (convert_rows(s->c32, s->k, s->d, b->ld, b->scale, b->ch, s->stream, err) != GC_OK)
 		return err->status;
-	return operand_norms(b->ch, s->k, b->ld, b->cnorm, s->stream, err);
+	if (operand_norms(b->ch, s->k, b->ld, b->cnorm, s->stream, err) != GC_OK)
+		return err->status;
+	return WG ? launch_wgmma_half_norms(b->cnorm, s->k, b->half_norms, s->stream, err) : GC_OK;
 }
 
-template <typename T>
+template <typename T, bool WG>
 static GcStatus
 half_label(CudaSession *s, void *state, int64_t first, int64_t count,
 		   unsigned long long *changed, IterationStatus *status, GcError *err)
 {
 	HalfState<T> *b = (HalfState<T> *) state;
 
+	if (WG)
+		return launch_assign_points_wgmma(&b->ops, b->half_norms, first, count, b->ld, s->k,
+										  s->labels + first, changed, s->stream, err);
 	/* group_tops is scratch of one pass: each chunk reuses it from the start */
 	return assign_points(b->xh + first * b->ld, b->ch, b->cnorm, count, b->ld, s->k,
 						 s->params->tensor_streamed, s->labels + first, changed,
@@ -182,22 +212,41 @@ half_close(void *state)
 	cudaFree(b->ch);
 	cudaFree(b->cnorm);
 	cudaFree(b->group_tops);
+	cudaFree(b->half_norms);
 	free(b);
 }
 
 const Labeler gc_labeler_bf16 = {
-	half_open<__nv_bfloat16>,
-	half_refresh<__nv_bfloat16>,
-	half_label<__nv_bfloat16>,
+	half_open<__nv_bfloat16, false>,
+	half_refresh<__nv_bfloat16, false>,
+	half_label<__nv_bfloat16, false>,
 	NULL,
 	NULL,
 	half_close<__nv_bfloat16>,
 };
 
 const Labeler gc_labeler_fp16 = {
-	half_open<__half>,
-	half_refresh<__half>,
-	half_label<__half>,
+	half_open<__half, false>,
+	half_refresh<__half, false>,
+	half_label<__half, false>,
+	NULL,
+	NULL,
+	half_close<__half>,
+};
+
+const Labeler gc_labeler_bf16_wgmma = {
+	half_open<__nv_bfloat16, true>,
+	half_refresh<__nv_bfloat16, true>,
+	half_label<__nv_bfloat16, true>,
+	NULL,
+	NULL,
+	half_close<__nv_bfloat16>,
+};
+
+const Labeler gc_labeler_fp16_wgmma = {
+	half_open<__half, true>,
+	half_refresh<__half, true>,
+	half_label<__half, true>,
 	NULL,
 	NULL,
 	half_close<__half>,

@@ -313,6 +313,7 @@ typedef enum GcKernel
 	GC_KERNEL_FLOAT64,			/* double (precision float64) */
 	GC_KERNEL_TENSOR_FP16,		/* fp16 alone (precision fp16) */
 	GC_KERNEL_TENSOR_BF16_WGMMA,	/* bf16 on Hopper's wgmma (precision bf16, sm_90a) */
+	GC_KERNEL_TENSOR_FP16_WGMMA,	/* fp16 on Hopper's wgmma (precision fp16, sm_90a) */
 	GC_KERNEL_COUNT
 } GcKernel;
 

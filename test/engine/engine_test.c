@@ -236,17 +236,23 @@ run_tensor_case(int64_t n, int d, int k, double sigma)
 }
 
 /*
- * bf16 on Hopper's wgmma against the mma.sync kernel (both forced through
- * the kernel parameter), on blobs: one labeling from the same seeds gives
- * the same labels but for near-ties (the two sum their products in
- * another order), and a fit of 30 iterations holds the bf16 rules against
- * the CPU.  On compute capability 9.0 the forced Hopper kernel must run;
+ * bf16 or fp16 on Hopper's wgmma against the mma.sync kernel (both forced
+ * through the kernel parameter), on blobs: one labeling from the same
+ * seeds gives the same labels but for near-ties (the two sum their
+ * products in another order), and a fit of 30 iterations holds the 16-bit
+ * rules against the CPU.  On compute capability 9.0 the forced Hopper kernel must run;
  * elsewhere it falls back to mma.sync.  Shapes: k short of a 256-centroid
  * tile and n of a 128-row tile, rows of 1, 7 and 16 column slices.
  */
 static void
-run_bf16_kernels_case(int64_t n, int d, int k)
+run_half_kernels_case(GcPrecision precision, int64_t n, int d, int k)
 {
+	bool		bf16 = precision == GC_PRECISION_BF16;
+	const char *name = bf16 ? "bf16" : "fp16";
+	GcKernel	mma_kernel = bf16 ? GC_KERNEL_TENSOR_BF16 : GC_KERNEL_TENSOR_FP16,
+				wgmma_kernel = bf16 ? GC_KERNEL_TENSOR_BF16_WGMMA : GC_KERNEL_TENSOR_FP16_WGMMA;
+	const char *mma_name = bf16 ? "tensor_bf16" : "tensor_fp16",
+			   *wgmma_name = bf16 ? "tensor_bf16_wgmma" : "tensor_fp16_wgmma";
 	char		config[80];
 	char		why[256];
 	char		device[128];
@@ -270,29 +276,29 @@ run_bf16_kernels_case(int64_t n, int d, int k)
 	}
 	hopper = gc_cuda_describe_device(device, sizeof(device), &free_bytes, &total_bytes) &&
 		strstr(device, "(sm_90)") != NULL;
-	snprintf(config, sizeof(config), "bf16 kernels n=%lld d=%d k=%d", (long long) n, d, k);
+	snprintf(config, sizeof(config), "%s kernels n=%lld d=%d k=%d", name, (long long) n, d, k);
 	rng_state = (uint64_t) n * 13 + d * 7 + k;
 	x = make_data(n, d, k, 0.5, centres, NULL);
 	load_rows(&rows, x, n, d, NULL, plain_alloc, free);
 	load_rows(&pinned, x, n, d, NULL, gc_cuda_host_alloc, gc_cuda_host_free);
 
 	/* one labeling from the same seeds */
-	mma = fit_kernel(&gc_kmeans_cuda_backend, &pinned, k, 3, GC_ALGORITHM_LLOYD, GC_PRECISION_BF16,
-					 1, 0.0, GC_KERNEL_TENSOR_BF16, false);
+	mma = fit_kernel(&gc_kmeans_cuda_backend, &pinned, k, 3, GC_ALGORITHM_LLOYD, precision,
+					 1, 0.0, mma_kernel, false);
 	wgmma = fit_kernel(&gc_kmeans_cuda_backend, &pinned, k, 3, GC_ALGORITHM_LLOYD,
-					   GC_PRECISION_BF16, 1, 0.0, GC_KERNEL_TENSOR_BF16_WGMMA, false);
+					   precision, 1, 0.0, wgmma_kernel, false);
 	check(mma.status == GC_OK && mma.result.kernel != NULL &&
-		  strcmp(mma.result.kernel, "tensor_bf16") == 0, "forced mma.sync bf16 runs", config);
+		  strcmp(mma.result.kernel, mma_name) == 0, "forced mma.sync kernel runs", config);
 	check(wgmma.status == GC_OK && wgmma.result.kernel != NULL &&
-		  strcmp(wgmma.result.kernel, hopper ? "tensor_bf16_wgmma" : "tensor_bf16") == 0,
-		  hopper ? "forced wgmma bf16 runs on sm_90" : "forced wgmma falls back off sm_90",
+		  strcmp(wgmma.result.kernel, hopper ? wgmma_name : mma_name) == 0,
+		  hopper ? "forced wgmma runs on sm_90" : "forced wgmma falls back off sm_90",
 		  config);
 	for (int64_t i = 0; i < n; i++)
 		mismatched += mma.labels[i] != wgmma.labels[i];
 	printf("%s: kernel %s, %lld labels differ from mma.sync's\n", config,
 		   wgmma.result.kernel ? wgmma.result.kernel : "?", (long long) mismatched);
-	snprintf(what, sizeof(what), "one bf16 labeling: wgmma and mma.sync differ in at most "
-			 "0.1%% of labels (%lld do)", (long long) mismatched);
+	snprintf(what, sizeof(what), "one %s labeling: wgmma and mma.sync differ in at most "
+			 "0.1%% of labels (%lld do)", name, (long long) mismatched);
 	check(mismatched <= n / 1000, what, config);
 	free_fit(&mma);
 	free_fit(&wgmma);
@@ -301,17 +307,17 @@ run_bf16_kernels_case(int64_t n, int d, int k)
 	cpu = fit_with(&gc_kmeans_cpu_backend, &rows, k, 3, GC_ALGORITHM_LLOYD, GC_PRECISION_FLOAT32,
 				   30, 0.0);
 	wgmma = fit_kernel(&gc_kmeans_cuda_backend, &pinned, k, 3, GC_ALGORITHM_LLOYD,
-					   GC_PRECISION_BF16, 30, 0.0, GC_KERNEL_TENSOR_BF16_WGMMA, false);
+					   precision, 30, 0.0, wgmma_kernel, false);
 	mismatched = 0;
 	for (int64_t i = 0; i < n; i++)
 		mismatched += wgmma.labels[i] != cpu.labels[i];
-	snprintf(what, sizeof(what), "gpu bf16 wgmma: at most 1%% of labels differ (%lld do)",
-			 (long long) mismatched);
+	snprintf(what, sizeof(what), "gpu %s wgmma: at most 1%% of labels differ (%lld do)",
+			 name, (long long) mismatched);
 	printf("%s: fit of 30 iterations, %lld labels differ from the CPU's, inertia %.9g vs %.9g\n",
 		   config, (long long) mismatched, wgmma.result.inertia, cpu.result.inertia);
 	check(wgmma.status == GC_OK && mismatched <= n / 100, what, config);
 	check(fabs(wgmma.result.inertia - cpu.result.inertia) <= 1e-4 * cpu.result.inertia,
-		  "gpu bf16 wgmma: inertia within 1e-4", config);
+		  "gpu 16-bit wgmma: inertia within 1e-4", config);
 	free_fit(&wgmma);
 	free_fit(&cpu);
 	gc_rows_release(&rows);
@@ -1275,9 +1281,14 @@ main(int argc, char **argv)
 	run_tensor_case(4000, 400, 200, 0.5);
 	run_tensor_case(3000, 1024, 160, 0.5);	/* bf16 streamed too */
 	/* bf16 on wgmma against mma.sync: partial tiles, 1 to 16 column slices */
-	run_bf16_kernels_case(20000, 48, 200);
-	run_bf16_kernels_case(10000, 400, 300);
-	run_bf16_kernels_case(5000, 1024, 1000);
+	for (int p = 0; p < 2; p++)
+	{
+		GcPrecision half = p == 0 ? GC_PRECISION_BF16 : GC_PRECISION_FP16;
+
+		run_half_kernels_case(half, 20000, 48, 200);
+		run_half_kernels_case(half, 10000, 400, 300);
+		run_half_kernels_case(half, 5000, 1024, 1000);
+	}
 #endif
 	run_partial_case(20000, 8, 12);
 	run_partial_case(3000, 33, 40);

@@ -14,7 +14,8 @@
  *		register or tiled (the SIMT kernel for D), tensor (the TF32
  *		screen) or tensor-streaming (the screen, both operands streamed);
  *		under precision bf16, bf16-mma (the mma.sync kernel) or bf16-wgmma
- *		(the Hopper kernel, where the device runs it); a comma-separated
+ *		(the Hopper kernel, where the device runs it), and under fp16
+ *		fp16-mma or fp16-wgmma; a comma-separated
  *		list times each on the same rows, one JSON line each.
  *
  * IDENTIFICATION
@@ -57,6 +58,10 @@ parse_kernel(const char *forced, GcKernel *kernel, bool *streamed)
 		*kernel = GC_KERNEL_TENSOR_BF16;
 	else if (strcmp(forced, "bf16-wgmma") == 0)
 		*kernel = GC_KERNEL_TENSOR_BF16_WGMMA;
+	else if (strcmp(forced, "fp16-mma") == 0)
+		*kernel = GC_KERNEL_TENSOR_FP16;
+	else if (strcmp(forced, "fp16-wgmma") == 0)
+		*kernel = GC_KERNEL_TENSOR_FP16_WGMMA;
 	else
 		return false;
 	return true;
@@ -139,8 +144,8 @@ bench(int64_t n, int d, int k, const char *data, const char *algorithm,
 	for (char *name = strtok(names, ","); name != NULL; name = strtok(NULL, ","))
 		if (!parse_kernel(name, &kernel, &streamed))
 		{
-			printf("unknown kernel %s: register, tiled, tensor, tensor-streaming, bf16-mma or "
-				   "bf16-wgmma (or a comma-separated list)\n", name);
+			printf("unknown kernel %s: register, tiled, tensor, tensor-streaming, bf16-mma, "
+				   "bf16-wgmma, fp16-mma or fp16-wgmma (or a comma-separated list)\n", name);
 			exit(2);
 		}
 
