@@ -466,7 +466,8 @@ check_kmeans_options(Jsonb *options, Jsonb *reparsed)
 		   "init_candidates");
 	expect(p->init_candidates == 0 || p->init == GC_INIT_KMEANSPP, "init_candidates with init");
 	expect((unsigned) p->algorithm <= GC_ALGORITHM_PRUNED, "algorithm");
-	expect((unsigned) p->precision <= GC_PRECISION_BF16, "precision");
+	expect((unsigned) p->precision <= GC_PRECISION_AUTO, "precision");
+	expect((unsigned) p->init <= GC_INIT_AUTO, "init");
 	expect((unsigned) p->metric <= GC_METRIC_COSINE, "metric");
 	if (p->init == GC_INIT_GIVEN)
 	{
