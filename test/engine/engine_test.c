@@ -1130,6 +1130,8 @@ run_quick(void)
 	run_tensor_case(4000, 8, 256, -1.0);
 	run_tensor_case(4000, 12, 300, 0.5);
 	run_tensor_case(2000, 400, 200, 0.5);	/* points streamed past centroid tiles */
+	run_half_kernels_case(GC_PRECISION_BF16, 3000, 64, 300);	/* wgmma on Hopper */
+	run_half_kernels_case(GC_PRECISION_FP16, 3000, 64, 300);
 #endif
 	run_partial_case(3000, 33, 40);
 	run_weighted_case(2000, 17, 20);
