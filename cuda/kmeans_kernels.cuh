@@ -59,6 +59,18 @@ GcStatus	launch_assign_points_f64(const double *x64, const double *c64,
 									 cudaStream_t stream, GcError *err);
 
 /*
+ * The same above GC_REGISTER_MAX_DIM dimensions over centroids c_first ..
+ * c_end - 1 only: the running nearest kept in run_d and run_c between
+ * spans, labels (and changed) written by the span that ends at k.  Spans
+ * in increasing order give the labels of one pass, to the bit.
+ */
+GcStatus	launch_assign_points_f64_span(const double *x64, const double *c64, int64_t n,
+										  int d, int c_first, int c_end, int k,
+										  double *run_d, int32_t *run_c, int32_t *labels,
+										  unsigned long long *changed, cudaStream_t stream,
+										  GcError *err);
+
+/*
  * labeling_tensor.cu: operands are rows of width gc_tensor_row_width(d)
  * (a multiple of 8 floats or 16 bf16 values; of 128 bytes above d = 32);
  * centroid buffers have their rows padded with zero rows to a multiple

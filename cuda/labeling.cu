@@ -221,18 +221,24 @@ __global__ void
 __launch_bounds__(REGISTER_THREADS)
 assign_points_direct64_kernel(const double *__restrict__ x64,
 							  const double *__restrict__ c64, int64_t n, int d,
-							  int k, int32_t *__restrict__ labels,
+							  int c_first, int c_end, int k, double *__restrict__ run_d,
+							  int32_t *__restrict__ run_c, int32_t *__restrict__ labels,
 							  unsigned long long *changed)
 {
 	int64_t		i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
 	double		best = DBL_MAX;
 	int			best_c = 0;
 
+	if (i < n && c_first > 0)
+	{
+		best = run_d[i];
+		best_c = run_c[i];
+	}
 	if (i < n)
 	{
 		const double *x = x64 + i * d;
 
-		for (int c = 0; c < k; c++)
+		for (int c = c_first; c < c_end; c++)
 		{
 			const double *centroid = c64 + (int64_t) c * d;
 			double		s = 0.0;
@@ -249,6 +255,16 @@ assign_points_direct64_kernel(const double *__restrict__ x64,
 				best_c = c;
 			}
 		}
+	}
+	if (c_end < k)
+	{
+		/* a later launch goes on from here: the same order as one pass */
+		if (i < n)
+		{
+			run_d[i] = best;
+			run_c[i] = best_c;
+		}
+		return;
 	}
 	count_changed(i < n && labels[i] != best_c, changed);
 	if (i < n)
@@ -296,8 +312,21 @@ launch_assign_points_f64(const double *x64, const double *c64, int64_t n, int d,
 {
 	if (!launch_register_for<double>(x64, c64, n, d, k, labels, changed, stream))
 		assign_points_direct64_kernel<<<(unsigned) ((n + REGISTER_THREADS - 1) / REGISTER_THREADS),
-			REGISTER_THREADS, 0, stream>>>(x64, c64, n, d, k, labels, changed);
+			REGISTER_THREADS, 0, stream>>>(x64, c64, n, d, 0, k, k, NULL, NULL, labels, changed);
 	GC_CUDA_LAUNCHED("assign_points_f64", err);
+	return GC_OK;
+}
+
+GcStatus
+launch_assign_points_f64_span(const double *x64, const double *c64, int64_t n, int d,
+							  int c_first, int c_end, int k, double *run_d, int32_t *run_c,
+							  int32_t *labels, unsigned long long *changed,
+							  cudaStream_t stream, GcError *err)
+{
+	assign_points_direct64_kernel<<<(unsigned) ((n + REGISTER_THREADS - 1) / REGISTER_THREADS),
+		REGISTER_THREADS, 0, stream>>>(x64, c64, n, d, c_first, c_end, k, run_d, run_c,
+									   labels, changed);
+	GC_CUDA_LAUNCHED("assign_points_f64_span", err);
 	return GC_OK;
 }
 

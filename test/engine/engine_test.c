@@ -1109,6 +1109,53 @@ run_wide_range_case(double scale)
 }
 
 /*
+ * float64 on the GPU over few wide rows: the labeler splits the centroids
+ * into spans polled apart (here 80 centroids of d = 65,536 in spans of
+ * 64), and the fit equals the CPU's to the bit, labels and centroids
+ */
+static void
+run_float64_spans_case(void)
+{
+#ifdef GC_WITH_CUDA
+	int64_t		n = 200;
+	int			d = 65536,
+				k = 80;
+	char		why[256];
+	const char *config = "float64 spans n=200 d=65536 k=80";
+	double	   *centres = malloc(sizeof(double) * k * d);
+	double	   *x;
+	GcRows		rows,
+				pinned;
+	Fit			cpu,
+				gpu;
+
+	if (!gc_cuda_use_device(0, why, sizeof(why)))
+	{
+		free(centres);
+		return;
+	}
+	rng_state = 17;
+	x = make_data(n, d, k, 0.5, centres, NULL);
+	load_rows(&rows, x, n, d, NULL, plain_alloc, free);
+	load_rows(&pinned, x, n, d, NULL, gc_cuda_host_alloc, gc_cuda_host_free);
+	cpu = fit_with(&gc_kmeans_cpu_backend, &rows, k, 3, GC_ALGORITHM_LLOYD, GC_PRECISION_FLOAT64,
+				   2, 0.0);
+	gpu = fit_with(&gc_kmeans_cuda_backend, &pinned, k, 3, GC_ALGORITHM_LLOYD,
+				   GC_PRECISION_FLOAT64, 2, 0.0);
+	check(gpu.status == GC_OK && gpu.result.kernel != NULL &&
+		  strcmp(gpu.result.kernel, "float64") == 0, "float64 spans: the float64 kernel ran",
+		  config);
+	check_same_fit(&cpu, &gpu, n, k, d, "float64 spans: gpu", config);
+	free_fit(&gpu);
+	free_fit(&cpu);
+	gc_rows_release(&rows);
+	gc_rows_release(&pinned);
+	free(x);
+	free(centres);
+#endif
+}
+
+/*
  * The quick subset (engine_test quick), for compute-sanitizer on the GPU
  * machine, where kernels run tens of times slower: every path of the full
  * run (each kernel family, the stream, partial and weighted cases), on
@@ -1298,6 +1345,7 @@ main(int argc, char **argv)
 	run_weighted_case(2000, 17, 20);
 	run_hybrid_rule_cases();
 	run_wide_range_case(1e20);
+	run_float64_spans_case();
 	run_wide_range_case(1e140);
 	run_stream_format_cases();
 	run_stream_case(40000, 2, 5);
