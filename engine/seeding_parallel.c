@@ -161,10 +161,11 @@ nearest_pass(ParallelState *st, int64_t first, int64_t m, GcError *err)
 			double		d2;
 			int			j;
 
-			if (gc_poll(&st->poll, m * d))
+			/* polled within the row too, where one row is more than a poll's work */
+			j = gc_nearest_centroid_polled(chunk->values + (size_t) i * d, st->batch_values,
+										   (int) m, d, &d2, &st->poll);
+			if (j < 0)
 				return gc_fail(err, GC_INTERRUPTED, "interrupted during seeding");
-			j = gc_nearest_centroid(chunk->values + (size_t) i * d, st->batch_values,
-									(int) m, d, &d2);
 			if (first == 0 || d2 < st->mind2[row])
 			{
 				st->mind2[row] = d2;
