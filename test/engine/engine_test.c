@@ -145,6 +145,40 @@ run_case(int64_t n, int d, int k)
 }
 
 #ifdef GC_WITH_CUDA
+/* Blobs (make_data) loaded twice: for the CPU, and page-locked for the GPU */
+typedef struct GpuBlobs
+{
+	double	   *centres;
+	double	   *x;
+	GcRows		rows;
+	GcRows		pinned;
+} GpuBlobs;
+
+/* false, with nothing allocated, where no GPU is usable */
+static bool
+gpu_blobs_open(GpuBlobs *b, int64_t n, int d, int k, double sigma, uint64_t seed)
+{
+	char		why[256];
+
+	if (!gc_cuda_use_device(0, why, sizeof(why)))
+		return false;
+	b->centres = malloc(sizeof(double) * k * d);
+	rng_state = seed;
+	b->x = make_data(n, d, k, sigma, b->centres, NULL);
+	load_rows(&b->rows, b->x, n, d, NULL, plain_alloc, free);
+	load_rows(&b->pinned, b->x, n, d, NULL, gc_cuda_host_alloc, gc_cuda_host_free);
+	return true;
+}
+
+static void
+gpu_blobs_close(GpuBlobs *b)
+{
+	gc_rows_release(&b->rows);
+	gc_rows_release(&b->pinned);
+	free(b->x);
+	free(b->centres);
+}
+
 /*
  * Exact labels from the tensor cores: float32 Lloyd on a shape that takes
  * the TF32 screen (d >= 12, k >= 128; below d = 12 the test forces it
@@ -157,27 +191,17 @@ static void
 run_tensor_case(int64_t n, int d, int k, double sigma)
 {
 	char		config[80];
-	char		why[256];
-	double	   *centres = malloc(sizeof(double) * k * d);
-	double	   *x;
-	GcRows		rows,
-				pinned;
+	GpuBlobs	blobs;
+	GcRows	   *pinned = &blobs.pinned;
 	Fit			cpu,
 				gpu;
 
-	if (!gc_cuda_use_device(0, why, sizeof(why)))
-	{
-		free(centres);
+	if (!gpu_blobs_open(&blobs, n, d, k, sigma, (uint64_t) n * 17 + d * 5 + k))
 		return;
-	}
 	snprintf(config, sizeof(config), "tensor n=%lld d=%d k=%d sigma=%g", (long long) n, d, k, sigma);
-	rng_state = (uint64_t) n * 17 + d * 5 + k;
-	x = make_data(n, d, k, sigma, centres, NULL);
-	load_rows(&rows, x, n, d, NULL, plain_alloc, free);
-	load_rows(&pinned, x, n, d, NULL, gc_cuda_host_alloc, gc_cuda_host_free);
-	cpu = fit_with(&gc_kmeans_cpu_backend, &rows, k, 3, GC_ALGORITHM_LLOYD, GC_PRECISION_FLOAT32,
+	cpu = fit_with(&gc_kmeans_cpu_backend, &blobs.rows, k, 3, GC_ALGORITHM_LLOYD, GC_PRECISION_FLOAT32,
 				   30, 0.0);
-	gpu = fit_kernel(&gc_kmeans_cuda_backend, &pinned, k, 3, GC_ALGORITHM_AUTO,
+	gpu = fit_kernel(&gc_kmeans_cuda_backend, pinned, k, 3, GC_ALGORITHM_AUTO,
 					 GC_PRECISION_FLOAT32, 30, 0.0,
 					 d < 12 ? GC_KERNEL_TENSOR_SCREENED : GC_KERNEL_AUTO, false);
 	check(gpu.status == GC_OK && gpu.result.kernel != NULL &&
@@ -190,7 +214,7 @@ run_tensor_case(int64_t n, int d, int k, double sigma)
 		 * whatever the data), and the SIMT kernel forced (float32 sums of
 		 * squares: on blobs, where no label is a near tie)
 		 */
-		Fit			forced = fit_kernel(&gc_kmeans_cuda_backend, &pinned, k, 3,
+		Fit			forced = fit_kernel(&gc_kmeans_cuda_backend, pinned, k, 3,
 										GC_ALGORITHM_LLOYD, GC_PRECISION_FLOAT32, 30, 0.0,
 										GC_KERNEL_TENSOR_SCREENED, true);
 
@@ -198,7 +222,7 @@ run_tensor_case(int64_t n, int d, int k, double sigma)
 		free_fit(&forced);
 		if (sigma > 0)
 		{
-			forced = fit_kernel(&gc_kmeans_cuda_backend, &pinned, k, 3, GC_ALGORITHM_LLOYD,
+			forced = fit_kernel(&gc_kmeans_cuda_backend, pinned, k, 3, GC_ALGORITHM_LLOYD,
 								GC_PRECISION_FLOAT32, 30, 0.0, GC_KERNEL_REGISTER, false);
 			check(forced.status == GC_OK && forced.result.kernel != NULL &&
 				  strcmp(forced.result.kernel, d <= 32 ? "register" : "tiled") == 0,
@@ -211,7 +235,7 @@ run_tensor_case(int64_t n, int d, int k, double sigma)
 	{
 		GcPrecision precision = p == 0 ? GC_PRECISION_BF16 : GC_PRECISION_FP16;
 		const char *name = p == 0 ? "gpu bf16" : "gpu fp16";
-		Fit			half = fit_with(&gc_kmeans_cuda_backend, &pinned, k, 3, GC_ALGORITHM_LLOYD,
+		Fit			half = fit_with(&gc_kmeans_cuda_backend, pinned, k, 3, GC_ALGORITHM_LLOYD,
 									precision, 30, 0.0);
 		int64_t		mismatched = 0;
 		char		what[96];
@@ -229,10 +253,7 @@ run_tensor_case(int64_t n, int d, int k, double sigma)
 	}
 	free_fit(&cpu);
 	free_fit(&gpu);
-	gc_rows_release(&rows);
-	gc_rows_release(&pinned);
-	free(x);
-	free(centres);
+	gpu_blobs_close(&blobs);
 }
 
 /*
@@ -254,14 +275,11 @@ run_half_kernels_case(GcPrecision precision, int64_t n, int d, int k)
 	const char *mma_name = bf16 ? "tensor_bf16" : "tensor_fp16",
 			   *wgmma_name = bf16 ? "tensor_bf16_wgmma" : "tensor_fp16_wgmma";
 	char		config[80];
-	char		why[256];
 	char		device[128];
 	size_t		free_bytes,
 				total_bytes;
-	double	   *centres = malloc(sizeof(double) * k * d);
-	double	   *x;
-	GcRows		rows,
-				pinned;
+	GpuBlobs	blobs;
+	GcRows	   *pinned = &blobs.pinned;
 	Fit			cpu,
 				mma,
 				wgmma;
@@ -269,23 +287,16 @@ run_half_kernels_case(GcPrecision precision, int64_t n, int d, int k)
 	int64_t		mismatched = 0;
 	char		what[128];
 
-	if (!gc_cuda_use_device(0, why, sizeof(why)))
-	{
-		free(centres);
+	if (!gpu_blobs_open(&blobs, n, d, k, 0.5, (uint64_t) n * 13 + d * 7 + k))
 		return;
-	}
 	hopper = gc_cuda_describe_device(device, sizeof(device), &free_bytes, &total_bytes) &&
 		strstr(device, "(sm_90)") != NULL;
 	snprintf(config, sizeof(config), "%s kernels n=%lld d=%d k=%d", name, (long long) n, d, k);
-	rng_state = (uint64_t) n * 13 + d * 7 + k;
-	x = make_data(n, d, k, 0.5, centres, NULL);
-	load_rows(&rows, x, n, d, NULL, plain_alloc, free);
-	load_rows(&pinned, x, n, d, NULL, gc_cuda_host_alloc, gc_cuda_host_free);
 
 	/* one labeling from the same seeds */
-	mma = fit_kernel(&gc_kmeans_cuda_backend, &pinned, k, 3, GC_ALGORITHM_LLOYD, precision,
+	mma = fit_kernel(&gc_kmeans_cuda_backend, pinned, k, 3, GC_ALGORITHM_LLOYD, precision,
 					 1, 0.0, mma_kernel, false);
-	wgmma = fit_kernel(&gc_kmeans_cuda_backend, &pinned, k, 3, GC_ALGORITHM_LLOYD,
+	wgmma = fit_kernel(&gc_kmeans_cuda_backend, pinned, k, 3, GC_ALGORITHM_LLOYD,
 					   precision, 1, 0.0, wgmma_kernel, false);
 	check(mma.status == GC_OK && mma.result.kernel != NULL &&
 		  strcmp(mma.result.kernel, mma_name) == 0, "forced mma.sync kernel runs", config);
@@ -304,9 +315,9 @@ run_half_kernels_case(GcPrecision precision, int64_t n, int d, int k)
 	free_fit(&wgmma);
 
 	/* a whole fit, against the CPU */
-	cpu = fit_with(&gc_kmeans_cpu_backend, &rows, k, 3, GC_ALGORITHM_LLOYD, GC_PRECISION_FLOAT32,
+	cpu = fit_with(&gc_kmeans_cpu_backend, &blobs.rows, k, 3, GC_ALGORITHM_LLOYD, GC_PRECISION_FLOAT32,
 				   30, 0.0);
-	wgmma = fit_kernel(&gc_kmeans_cuda_backend, &pinned, k, 3, GC_ALGORITHM_LLOYD,
+	wgmma = fit_kernel(&gc_kmeans_cuda_backend, pinned, k, 3, GC_ALGORITHM_LLOYD,
 					   precision, 30, 0.0, wgmma_kernel, false);
 	mismatched = 0;
 	for (int64_t i = 0; i < n; i++)
@@ -320,10 +331,7 @@ run_half_kernels_case(GcPrecision precision, int64_t n, int d, int k)
 		  "gpu 16-bit wgmma: inertia within 1e-4", config);
 	free_fit(&wgmma);
 	free_fit(&cpu);
-	gc_rows_release(&rows);
-	gc_rows_release(&pinned);
-	free(x);
-	free(centres);
+	gpu_blobs_close(&blobs);
 }
 #endif
 
@@ -1120,27 +1128,16 @@ run_float64_spans_case(void)
 	int64_t		n = 200;
 	int			d = 65536,
 				k = 80;
-	char		why[256];
 	const char *config = "float64 spans n=200 d=65536 k=80";
-	double	   *centres = malloc(sizeof(double) * k * d);
-	double	   *x;
-	GcRows		rows,
-				pinned;
+	GpuBlobs	blobs;
 	Fit			cpu,
 				gpu;
 
-	if (!gc_cuda_use_device(0, why, sizeof(why)))
-	{
-		free(centres);
+	if (!gpu_blobs_open(&blobs, n, d, k, 0.5, 17))
 		return;
-	}
-	rng_state = 17;
-	x = make_data(n, d, k, 0.5, centres, NULL);
-	load_rows(&rows, x, n, d, NULL, plain_alloc, free);
-	load_rows(&pinned, x, n, d, NULL, gc_cuda_host_alloc, gc_cuda_host_free);
-	cpu = fit_with(&gc_kmeans_cpu_backend, &rows, k, 3, GC_ALGORITHM_LLOYD, GC_PRECISION_FLOAT64,
-				   2, 0.0);
-	gpu = fit_with(&gc_kmeans_cuda_backend, &pinned, k, 3, GC_ALGORITHM_LLOYD,
+	cpu = fit_with(&gc_kmeans_cpu_backend, &blobs.rows, k, 3, GC_ALGORITHM_LLOYD,
+				   GC_PRECISION_FLOAT64, 2, 0.0);
+	gpu = fit_with(&gc_kmeans_cuda_backend, &blobs.pinned, k, 3, GC_ALGORITHM_LLOYD,
 				   GC_PRECISION_FLOAT64, 2, 0.0);
 	check(gpu.status == GC_OK && gpu.result.kernel != NULL &&
 		  strcmp(gpu.result.kernel, "float64") == 0, "float64 spans: the float64 kernel ran",
@@ -1148,10 +1145,7 @@ run_float64_spans_case(void)
 	check_same_fit(&cpu, &gpu, n, k, d, "float64 spans: gpu", config);
 	free_fit(&gpu);
 	free_fit(&cpu);
-	gc_rows_release(&rows);
-	gc_rows_release(&pinned);
-	free(x);
-	free(centres);
+	gpu_blobs_close(&blobs);
 #endif
 }
 
