@@ -6,7 +6,10 @@
  *	  executor produces it (no copy of the row into an SPI tuple table, no
  *	  fetch round trips), in a memory context reset every batch of rows (so
  *	  detoasted vectors do not pile up), and honours cancel between
- *	  batches.  Also the integer id column's value.
+ *	  batches.  The query is planned as SPI_execute plans a statement run
+ *	  to completion, parallel plans allowed: its scan runs in parallel
+ *	  workers where the planner finds that cheaper, and the rows reach the
+ *	  receiver through Gather.  Also the integer id column's value.
  *
  * IDENTIFICATION
  *	  src/spi_rows.c
@@ -76,7 +79,8 @@ void
 gc_spi_for_each_row(const char *query, GcSpiColumnsFn on_columns,
 					GcSpiRowFn on_row, void *arg)
 {
-	SPIPlanPtr	plan = SPI_prepare(query, 0, NULL);
+	SPIPrepareOptions prepare = {.cursorOptions = CURSOR_OPT_PARALLEL_OK};
+	SPIPlanPtr	plan = SPI_prepare_extended(query, &prepare);
 	SPIExecuteOptions options = {0};
 	RowReceiver receiver = {
 		.pub = {

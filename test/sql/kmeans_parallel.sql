@@ -137,6 +137,24 @@ SET max_parallel_workers_per_gather = 2;
 -- after errors, the next parallel run is unaffected
 SELECT model_core(kmeans_gpu(v, 4)) = model_core(:'s1') AS same_after_errors FROM pt;
 
+-- kmeans_gpu_assign's query is planned as a statement run to completion, so
+-- it scans in parallel where that is cheaper (as here, with the costs set
+-- above: the plan below); its labels and distances are the serial plan's,
+-- rows with NULL vectors included
+EXPLAIN (COSTS OFF) SELECT id, v FROM pt WHERE g <> 1;
+SET max_parallel_workers_per_gather = 0;
+CREATE TEMP TABLE assign_serial AS
+	SELECT * FROM kmeans_gpu_assign('SELECT id, v FROM pt WHERE g <> 1', 4, '{"seed": 2}');
+SET max_parallel_workers_per_gather = 2;
+CREATE TEMP TABLE assign_parallel AS
+	SELECT * FROM kmeans_gpu_assign('SELECT id, v FROM pt WHERE g <> 1', 4, '{"seed": 2}');
+SELECT count(*) AS rows, count(*) FILTER (WHERE s.cluster IS NULL) AS null_vectors,
+	   count(DISTINCT s.cluster) AS clusters,
+	   count(*) FILTER (WHERE s.cluster IS DISTINCT FROM p.cluster OR
+							  s.distance IS DISTINCT FROM p.distance) AS differ
+FROM assign_serial s FULL JOIN assign_parallel p USING (id);
+DROP TABLE assign_serial, assign_parallel;
+
 DROP TABLE bad;
 DROP TABLE pt;
 DROP FUNCTION model_core(kmeans_model);

@@ -138,5 +138,20 @@ SET max_parallel_workers_per_gather = 4;
 SELECT pm_core(pmedian_gpu(id, v, 5, '{"improve": false}')) = pm_core(:'s1') AS same_after_errors
 FROM pmt;
 
+-- pmedian_gpu_assign's query may scan in parallel (the plan below); the
+-- allocation is the serial plan's
+EXPLAIN (COSTS OFF) SELECT id, v FROM pmt WHERE g <> 1;
+SET max_parallel_workers_per_gather = 0;
+CREATE TEMP TABLE alloc_serial AS
+	SELECT * FROM pmedian_gpu_assign('SELECT id, v FROM pmt WHERE g <> 1', 5, '{"improve": false}');
+SET max_parallel_workers_per_gather = 2;
+CREATE TEMP TABLE alloc_parallel AS
+	SELECT * FROM pmedian_gpu_assign('SELECT id, v FROM pmt WHERE g <> 1', 5, '{"improve": false}');
+SELECT count(*) AS rows, count(DISTINCT s.medoid_id) AS medoids,
+	   count(*) FILTER (WHERE s.medoid_id IS DISTINCT FROM p.medoid_id OR
+							  s.distance IS DISTINCT FROM p.distance) AS differ
+FROM alloc_serial s FULL JOIN alloc_parallel p USING (id);
+DROP TABLE alloc_serial, alloc_parallel;
+
 DROP TABLE pmt, pmt_sorted;
 DROP FUNCTION pm_core(pmedian_model), workers_launched(text);
