@@ -384,6 +384,8 @@ extern void gc_model_doubles_recv(StringInfo buf, double *x, size_t n);
 extern void gc_model_check_doubles(const char *type, const char *name,
 								   double *x, size_t n, double limit,
 								   bool non_negative, int errcode_value);
+extern void gc_model_shape_recv(StringInfo buf, const char *type, int version,
+								int *rows, int *d);
 extern void gc_model_binary_length(StringInfo buf, const char *type,
 								   size_t expected);
 
@@ -395,8 +397,9 @@ extern void gc_spi_for_each_row(const char *query, GcSpiColumnsFn on_columns,
 extern int64 gc_spi_id_value(Datum id, Oid idtype);
 extern struct ReturnSetInfo *gc_materialize_context(FunctionCallInfo fcinfo,
 													 const char *fname);
-extern struct Tuplestorestate *gc_result_store(struct ReturnSetInfo *rsinfo,
-											   double held_bytes);
+extern struct Tuplestorestate *gc_result_store(FunctionCallInfo fcinfo,
+											   struct ReturnSetInfo *rsinfo,
+											   double held_bytes, TupleDesc *tupdesc);
 
 /* kmeans_run.c: run a fit with ereport on failure */
 extern KmeansModel *gc_run_kmeans(GcInput *input, GcKmeansOptions *opts,

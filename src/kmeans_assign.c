@@ -119,7 +119,6 @@ gpuclust_kmeans_assign(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = gc_materialize_context(fcinfo, "kmeans_gpu_assign");
 	MemoryContext per_query;
-	MemoryContext oldcontext;
 	TupleDesc	tupdesc;
 	Tuplestorestate *store;
 	volatile double held_bytes = 0;
@@ -165,12 +164,7 @@ gpuclust_kmeans_assign(PG_FUNCTION_ARGS)
 	}
 	PG_END_TRY();
 
-	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
-	oldcontext = MemoryContextSwitchTo(per_query);
-	tupdesc = CreateTupleDescCopy(tupdesc);
-	MemoryContextSwitchTo(oldcontext);
-	store = gc_result_store(rsinfo, held_bytes);
+	store = gc_result_store(fcinfo, rsinfo, held_bytes, &tupdesc);
 
 	for (int64 i = 0; i < qr.count; i++)
 	{
@@ -189,8 +183,5 @@ gpuclust_kmeans_assign(PG_FUNCTION_ARGS)
 		}
 		tuplestore_putvalues(store, tupdesc, values, nulls);
 	}
-	rsinfo->returnMode = SFRM_Materialize;
-	rsinfo->setResult = store;
-	rsinfo->setDesc = tupdesc;
 	return (Datum) 0;
 }

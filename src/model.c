@@ -294,20 +294,12 @@ Datum
 gpuclust_kmeans_model_recv(PG_FUNCTION_ARGS)
 {
 	StringInfo	buf = (StringInfo) PG_GETARG_POINTER(0);
-	int			version = (int16) pq_getmsgint(buf, 2);
-	int			k = (int32) pq_getmsgint(buf, 4);
-	int			d = (int32) pq_getmsgint(buf, 4);
+	int			k,
+				d;
 	KmeansModel header;
 	KmeansModel *m;
 
-	if (version != KMEANS_MODEL_VERSION)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
-				 errmsg("unsupported kmeans_model version %d", version),
-				 errhint("This build reads version %d.", KMEANS_MODEL_VERSION)));
-	if (k < 1 || d < 1)
-		gc_model_value_error(MODEL_TYPE, ERRCODE_INVALID_BINARY_REPRESENTATION,
-							 "The shape must be at least 1 by 1.");
+	gc_model_shape_recv(buf, MODEL_TYPE, KMEANS_MODEL_VERSION, &k, &d);
 	check_model_shape(k, d);
 	memset(&header, 0, sizeof(header));
 	gc_model_fields_recv(buf, &model_type, &header);

@@ -660,6 +660,29 @@ gc_model_check_doubles(const char *type, const char *name, double *x, size_t n,
 	}
 }
 
+/*
+ * The start of a model's binary form: its version, which must be the one
+ * this build writes, and its shape (centroids or medoids by dimensions),
+ * at least 1 by 1
+ */
+void
+gc_model_shape_recv(StringInfo buf, const char *type, int version,
+					int *rows, int *d)
+{
+	int			got = (int16) pq_getmsgint(buf, 2);
+
+	*rows = (int32) pq_getmsgint(buf, 4);
+	*d = (int32) pq_getmsgint(buf, 4);
+	if (got != version)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
+				 errmsg("unsupported %s version %d", type, got),
+				 errhint("This build reads version %d.", version)));
+	if (*rows < 1 || *d < 1)
+		gc_model_value_error(type, ERRCODE_INVALID_BINARY_REPRESENTATION,
+							 "The shape must be at least 1 by 1.");
+}
+
 /* The rest of a binary value must be exactly expected bytes long */
 void
 gc_model_binary_length(StringInfo buf, const char *type, size_t expected)

@@ -222,20 +222,12 @@ Datum
 gpuclust_pmedian_model_recv(PG_FUNCTION_ARGS)
 {
 	StringInfo	buf = (StringInfo) PG_GETARG_POINTER(0);
-	int			version = (int16) pq_getmsgint(buf, 2);
-	int			p = (int32) pq_getmsgint(buf, 4);
-	int			d = (int32) pq_getmsgint(buf, 4);
+	int			p,
+				d;
 	PmedianModel header;
 	PmedianModel *m;
 
-	if (version != PMEDIAN_MODEL_VERSION)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
-				 errmsg("unsupported pmedian_model version %d", version),
-				 errhint("This build reads version %d.", PMEDIAN_MODEL_VERSION)));
-	if (p < 1 || d < 1)
-		gc_model_value_error(MODEL_TYPE, ERRCODE_INVALID_BINARY_REPRESENTATION,
-							 "The shape must be at least 1 by 1.");
+	gc_model_shape_recv(buf, MODEL_TYPE, PMEDIAN_MODEL_VERSION, &p, &d);
 	check_model_shape(p, d);
 	memset(&header, 0, sizeof(header));
 	gc_model_fields_recv(buf, &model_type, &header);

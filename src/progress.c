@@ -413,18 +413,11 @@ Datum
 gpuclust_progress_slots(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = gc_materialize_context(fcinfo, "gpuclust_progress_slots");
-	MemoryContext oldcontext;
 	TupleDesc	tupdesc;
-	Tuplestorestate *store;
+	Tuplestorestate *store = gc_result_store(fcinfo, rsinfo, 0, &tupdesc);
 	bool		read_all = has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS);
 
-	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
 	(void) progress_array();
-	oldcontext = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
-	tupdesc = CreateTupleDescCopy(tupdesc);
-	store = tuplestore_begin_heap(true, false, work_mem);
-	MemoryContextSwitchTo(oldcontext);
 
 	for (int i = 0; progress_shared != NULL && i < progress_shared->nslots; i++)
 	{
@@ -466,9 +459,6 @@ gpuclust_progress_slots(PG_FUNCTION_ARGS)
 		}
 		tuplestore_putvalues(store, tupdesc, values, nulls);
 	}
-	rsinfo->returnMode = SFRM_Materialize;
-	rsinfo->setResult = store;
-	rsinfo->setDesc = tupdesc;
 	return (Datum) 0;
 }
 

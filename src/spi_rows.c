@@ -20,6 +20,7 @@
 
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "funcapi.h"
 #include "nodes/execnodes.h"
 #include "miscadmin.h"
 #include "utils/guc.h"
@@ -131,23 +132,34 @@ gc_materialize_context(FunctionCallInfo fcinfo, const char *fname)
 }
 
 /*
- * The tuplestore for a set-returning function's result, in per-query
- * memory.  It stays in memory up to work_mem, or up to held_bytes where
- * that is more: the memory the function's rows took during its fit, given
- * back before the result is built, so that a result never spills to disk
- * when it is smaller than what the fit just held (a label row takes less
- * than a vector of eight doubles).
+ * The result of a set-returning function that materializes it: a
+ * tuplestore in per-query memory, already handed to rsinfo, and in *tupdesc
+ * a per-query copy of the row type to put values with.  The store stays in
+ * memory up to work_mem, or up to held_bytes where that is more: the
+ * memory the function's rows took during its fit, given back before the
+ * result is built, so that a result never spills to disk when it is
+ * smaller than what the fit just held (a label row takes less than a
+ * vector of eight doubles).
  */
 Tuplestorestate *
-gc_result_store(ReturnSetInfo *rsinfo, double held_bytes)
+gc_result_store(FunctionCallInfo fcinfo, ReturnSetInfo *rsinfo,
+				double held_bytes, TupleDesc *tupdesc)
 {
-	MemoryContext oldcontext = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
+	MemoryContext oldcontext;
 	double		kilobytes = Min(Max((double) work_mem, held_bytes / 1024.0), (double) MAX_KILOBYTES);
 	Tuplestorestate *store;
+	TupleDesc	rowtype;
 
+	if (get_call_result_type(fcinfo, NULL, &rowtype) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	oldcontext = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
+	*tupdesc = CreateTupleDescCopy(rowtype);
 	store = tuplestore_begin_heap((rsinfo->allowedModes & SFRM_Materialize_Random) != 0,
 								  false, (int) kilobytes);
 	MemoryContextSwitchTo(oldcontext);
+	rsinfo->returnMode = SFRM_Materialize;
+	rsinfo->setResult = store;
+	rsinfo->setDesc = *tupdesc;
 	return store;
 }
 
