@@ -48,6 +48,25 @@ reset_polls(int64_t stop)
 	stop_at = stop;
 }
 
+/*
+ * One Lloyd iteration from k random rows, no tolerance, polled by the
+ * counting hook: the k-means fit every case here times
+ */
+static GcKmeansParams
+one_polled_iteration(int k)
+{
+	GcKmeansParams params = {0};
+
+	params.k = k;
+	params.max_iter = 1;
+	params.tol = 0.0;
+	params.init = GC_INIT_RANDOM;
+	params.n_init = 1;
+	params.algorithm = GC_ALGORITHM_LLOYD;
+	params.interrupted = count_polls;
+	return params;
+}
+
 /* Rows of uniform values in [0, 1) */
 static double *
 uniform_rows(int64_t n, int d)
@@ -68,7 +87,7 @@ static void
 run_kmeans_case(int64_t n, int k, int d)
 {
 	GcRows		rows;
-	GcKmeansParams params = {0};
+	GcKmeansParams params;
 	GcKmeansResult result = {0};
 	GcError		err = {0};
 	double	   *x = uniform_rows(n, d);
@@ -79,13 +98,7 @@ run_kmeans_case(int64_t n, int k, int d)
 
 	snprintf(config, sizeof(config), "kmeans n=%lld k=%d d=%d", (long long) n, k, d);
 	load_rows(&rows, x, n, d, NULL, plain_alloc, free);
-	params.k = k;
-	params.max_iter = 1;
-	params.tol = 0.0;
-	params.init = GC_INIT_RANDOM;
-	params.n_init = 1;
-	params.algorithm = GC_ALGORITHM_LLOYD;
-	params.interrupted = count_polls;
+	params = one_polled_iteration(k);
 	result.centroids = malloc(sizeof(double) * k * d);
 	result.sizes = malloc(sizeof(int64_t) * k);
 
@@ -267,7 +280,7 @@ static void
 run_gpu_case(int64_t n, int k, int d)
 {
 	GcRows		rows;
-	GcKmeansParams params = {0};
+	GcKmeansParams params;
 	GcKmeansResult result = {0};
 	GcError		err = {0};
 	double	   *x = uniform_rows(n, d);
@@ -285,13 +298,7 @@ run_gpu_case(int64_t n, int k, int d)
 			 (long long) n, k, d, (long long) chunk);
 	check(chunk < n / 2, "the rows span three chunks", config);
 	load_rows(&rows, x, n, d, NULL, gc_cuda_host_alloc, gc_cuda_host_free);
-	params.k = k;
-	params.max_iter = 1;
-	params.tol = 0.0;
-	params.init = GC_INIT_RANDOM;
-	params.n_init = 1;
-	params.algorithm = GC_ALGORITHM_LLOYD;
-	params.interrupted = count_polls;
+	params = one_polled_iteration(k);
 	result.centroids = malloc(sizeof(double) * k * d);
 	result.sizes = malloc(sizeof(int64_t) * k);
 	result.labels = malloc(sizeof(int32_t) * n);
