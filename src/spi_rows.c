@@ -9,7 +9,9 @@
  *	  batches.  The query is planned as SPI_execute plans a statement run
  *	  to completion, parallel plans allowed: its scan runs in parallel
  *	  workers where the planner finds that cheaper, and the rows reach the
- *	  receiver through Gather.  Also the integer id column's value.
+ *	  receiver through Gather.  Also the integer id column's value, and
+ *	  the materialized result every set-returning function of gpuclust
+ *	  builds (the *_assign functions, the progress slots).
  *
  * IDENTIFICATION
  *	  src/spi_rows.c
