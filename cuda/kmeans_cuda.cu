@@ -260,11 +260,12 @@ refresh_centroids(CudaSession *s, GcError *err)
  * engine/common.c): while one chunk runs, the host waits for the end of
  * the one before it and polls the interrupt hook, so the device never
  * idles for the poll.  On a stop the chunk in flight finishes before
- * close frees what it reads (close synchronises the stream).
+ * close frees what it reads (close synchronises the stream).  k-means||
+ * labels its samples with it, on a copy of the session.
  */
-static GcStatus
-label_points(CudaSession *s, unsigned long long *changed, IterationStatus *status,
-			 GcError *err)
+GcStatus
+gc_label_points(CudaSession *s, unsigned long long *changed, IterationStatus *status,
+				GcError *err)
 {
 	int64_t		rows = gc_poll_gpu_items((int64_t) s->k * s->d, GC_POLL_MIN_GPU_ROWS, s->n);
 	int			chunk = 0;
@@ -414,7 +415,7 @@ cuda_step(void *session, int64_t pruned_rows, GcStepStatus *out, GcError *err)
 	if (pruned)
 		labelled = gc_pruned_label(s, s->pruned, pruned_rows, s->status, err);
 	else
-		labelled = label_points(s, &s->status->changed, s->status, err);
+		labelled = gc_label_points(s, &s->status->changed, s->status, err);
 	if (labelled == GC_OK)
 		GC_CUDA_TRY(cudaEventRecord(s->phase[1], s->stream), err);
 	if (labelled != GC_OK ||
@@ -482,7 +483,7 @@ cuda_score(void *session, const double *centroids, int32_t *labels,
 
 	if ((status = load_centroids(s, centroids, err)) != GC_OK)
 		return status;
-	if (label_points(s, NULL, NULL, err) != GC_OK)
+	if (gc_label_points(s, NULL, NULL, err) != GC_OK)
 		return err->status;
 	GC_CUDA_TRY(cudaMemsetAsync(device_sizes, 0, sizeof(unsigned long long) * s->k,
 								s->stream), err);
@@ -596,7 +597,7 @@ label_sample_on_device(CudaSession *s, const double *centroids, const int64_t *s
 	GC_CUDA_TRY(cudaMemcpyAsync(b->count, &m_count, sizeof(unsigned int), cudaMemcpyHostToDevice,
 								s->stream), err);
 	if (load_centroids(s, centroids, err) != GC_OK ||
-		label_points(s, NULL, NULL, err) != GC_OK ||
+		gc_label_points(s, NULL, NULL, err) != GC_OK ||
 		copy_sample_labels(s, b->rows, m, b->gathered, labels, err) != GC_OK)
 		return err->status;
 

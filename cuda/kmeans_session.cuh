@@ -142,6 +142,14 @@ extern void gc_pruned_close(void *state);
 extern GcStatus gc_seed_kmeans_parallel_cuda(CudaSession *s, const GcKmeansParams *params,
 											 uint64_t seed, int64_t *chosen, GcError *err);
 
+/*
+ * kmeans_cuda.cu: label every row with s->labeler in chunks of about
+ * GC_POLL_WORK_GPU units, the interrupt hook polled between them; the
+ * last chunk may still run on s->stream when it returns
+ */
+extern GcStatus gc_label_points(CudaSession *s, unsigned long long *changed,
+								IterationStatus *status, GcError *err);
+
 /* ALLOC_OR_RETURN for a labeler's state, which must exist first */
 #define STATE_OR_RETURN(ptr, type) \
 	do { \

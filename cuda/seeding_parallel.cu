@@ -254,7 +254,6 @@ label_batch(CudaSession *s, ParallelBuffers *b, int64_t m, GcError *err)
 	CudaSession sub = *s;
 	const Labeler *labeler = gc_labeler(GC_KERNEL_TENSOR_SCREENED);
 	void	   *state = NULL;
-	int64_t		rows = gc_poll_gpu_items(m * s->d, GC_POLL_MIN_GPU_ROWS, s->n);
 	GcStatus	status;
 
 	sub.k = (int) m;
@@ -272,20 +271,15 @@ label_batch(CudaSession *s, ParallelBuffers *b, int64_t m, GcError *err)
 	status = labeler->open(&sub, &state, err);
 	if (status == GC_OK)
 		status = labeler->refresh(&sub, state, err);
-	/* in chunks of about GC_POLL_WORK_GPU units, the hook polled between */
-	for (int64_t first = 0; status == GC_OK && first < s->n; first += rows)
+	sub.labeler_state = state;
+	if (status == GC_OK)
+		status = gc_label_points(&sub, NULL, NULL, err);
+	if (status == GC_OK)
 	{
-		int64_t		count = s->n - first < rows ? s->n - first : rows;
-		cudaError_t e;
+		cudaError_t e = cudaStreamSynchronize(s->stream);
 
-		status = labeler->label(&sub, state, first, count, NULL, NULL, err);
-		if (status != GC_OK)
-			break;
-		e = cudaStreamSynchronize(s->stream);
 		if (e != cudaSuccess)
 			status = gc_cuda_fail(err, e, "labeling the k-means|| samples", __FILE__, __LINE__);
-		else if (first + count < s->n && s->params->interrupted && s->params->interrupted())
-			status = gc_fail(err, GC_INTERRUPTED, "interrupted during seeding");
 	}
 	if (state != NULL)
 		labeler->close(state);
