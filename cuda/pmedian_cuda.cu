@@ -237,7 +237,9 @@ pm_cuda_cluster_sums(void *session, int32_t ncen, const int32_t *members,
 {
 	PmCudaSession *s = (PmCudaSession *) session;
 	double		pairs = 0.0;
-	int32_t		step;
+	int32_t		largest = 0,
+				step,
+				span;
 
 	memcpy(STAGE_INT(s), members, sizeof(int32_t) * s->nent);
 	UPLOAD(s->members, STAGE_INT(s), s->nent);
@@ -246,15 +248,23 @@ pm_cuda_cluster_sums(void *session, int32_t ncen, const int32_t *members,
 		return err->status;
 	/* a member costs its cluster's size in distances: chunks by the mean */
 	for (int32_t c = 0; c < ncen; c++)
-		pairs += (double) (first[c + 1] - first[c]) * (first[c + 1] - first[c]);
+	{
+		int32_t		size = first[c + 1] - first[c];
+
+		pairs += (double) size * size;
+		largest = size > largest ? size : largest;
+	}
 	step = (int32_t) gc_poll_gpu_items((int64_t) (pairs / (s->nent > 0 ? s->nent : 1) + 1.0) * s->d,
 									   GC_POLL_MIN_GPU_ROWS, s->nent);
+	/* and each chunk in spans of members, one distance a member, so that few wide rows poll too */
+	span = (int32_t) gc_poll_gpu_items(gc_gpu_pass_units(step, s->d), 1, largest);
 	for (int32_t t0 = 0; t0 < s->nent; t0 += step)
-		if ((t0 > 0 && chunk_done(s, err) != GC_OK) ||
-			launch_cluster_sums(s->xs, s->d, s->params->metric, s->first, ncen, t0,
-								s->nent - t0 < step ? s->nent : t0 + step, s->sums,
-								s->stream, err) != GC_OK)
-			return err->status;
+		for (int32_t j0 = 0; j0 < largest; j0 += span)
+			if (((t0 > 0 || j0 > 0) && chunk_done(s, err) != GC_OK) ||
+				launch_cluster_sums(s->xs, s->d, s->params->metric, s->first, ncen, t0,
+									s->nent - t0 < step ? s->nent : t0 + step,
+									j0, j0 + span, s->sums, s->stream, err) != GC_OK)
+				return err->status;
 	DOWNLOAD(STAGE_DOUBLE(s, 1), s->sums, s->nent);
 	SYNC();
 	memcpy(sums, STAGE_DOUBLE(s, 1), sizeof(double) * s->nent);

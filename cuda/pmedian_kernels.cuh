@@ -38,10 +38,15 @@ GcStatus	launch_seed_step(const double *x, const uint64_t *hashes, int d,
 							 double *mind, unsigned long long *winner,
 							 cudaStream_t stream, GcError *err);
 
-/* pmedian_locate.cu: xs holds the members' rows, gathered; members t0 to nent - 1 */
+/*
+ * pmedian_locate.cu: xs holds the members' rows, gathered; members t0 to
+ * nent - 1 add their distances to the members at positions j0 to j1 - 1 of
+ * their cluster to sums (which the span starting at 0 sets)
+ */
 GcStatus	launch_cluster_sums(const double *xs, int d, int metric,
 								const int32_t *first, int32_t ncen,
-								int32_t t0, int32_t nent, double *sums,
+								int32_t t0, int32_t nent, int32_t j0,
+								int32_t j1, double *sums,
 								cudaStream_t stream, GcError *err);
 
 /* pmedian_swap.cu: mx holds the medoids' rows, gathered */

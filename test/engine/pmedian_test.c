@@ -902,6 +902,16 @@ main(int argc, char **argv)
 	run_case(20000, 2, 100, GC_PM_EUCLIDEAN, GC_PM_THREE_PHASE, false, false);
 	run_case(20000, 2, 100, GC_PM_EUCLIDEAN, GC_PM_THREE_PHASE, true, false);
 	run_case(6000, 17, 30, GC_PM_SQEUCLIDEAN, GC_PM_THREE_PHASE, false, true);
+#ifdef GC_WITH_CUDA
+	/*
+	 * few wide rows: the GPU's locate step runs in spans of members (64 at
+	 * d = 65,536) polled apart, each carrying its sums on, and still adds
+	 * every cluster's members in order
+	 */
+	check(gc_poll_gpu_items(gc_gpu_pass_units(140, 65536), 1, 70) < 70,
+		  "a cluster of 70 wide members spans two launches", "n=140 d=65536 p=2");
+	run_case(140, 65536, 2, GC_PM_EUCLIDEAN, GC_PM_LOCATION_ALLOCATION, false, true);
+#endif
 	test_hard_capacity(4000, 2, 20, GC_PM_LOCATION_ALLOCATION, 1.02);
 	test_hard_capacity(20000, 2, 100, GC_PM_THREE_PHASE, 1.04);
 	test_hard_shortfall();
