@@ -213,6 +213,8 @@ def main():
     ap.add_argument("--skip-load", action="store_true")
     ap.add_argument("--device", default="gpu", help="gpuclust.device for our fits")
     ap.add_argument("--no-torch", action="store_true", help="leave out the PyTorch route (no GPU)")
+    ap.add_argument("--collect-only", action="store_true",
+                    help="only the serial bare scans and the vector and halfvec float32 fits")
     a = ap.parse_args()
     conn = psycopg.connect(autocommit=True)
     with conn.cursor() as cur:
@@ -233,6 +235,11 @@ def main():
         hvscan = bare_scan(cur, "embh", values=True)
         fit(cur, "emb", a.k, fixed, "warm-up")         # the session's CUDA context and buffers
         f32 = fit(cur, "emb", a.k, fixed, "float32")
+        if a.collect_only:
+            half = fit(cur, "embh", a.k, fixed, "halfvec float32")
+            emit(phase="ratios", collect_vs_scan=f32["timings"]["collect"] / scan["ms"],
+                 halfvec_collect_vs_values_scan=half["timings"]["collect"] / hvscan["ms"])
+            return
         bf16 = fit(cur, "emb", a.k, dict(fixed, precision="bf16"), "bf16")
         half = fit(cur, "embh", a.k, fixed, "halfvec float32")
         real = fit(cur, "embr", a.k, fixed, "real[] float32")
