@@ -11,6 +11,8 @@
  *	  k = 128).
  *
  *	  cosine_test              run the checks, ending with "N passed, N failed"
+ *	  cosine_test N            the Nth case alone (for compute-sanitizer)
+ *	  cosine_test count        how many cases there are
  *
  * IDENTIFICATION
  *	  test/engine/cosine_test.c
@@ -184,25 +186,43 @@ test_gpu(int64_t n, int d, int k, double sigma, const char *what)
 #endif
 
 int
-main(void)
+main(int argc, char **argv)
 {
-	rng_state = 7;
-	test_normalize();
-	test_cpu();
+	select_cases(argc > 1 ? argv[1] : NULL);
+	if (case_selected())
+		test_normalize();
+	if (case_selected())
+		test_cpu();
 #ifdef GC_WITH_CUDA
 	{
-		char		why[256];
-
-		if (gc_cuda_use_device(0, why, sizeof(why)))
+		static const struct
 		{
-			test_gpu(20000, 8, 16, 0.3, "d = 8, register kernel");
-			test_gpu(20000, 64, 128, 0.3, "d = 64, k = 128, tensor path");
-			test_gpu(5000, 300, 10, 0.5, "d = 300, tiled kernel");
-		}
-		else
+			int64_t		n;
+			int			d,
+						k;
+			double		sigma;
+			const char *what;
+		}			gpu_cases[] = {
+			{20000, 8, 16, 0.3, "d = 8, register kernel"},
+			{20000, 64, 128, 0.3, "d = 64, k = 128, tensor path"},
+			{5000, 300, 10, 0.5, "d = 300, tiled kernel"},
+		};
+		char		why[256];
+		bool		usable = gc_cuda_use_device(0, why, sizeof(why));
+
+		for (size_t c = 0; c < sizeof(gpu_cases) / sizeof(gpu_cases[0]); c++)
+			if (case_selected() && usable)
+				test_gpu(gpu_cases[c].n, gpu_cases[c].d, gpu_cases[c].k, gpu_cases[c].sigma,
+						 gpu_cases[c].what);
+		if (!usable)
 			printf("no GPU: %s (GPU cosine checks not run)\n", why);
 	}
 #endif
+	if (!cases_end())
+	{
+		printf("no case %s\n", argv[1]);
+		return 2;
+	}
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed != 0;
 }

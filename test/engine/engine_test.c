@@ -10,7 +10,8 @@
  *	  The suites; the harness (checks, generator, data, fits) is in
  *	  harness.c, and the GPU benchmark runner in kmeans_bench.c.
  *	  engine_test runs the checks, ending with "N passed, N failed";
- *	  engine_test quick runs a subset on fewer rows (for compute-sanitizer).
+ *	  engine_test quick runs a subset on fewer rows (for compute-sanitizer),
+ *	  engine_test quick N its Nth case alone (a process per case).
  *
  * IDENTIFICATION
  *	  test/engine/engine_test.c
@@ -1153,7 +1154,8 @@ run_float64_spans_case(void)
  * The quick subset (engine_test quick), for compute-sanitizer on the GPU
  * machine, where kernels run tens of times slower: every path of the full
  * run (each kernel family, the stream, partial and weighted cases), on
- * fewer rows
+ * fewer rows; engine_test quick N runs its Nth case alone, engine_test
+ * quick count says how many there are
  */
 static void
 run_quick(void)
@@ -1162,23 +1164,37 @@ run_quick(void)
 	static const int ks[] = {1, 10, 100};
 
 	for (size_t a = 0; a < sizeof(dims) / sizeof(dims[0]); a++)
-		run_case(1000, dims[a], 10);
+		if (case_selected())
+			run_case(1000, dims[a], 10);
 	for (size_t b = 0; b < sizeof(ks) / sizeof(ks[0]); b++)
-		run_case(ks[b] * 20 + 100, 4, ks[b]);
+		if (case_selected())
+			run_case(ks[b] * 20 + 100, 4, ks[b]);
 #ifdef GC_WITH_CUDA
-	run_tensor_case(4000, 64, 200, 0.5);
-	run_tensor_case(4000, 64, 512, 0.5);	/* sums past shared memory */
-	run_tensor_case(4000, 8, 256, -1.0);
-	run_tensor_case(4000, 12, 300, 0.5);
-	run_tensor_case(2000, 400, 200, 0.5);	/* points streamed past centroid tiles */
-	run_half_kernels_case(GC_PRECISION_BF16, 3000, 64, 300);	/* wgmma on Hopper */
-	run_half_kernels_case(GC_PRECISION_FP16, 3000, 64, 300);
+	if (case_selected())
+		run_tensor_case(4000, 64, 200, 0.5);
+	if (case_selected())
+		run_tensor_case(4000, 64, 512, 0.5);	/* sums past shared memory */
+	if (case_selected())
+		run_tensor_case(4000, 8, 256, -1.0);
+	if (case_selected())
+		run_tensor_case(4000, 12, 300, 0.5);
+	if (case_selected())
+		run_tensor_case(2000, 400, 200, 0.5);	/* points streamed past centroid tiles */
+	if (case_selected())
+		run_half_kernels_case(GC_PRECISION_BF16, 3000, 64, 300);	/* wgmma on Hopper */
+	if (case_selected())
+		run_half_kernels_case(GC_PRECISION_FP16, 3000, 64, 300);
 #endif
-	run_partial_case(3000, 33, 40);
-	run_weighted_case(2000, 17, 20);
-	run_stream_format_cases();
-	run_stream_case(10000, 8, 10);
-	run_wide_range_case(1e140);
+	if (case_selected())
+		run_partial_case(3000, 33, 40);
+	if (case_selected())
+		run_weighted_case(2000, 17, 20);
+	if (case_selected())
+		run_stream_format_cases();
+	if (case_selected())
+		run_stream_case(10000, 8, 10);
+	if (case_selected())
+		run_wide_range_case(1e140);
 }
 
 /*
@@ -1299,7 +1315,13 @@ main(int argc, char **argv)
 
 	if (argc > 1 && strcmp(argv[1], "quick") == 0)
 	{
+		select_cases(argc > 2 ? argv[2] : NULL);
 		run_quick();
+		if (!cases_end())
+		{
+			printf("no case %s\n", argv[2]);
+			return 2;
+		}
 		printf("%d passed, %d failed\n", passed, failed);
 		return failed != 0;
 	}

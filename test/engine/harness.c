@@ -32,7 +32,34 @@ check(int ok, const char *what, const char *config)
 	}
 }
 
+static int	case_wanted = -1;	/* -1: every case; -2: none (count) */
+static int	case_next;
 uint64_t	rng_state;
+
+void
+select_cases(const char *arg)
+{
+	case_wanted = arg == NULL ? -1 : strcmp(arg, "count") == 0 ? -2 : atoi(arg);
+	case_next = 0;
+}
+
+bool
+case_selected(void)
+{
+	int			this_case = case_next++;
+
+	/* each case its own seed: alone, it sees the data it sees among all */
+	rng_state = UINT64_C(7) + (uint64_t) this_case;
+	return case_wanted == -1 || case_wanted == this_case;
+}
+
+bool
+cases_end(void)
+{
+	if (case_wanted == -2)
+		printf("%d cases\n", case_next);
+	return case_wanted < case_next;
+}
 
 double
 uniform(void)
