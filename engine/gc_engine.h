@@ -381,6 +381,8 @@ typedef struct GcKmeansTimings
 	double		iterations_ms;	/* everything after seeding, scoring included */
 	double		labeling_ms;	/* of which labeling, where measured (GPU) */
 	double		update_ms;		/* of which centroid updates, where measured */
+	double		steps_ms;		/* of which the iterations' steps, wall time */
+	double		scoring_ms;		/* of which the scoring passes, wall time */
 } GcKmeansTimings;
 
 /*

@@ -986,6 +986,73 @@ run_progress_case(const GcKmeansBackend *backend, const char *config)
 	free(x);
 }
 
+/*
+ * Labels and distances asked for are the returned centroids': with three
+ * random restarts, whichever restart wins (the last one's scoring gives
+ * them when it is the best, a final pass when an earlier one is), every
+ * label is the row's nearest returned centroid, sizes count the labels and
+ * distances are the rows' to their centroids.  Six seeds: on blobs where
+ * random starts end in different local optima.
+ */
+static void
+run_restart_labels_case(const GcKmeansBackend *backend, const char *config)
+{
+	int64_t		n = 2000;
+	int			d = 3,
+				k = 6;
+	double	   *centres = malloc(sizeof(double) * k * d);
+	double	   *x = make_data(n, d, k, 2.0, centres, NULL);
+	GcRows		rows;
+	GcKmeansResult result = {0};
+	GcError		err = {0};
+	int64_t    *counts = malloc(sizeof(int64_t) * k);
+	bool		nearest = true,
+				sized = true,
+				distant = true,
+				fitted = true;
+
+	load_rows(&rows, x, n, d, NULL, plain_alloc, free);
+	result.centroids = malloc(sizeof(double) * k * d);
+	result.sizes = malloc(sizeof(int64_t) * k);
+	result.labels = malloc(sizeof(int32_t) * n);
+	result.distances = malloc(sizeof(double) * n);
+	for (uint64_t seed = 1; seed <= 6; seed++)
+	{
+		GcKmeansParams params = {0};
+
+		params.k = k;
+		params.max_iter = 100;
+		params.tol = 0.0;
+		params.init = GC_INIT_RANDOM;
+		params.n_init = 3;
+		params.seed = seed;
+		fitted &= gc_kmeans_fit(backend, &rows, &params, &result, &err) == GC_OK;
+		memset(counts, 0, sizeof(int64_t) * k);
+		for (int64_t i = 0; i < n; i++)
+		{
+			double		d2;
+			int			l = gc_nearest_centroid(gc_rows_get(&rows, i), result.centroids, k, d, &d2);
+
+			nearest &= result.labels[i] == l;
+			distant &= result.distances[i] == sqrt(d2);
+			counts[result.labels[i] >= 0 && result.labels[i] < k ? result.labels[i] : 0]++;
+		}
+		sized &= memcmp(counts, result.sizes, sizeof(int64_t) * k) == 0;
+	}
+	check(fitted, "restart labels: fits ok", config);
+	check(nearest, "restart labels: each row's label is its nearest returned centroid", config);
+	check(sized, "restart labels: sizes count the labels", config);
+	check(distant, "restart labels: distances are to the returned centroids", config);
+	gc_rows_release(&rows);
+	free(result.centroids);
+	free(result.sizes);
+	free(result.labels);
+	free(result.distances);
+	free(counts);
+	free(centres);
+	free(x);
+}
+
 /* Two allocators that count what they hand out and take back */
 static int	allocs_a,
 			frees_a,
@@ -1195,6 +1262,15 @@ run_quick(void)
 		run_stream_case(10000, 8, 10);
 	if (case_selected())
 		run_wide_range_case(1e140);
+#ifdef GC_WITH_CUDA
+	if (case_selected())
+	{
+		char		why[256];
+
+		if (gc_cuda_use_device(0, why, sizeof(why)))
+			run_restart_labels_case(&gc_kmeans_cuda_backend, "restarts gpu");
+	}
+#endif
 }
 
 /*
@@ -1367,6 +1443,7 @@ main(int argc, char **argv)
 	run_stream_case(40000, 2, 5);
 	run_stream_case(30000, 8, 10);
 	run_progress_case(&gc_kmeans_cpu_backend, "progress cpu");
+	run_restart_labels_case(&gc_kmeans_cpu_backend, "restarts cpu");
 	run_allocator_switch_case();
 	for (int d = 1; d <= 17; d++)
 		run_row_hash_case(d);
@@ -1377,7 +1454,10 @@ main(int argc, char **argv)
 		char		why[256];
 
 		if (gc_cuda_use_device(0, why, sizeof(why)))
+		{
 			run_progress_case(&gc_kmeans_cuda_backend, "progress gpu");
+			run_restart_labels_case(&gc_kmeans_cuda_backend, "restarts gpu");
+		}
 	}
 #endif
 	printf("%d passed, %d failed\n", passed, failed);

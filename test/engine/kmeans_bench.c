@@ -109,6 +109,7 @@ time_kernel(GcRows *rows, int64_t n, int d, int k, const char *data, const char 
 		   "\"ran\": \"%s\", \"kernel\": \"%s\", \"precision\": \"%s\", \"iterations\": %d, "
 		   "\"ms_per_iteration\": %.4f, \"tflops\": %.2f, \"skipped\": %.4f, "
 		   "\"labeling_ms_per_iteration\": %.4f, \"update_ms_per_iteration\": %.4f, "
+		   "\"steps_ms\": %.2f, \"scoring_ms\": %.2f, \"iterations_ms\": %.2f, "
 		   "\"transfer_ms\": %.2f, \"seeding_ms\": %.2f, \"inertia\": %.10g, "
 		   "\"rechecked\": %.4f, \"exact_checked\": %.6f, \"precision_ran\": \"%s\", "
 		   "\"check_ms\": %.2f, \"sample_disagreement\": %.4f, \"sample_inertia_excess\": %.4g}\n",
@@ -118,6 +119,8 @@ time_kernel(GcRows *rows, int64_t n, int d, int k, const char *data, const char 
 		   2.0 * n * k * d / (per_iteration * 1e9), gpu.result.skipped_fraction,
 		   gpu.result.timings.labeling_ms / gpu.result.iterations,
 		   gpu.result.timings.update_ms / gpu.result.iterations,
+		   gpu.result.timings.steps_ms, gpu.result.timings.scoring_ms,
+		   gpu.result.timings.iterations_ms,
 		   gpu.result.timings.transfer_ms, gpu.result.timings.seeding_ms,
 		   gpu.result.inertia, gpu.result.rechecked_fraction, gpu.result.exact_fraction,
 		   ran_names[gpu.result.precision], gpu.result.timings.check_ms,
