@@ -288,7 +288,8 @@ gc_kmeans_fit(const GcKmeansBackend *backend, const GcRows *rows,
 	int64_t    *work_sizes = NULL;
 	GcStatus	status;
 	double		t0,
-				t1;
+				t1,
+				t2;
 	bool		last,
 				scored_best = false;	/* the labels asked for are the best restart's */
 
@@ -357,8 +358,9 @@ gc_kmeans_fit(const GcKmeansBackend *backend, const GcRows *rows,
 			status = backend->score(session, work, last ? result->labels : NULL,
 									last ? result->distances : NULL, work_sizes,
 									&inertia, err);
-		result->timings.scoring_ms += gc_now_ms() - t1;
-		result->timings.iterations_ms += gc_now_ms() - t0;
+		t2 = gc_now_ms();
+		result->timings.scoring_ms += t2 - t1;
+		result->timings.iterations_ms += t2 - t0;
 		result->timings.labeling_ms += outcome.labeling_ms;
 		result->timings.update_ms += outcome.update_ms;
 		result->timings.steps_ms += outcome.steps_ms;
@@ -382,16 +384,21 @@ gc_kmeans_fit(const GcKmeansBackend *backend, const GcRows *rows,
 	}
 
 	if (status == GC_OK && (result->labels || result->distances))
+	{
 		gc_report_progress(params, GC_PHASE_RETURNING, result->iterations, NAN,
 						   result->inertia);
-	if (status == GC_OK && (result->labels || result->distances) && !scored_best)
-	{
-		t0 = gc_now_ms();
-		status = backend->score(session, result->centroids, result->labels,
-								result->distances, result->sizes,
-								&result->inertia, err);
-		result->timings.scoring_ms += gc_now_ms() - t0;
-		result->timings.iterations_ms += gc_now_ms() - t0;
+		if (!scored_best)
+		{
+			double		spent;
+
+			t0 = gc_now_ms();
+			status = backend->score(session, result->centroids, result->labels,
+									result->distances, result->sizes,
+									&result->inertia, err);
+			spent = gc_now_ms() - t0;
+			result->timings.scoring_ms += spent;
+			result->timings.iterations_ms += spent;
+		}
 	}
 
 	result->precision = status == GC_OK && backend->precision ?

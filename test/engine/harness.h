@@ -27,8 +27,9 @@ extern void check(int ok, const char *what, const char *config);
  * Case selection, for compute-sanitizer (a process per case, each under its
  * own timeout): select_cases("N") makes case_selected() true for the Nth
  * selectable case alone, select_cases("count") for none; select_cases(NULL)
- * for all.  Each case starts the generator from its own seed.  cases_end() says how many cases there were, and for "count"
- * prints it; it is false where N named no case.
+ * for all.  Each case starts the generator from its own seed.  cases_end()
+ * says how many cases there were, and for "count" prints it; it is false
+ * where N named no case.
  */
 extern void select_cases(const char *arg);
 extern bool case_selected(void);
