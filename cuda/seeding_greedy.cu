@@ -14,8 +14,9 @@
  *	  race[t L + j];
  *	- potentials: one pass over the rows computes each row's distances to
  *	  all the candidates (up to GREEDY_GROUP of them per pass: rows are read
- *	  once per step for L <= 8), min(D^2, d_j) quantised as the inertia is
- *	  and weighted, summed per block as 128-bit integers into partials;
+ *	  once per step for L <= 8; rows and candidates staged through shared
+ *	  memory), min(D^2, d_j) quantised as the inertia is and weighted,
+ *	  summed per block as 128-bit integers into partials;
  *	- the choice: one block sums each candidate's partials exactly and
  *	  keeps the lowest (the first on ties), into winner[t] and chosen[t].
  *
@@ -40,6 +41,17 @@
 #define GREEDY_SMALL_THREADS 64	/* per block where 256 would leave multiprocessors idle */
 #define GREEDY_GROUP 8			/* candidates per pass over the rows */
 #define GREEDY_BLOCKS 1024		/* most blocks (and partials) per pass */
+#define GREEDY_STAGED 4096		/* row values a potential pass stages at once (32 kB) */
+#define GREEDY_LOADS 16			/* loads in flight per thread while staging */
+
+/* Shared memory of greedy_potential_kernel for blocks of threads */
+static size_t
+potential_shared_bytes(int threads)
+{
+	int			columns = GREEDY_STAGED / threads;
+
+	return sizeof(double) * ((size_t) threads * (columns + 1) + (size_t) GREEDY_GROUP * columns);
+}
 
 __device__ __forceinline__ unsigned long long
 greedy_warp_min(unsigned long long v)
@@ -132,63 +144,138 @@ greedy_race_kernel(const double *__restrict__ x64, const uint64_t *__restrict__ 
 }
 
 /*
+ * Columns j0 .. j0 + width - 1 of rows rows of x64 into dst (row r at
+ * dst + r * dst_stride): the rows first_row onwards, or rows_at[r] where
+ * given.  Every thread keeps GREEDY_LOADS loads in flight: staged one at
+ * a time, each waiting on the last, k-means|| seeding at 1M x 768 took
+ * 551 ms instead of 450 on the H100.
+ */
+__device__ __forceinline__ void
+stage_columns(double *dst, int dst_stride, const double *__restrict__ x64, int d,
+			  int64_t first_row, const int64_t *rows_at, int rows, int j0, int width)
+{
+	int			total = rows * width;
+
+	for (int e0 = threadIdx.x; e0 < total; e0 += GREEDY_LOADS * blockDim.x)
+	{
+		double		v[GREEDY_LOADS];
+
+#pragma unroll
+		for (int u = 0; u < GREEDY_LOADS; u++)
+		{
+			int			e = e0 + u * blockDim.x,
+						r = e / width;
+
+			if (e < total)
+				v[u] = x64[(rows_at != NULL ? rows_at[r] : first_row + r) * d + j0 + (e - r * width)];
+		}
+#pragma unroll
+		for (int u = 0; u < GREEDY_LOADS; u++)
+		{
+			int			e = e0 + u * blockDim.x,
+						r = e / width;
+
+			if (e < total)
+				dst[r * dst_stride + (e - r * width)] = v[u];
+		}
+	}
+}
+
+/*
  * Potentials of step t's candidates first .. first + count - 1: per block,
  * sum over its rows of weight * quantised min(D^2, d_j), into
- * partials[block * L + j]; min(D^2, d_j) into cand_d2's column j when kept
+ * partials[block * L + j]; min(D^2, d_j) into cand_d2's column j when kept.
+ *
+ * A block's rows (a thread each) and the candidates are read through
+ * shared memory, GREEDY_STAGED / blockDim.x columns at a time: the block
+ * loads the next columns of all its rows and of the candidates with
+ * coalesced reads, then each thread adds its row's terms in dimension
+ * order, as gc_sqdist_exact does.  Read from global memory a column at a
+ * time, each term waited on a load, and k-means||'s recluster (~5k rows
+ * over 76 blocks, a few warps per multiprocessor, nothing to hide the
+ * wait) took 0.2 ms a step at d = 768, 216 of its 435 ms.  Staged, on the
+ * H100 at 1M x 768, k = 1,000: k-means|| seeds in 342-344 ms instead of
+ * 452-456, greedy k-means++ over all the rows in 3.7 s instead of 8.4
+ * (bench/results/seeding-parallel-h100.md).
  */
 __global__ void
+__launch_bounds__(GREEDY_THREADS, 2)
 greedy_potential_kernel(const double *__restrict__ x64, const double *__restrict__ weights,
 						int64_t n, int d, int t, int L, int first, int count,
 						int inertia_exp, const unsigned long long *__restrict__ race,
 						const double *__restrict__ mind2, double *__restrict__ cand_d2,
 						gc_u128 *__restrict__ partials)
 {
+	extern __shared__ double staged[];
 	__shared__ gc_u128 warp_sums[GREEDY_THREADS / 32][GREEDY_GROUP];
-	const double *centre[GREEDY_GROUP];
+	__shared__ int64_t centre_row[GREEDY_GROUP];
+	const int	columns = GREEDY_STAGED / blockDim.x,
+				stride = columns + 1;	/* odd: a column's reads hit distinct banks */
+	double	   *rows_sh = staged,
+			   *centres_sh = staged + blockDim.x * stride;
 	gc_u128		total[GREEDY_GROUP];
 
+	if (threadIdx.x < count)
+		centre_row[threadIdx.x] = (int64_t) (uint32_t) race[(int64_t) t * L + first + threadIdx.x];
 #pragma unroll
 	for (int jj = 0; jj < GREEDY_GROUP; jj++)
-	{
-		int			j = first + (jj < count ? jj : 0);
-
-		centre[jj] = x64 + (int64_t) (uint32_t) race[(int64_t) t * L + j] * d;
 		total[jj] = 0;
-	}
-	for (int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; i < n;
-		 i += (int64_t) gridDim.x * blockDim.x)
+	/* whole blocks go round the loop together: staging synchronises them */
+	for (int64_t base = (int64_t) blockIdx.x * blockDim.x; base < n;
+		 base += (int64_t) gridDim.x * blockDim.x)
 	{
-		const double *x = x64 + i * d;
+		int			rows = n - base < (int64_t) blockDim.x ? (int) (n - base) : (int) blockDim.x;
+		bool		mine = (int) threadIdx.x < rows;
 		double		s[GREEDY_GROUP];
-		double		m = mind2[i];
-		gc_u128		w = (gc_u128) (weights != NULL ? (unsigned long long) weights[i] : 1ULL);
 
 #pragma unroll
 		for (int jj = 0; jj < GREEDY_GROUP; jj++)
 			s[jj] = 0.0;
-		for (int e = 0; e < d; e++)
+		for (int j0 = 0; j0 < d; j0 += columns)
 		{
-			double		xv = x[e];
+			int			width = d - j0 < columns ? d - j0 : columns;
+
+			__syncthreads();	/* the previous columns are read */
+			stage_columns(rows_sh, stride, x64, d, base, NULL, rows, j0, width);
+			stage_columns(centres_sh, columns, x64, d, 0, centre_row, count, j0, width);
+			__syncthreads();
+			if (mine)
+			{
+				const double *row = rows_sh + threadIdx.x * stride;
+
+#pragma unroll 4
+				for (int c = 0; c < width; c++)
+				{
+					double		xv = row[c];
+
+#pragma unroll
+					for (int jj = 0; jj < GREEDY_GROUP; jj++)
+						if (jj < count)
+						{
+							double		diff = __dsub_rn(xv, centres_sh[jj * columns + c]);
+
+							s[jj] = __dadd_rn(s[jj], __dmul_rn(diff, diff));
+						}
+				}
+			}
+		}
+		if (mine)
+		{
+			int64_t		i = base + threadIdx.x;
+			double		m = mind2[i];
+			gc_u128		w = (gc_u128) (weights != NULL ? (unsigned long long) weights[i] : 1ULL);
 
 #pragma unroll
 			for (int jj = 0; jj < GREEDY_GROUP; jj++)
 				if (jj < count)
 				{
-					double		diff = __dsub_rn(xv, centre[jj][e]);
+					double		v = m < s[jj] ? m : s[jj];
 
-					s[jj] = __dadd_rn(s[jj], __dmul_rn(diff, diff));
+					if (cand_d2 != NULL)
+						cand_d2[(int64_t) (first + jj) * n + i] = v;
+					total[jj] += gc_quantize_wide(v, inertia_exp) * w;
 				}
 		}
-#pragma unroll
-		for (int jj = 0; jj < GREEDY_GROUP; jj++)
-			if (jj < count)
-			{
-				double		v = m < s[jj] ? m : s[jj];
-
-				if (cand_d2 != NULL)
-					cand_d2[(int64_t) (first + jj) * n + i] = v;
-				total[jj] += gc_quantize_wide(v, inertia_exp) * w;
-			}
 	}
 #pragma unroll
 	for (int jj = 0; jj < GREEDY_GROUP; jj++)
@@ -319,7 +406,7 @@ run_steps(const double *x64, const uint64_t *hashes, const double *weights,
 		if (t > 0)
 			for (int g = 0; g < groups; g++)
 			{
-				greedy_potential_kernel<<<nblocks, threads, 0, stream>>>(
+				greedy_potential_kernel<<<nblocks, threads, potential_shared_bytes(threads), stream>>>(
 					x64, weights, n, d, t, L, g * GREEDY_GROUP,
 					step_candidates - g * GREEDY_GROUP < GREEDY_GROUP ?
 					step_candidates - g * GREEDY_GROUP : GREEDY_GROUP, inertia_exp,
