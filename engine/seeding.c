@@ -38,9 +38,10 @@
  * (the number scikit-learn tries) where the seeding is cheap enough, and 1
  * (plain k-means++) where it is not.  A greedy step costs about L + 1
  * plain ones: on an H100, 1M rows of d = 768 and k = 1,000 (n k d = 7.7e11)
- * seed in 3.3 s plain and 8.4 s greedy (L = 8), while the Lloyd iterations
- * of such a fit take 0.4 s; below GC_GREEDY_SEED_MAX_WORK (n k d = 2^34,
- * about 0.2 s greedy there) the better start is worth its price.  The
+ * seed in 3.3 s plain and 8.4 s greedy (L = 8; 3.7 s since its potential
+ * pass stages rows through shared memory), while the Lloyd iterations of
+ * such a fit take 0.4 s; below GC_GREEDY_SEED_MAX_WORK (n k d = 2^34,
+ * about 0.2 s greedy there then) the better start is worth its price.  The
  * rule reads the shape only, so both devices seed the same rows.
  */
 #define GC_GREEDY_SEED_MAX_WORK 17179869184.0
@@ -65,7 +66,7 @@ gc_seed_candidates(const GcKmeansParams *params, int64_t n, int d)
  * would cost seconds and plain k-means++, whose k steps each read every
  * row, loses quality: k-means|| reads the rows in five passes of about k
  * candidates each (matrix products on the GPU), then runs greedy on about
- * 5k weighted candidates: 0.44 s there, its fit's inertia 1.3% below
+ * 5k weighted candidates: 0.34 s there, its fit's inertia 1.3% below
  * greedy's (bench/results/seeding-parallel-h100.md).  Like
  * gc_seed_candidates, a rule of the shape only.
  */
