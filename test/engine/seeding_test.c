@@ -502,7 +502,13 @@ test_fit(void)
 static void
 test_gpu_equals_cpu(void)
 {
-	static const int shapes[][3] = {{5000, 2, 40}, {20000, 17, 100}, {3000, 200, 30}, {1000, 3, 400}};
+	/*
+	 * 40,000 rows: the potential pass's blocks of 256 threads, which stage
+	 * 16 columns at a time (19: a last chunk of 3); fewer rows run blocks
+	 * of 64 (64 columns at a time; 200: a last chunk of 8)
+	 */
+	static const int shapes[][3] = {{5000, 2, 40}, {20000, 17, 100}, {3000, 200, 30}, {1000, 3, 400},
+	{40000, 19, 24}};
 	char		why[256];
 
 	if (!gc_cuda_use_device(0, why, sizeof(why)))
