@@ -101,7 +101,7 @@ typedef struct GcPartialMetaBytes
 	int32		k;
 	int32		options_bytes;	/* the options jsonb follows; 0 when none */
 	Oid			format;
-	int32		reserved;
+	int32		extra_bytes;	/* the aggregate's own bytes follow the options */
 	int64		null_rows;
 	int64		seen_rows;
 	double		started_ms;
@@ -539,11 +539,14 @@ meta_section(const GcInput *input, const GcPartialMeta *meta, Size *bytes)
 	fixed.null_rows = input->null_rows;
 	fixed.seen_rows = input->seen_rows;
 	fixed.started_ms = meta->started_ms;
-	*bytes = sizeof(fixed) + options_bytes;
+	fixed.extra_bytes = meta->extra_bytes;
+	*bytes = sizeof(fixed) + options_bytes + meta->extra_bytes;
 	section = palloc(*bytes);
 	memcpy(section, &fixed, sizeof(fixed));
 	if (options_bytes > 0)
 		memcpy(section + sizeof(fixed), meta->options, options_bytes);
+	if (meta->extra_bytes > 0)
+		memcpy(section + sizeof(fixed) + options_bytes, meta->extra, meta->extra_bytes);
 	return section;
 }
 
@@ -655,8 +658,8 @@ read_meta(const char *p, Size meta_bytes, GcPartialRows *out)
 	if (meta_bytes < sizeof(fixed))
 		corrupt_state("Its meta section is too short.");
 	memcpy(&fixed, p, sizeof(fixed));
-	if (fixed.options_bytes < 0 || fixed.reserved != 0 ||
-		meta_bytes != sizeof(fixed) + fixed.options_bytes ||
+	if (fixed.options_bytes < 0 || fixed.extra_bytes < 0 ||
+		meta_bytes != sizeof(fixed) + (Size) fixed.options_bytes + (Size) fixed.extra_bytes ||
 		(fixed.options_bytes > 0 && fixed.options_bytes < VARHDRSZ))
 		corrupt_state("Its meta section is malformed.");
 	out->meta.k = fixed.k;
@@ -671,6 +674,8 @@ read_meta(const char *p, Size meta_bytes, GcPartialRows *out)
 		if (VARSIZE(out->meta.options) != (Size) fixed.options_bytes)
 			corrupt_state("Its options are malformed.");
 	}
+	out->meta.extra_bytes = fixed.extra_bytes;
+	out->meta.extra = fixed.extra_bytes > 0 ? p + sizeof(fixed) + fixed.options_bytes : NULL;
 }
 
 /*

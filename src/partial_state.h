@@ -11,9 +11,11 @@
  *
  *	 GcPartialHeader	 (below; flags say whether the rows are IN_SEGMENT)
  *	 meta				 meta_bytes: int32 k, int32 options_bytes, uint32
- *						 format, int32 0, int64 null_rows, int64
+ *						 format, int32 extra_bytes, int64 null_rows, int64
  *						 seen_rows, double started_ms, then the options
- *						 jsonb (options_bytes, a whole varlena; 0: none)
+ *						 jsonb (options_bytes, a whole varlena; 0: none),
+ *						 then extra_bytes of the aggregate's own
+ *						 (kmeans_gpu_assign's: assign_rows.h)
  *	 rows section		 data_bytes, only when the rows are not in a segment
  *
  * The segment named by handle, when IN_SEGMENT (its address and so every
@@ -30,7 +32,8 @@
  *	 double weights[n]			 only when flags has WEIGHTED
  *	 8-byte columns[columns][n]	 the aggregate's per-row values, column
  *								 after column (pmedian_gpu: int64 ids, then
- *								 double demands when it has them)
+ *								 double demands when it has them;
+ *								 kmeans_gpu_assign's collection: int64 ids)
  *
  * A segment is pinned and registered to its leader (pid and local
  * transaction) until the leader's deserial function maps it: a reader
@@ -54,7 +57,7 @@
 #include "storage/dsm.h"
 
 #define GC_PARTIAL_MAGIC		0x47435053	/* "GCPS" */
-#define GC_PARTIAL_VERSION		2
+#define GC_PARTIAL_VERSION		3
 #define GC_PARTIAL_WEIGHTED		0x0001
 #define GC_PARTIAL_BAD_WEIGHT	0x0002
 #define GC_PARTIAL_IN_SEGMENT	0x0004
@@ -92,6 +95,8 @@ typedef struct GcPartialMeta
 	int32		k;				/* k of kmeans_gpu, p of pmedian_gpu */
 	Jsonb	   *options;		/* the options argument; NULL when none */
 	double		started_ms;		/* when the process saw its first row */
+	const char *extra;			/* the aggregate's own bytes (unaligned when read) */
+	int32		extra_bytes;	/* 0: none */
 } GcPartialMeta;
 
 /*
