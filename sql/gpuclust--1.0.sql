@@ -280,7 +280,32 @@ CREATE FUNCTION kmeans_centroids(model kmeans_model,
 	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_centroids'
 	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE ROWS 100;
 
--- Assignments as a relation: the query yields (id, vector)
+-- Assignments as a relation: the query yields (id, vector).  Its rows are
+-- collected by gpuclust_kmeans_assign_collect, which kmeans_gpu_assign runs
+-- over the query (a parallel plan collects in parallel workers, as
+-- kmeans_gpu does); the aggregate hands its labels to the call running it
+-- and is refused anywhere else.
+
+CREATE FUNCTION gpuclust_kmeans_assign_transfn(internal, bigint, anyelement, int, jsonb)
+	RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_assign_transfn'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION gpuclust_kmeans_assign_combinefn(internal, internal) RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_assign_combinefn'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION gpuclust_kmeans_assign_finalfn(internal) RETURNS bigint
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_assign_finalfn'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE AGGREGATE gpuclust_kmeans_assign_collect(id bigint, vec anyelement, k int, options jsonb) (
+	SFUNC = gpuclust_kmeans_assign_transfn, STYPE = internal,
+	FINALFUNC = gpuclust_kmeans_assign_finalfn,
+	COMBINEFUNC = gpuclust_kmeans_assign_combinefn,
+	SERIALFUNC = kmeans_gpu_serialfn, DESERIALFUNC = kmeans_gpu_deserialfn,
+	PARALLEL = SAFE
+);
 
 CREATE FUNCTION kmeans_gpu_assign(query text, k int, options jsonb DEFAULT '{}',
 	OUT id bigint, OUT cluster int, OUT distance float8)

@@ -392,6 +392,7 @@ extern void gc_model_binary_length(StringInfo buf, const char *type,
 /* spi_rows.c: the query argument of the *_assign functions */
 typedef void (*GcSpiColumnsFn) (TupleDesc tupdesc, void *arg);
 typedef void (*GcSpiRowFn) (TupleTableSlot *slot, void *arg);
+extern struct _SPI_plan *gc_spi_prepare_rows(const char *query);
 extern void gc_spi_for_each_row(const char *query, GcSpiColumnsFn on_columns,
 								GcSpiRowFn on_row, void *arg);
 extern int64 gc_spi_id_value(Datum id, Oid idtype);

@@ -15,6 +15,12 @@
  * on the state alone, whatever the element type of the vectors, so every
  * aggregate whose transition state is a KmeansAggState can name them.
  *
+ * gpuclust_kmeans_assign_collect(id, vec, k, options), kmeans_gpu_assign's
+ * collection (kmeans_assign.c), is the same aggregate with the ids kept
+ * beside the rows (assign_rows.h): a per-row column of its partial states,
+ * its NULL rows in their extra bytes.  Its final function leaves the labels
+ * in the sink of the kmeans_gpu_assign call that runs it.
+ *
  * IDENTIFICATION
  *	  src/kmeans_agg.c
  *
@@ -22,9 +28,11 @@
  */
 #include "gpuclust.h"
 
+#include "assign_rows.h"
 #include "partial_state.h"
 
 #include "catalog/pg_type.h"
+#include "utils/builtins.h"
 
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_transfn);
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_transfn_real);
@@ -34,6 +42,9 @@ PG_FUNCTION_INFO_V1(gpuclust_kmeans_transfn_halfvec);
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_finalfn);
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_serialfn);
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_combinefn);
+PG_FUNCTION_INFO_V1(gpuclust_kmeans_assign_transfn);
+PG_FUNCTION_INFO_V1(gpuclust_kmeans_assign_combinefn);
+PG_FUNCTION_INFO_V1(gpuclust_kmeans_assign_finalfn);
 
 typedef struct KmeansAggState
 {
@@ -46,32 +57,42 @@ typedef struct KmeansAggState
 	int			partial_states; /* partial states combined into this one */
 	int			shared_memory_states;	/* of which came in shared memory */
 	GcPartialSegments *segments;	/* segments whose rows are borrowed */
+	GcAssignRows *assign;		/* kmeans_gpu_assign's ids; NULL for kmeans_gpu */
 } KmeansAggState;
+
+/*
+ * Where the arguments after the state are: kmeans_gpu(vec, k [, options]);
+ * gpuclust_kmeans_assign_collect(id, vec, k, options)
+ */
+#define ARG_VEC(assign) ((assign) ? 2 : 1)
+#define ARG_K(assign) ((assign) ? 3 : 2)
 
 /* k, declared integer or bigint */
 static int
-k_argument(FunctionCallInfo fcinfo)
+k_argument(FunctionCallInfo fcinfo, bool assign)
 {
-	return gc_k_value(PG_GETARG_DATUM(2), get_fn_expr_argtype(fcinfo->flinfo, 2));
+	return gc_k_value(PG_GETARG_DATUM(ARG_K(assign)),
+					  get_fn_expr_argtype(fcinfo->flinfo, ARG_K(assign)));
 }
 
 /*
  * Create the state on the first row: parse k and options once
  */
 static KmeansAggState *
-start_state(FunctionCallInfo fcinfo, MemoryContext aggcontext)
+start_state(FunctionCallInfo fcinfo, MemoryContext aggcontext, bool assign)
 {
 	MemoryContext oldcontext = MemoryContextSwitchTo(aggcontext);
 	KmeansAggState *state = palloc0(sizeof(KmeansAggState));
 	Jsonb	   *options = NULL;
+	int			karg = ARG_K(assign);
 
-	if (PG_ARGISNULL(2))
+	if (PG_ARGISNULL(karg))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("k must not be NULL")));
-	if (PG_NARGS() > 3 && !PG_ARGISNULL(3))
-		options = PG_GETARG_JSONB_P_COPY(3);
-	state->k = k_argument(fcinfo);
+	if (PG_NARGS() > karg + 1 && !PG_ARGISNULL(karg + 1))
+		options = PG_GETARG_JSONB_P_COPY(karg + 1);
+	state->k = k_argument(fcinfo, assign);
 	gc_parse_kmeans_options(options, state->k, &state->opts);
 	state->options = options;
 	gc_input_init(&state->input);
@@ -79,26 +100,30 @@ start_state(FunctionCallInfo fcinfo, MemoryContext aggcontext)
 	gc_partial_collecting(fcinfo, &state->input);
 	state->input.work_per_row = (double) state->opts.params.k * state->opts.params.n_init;
 	gc_input_release_at_reset(&state->input, aggcontext);
+	if (assign)
+		state->assign = gc_assign_rows_create(aggcontext);
 	state->started_ms = gc_now_ms();
 	MemoryContextSwitchTo(oldcontext);
 	return state;
 }
 
-static Datum
-kmeans_transfn(FunctionCallInfo fcinfo, Oid format)
+/* Add the row's vector (and, for kmeans_gpu_assign, its id) to the state */
+static KmeansAggState *
+kmeans_transition(FunctionCallInfo fcinfo, Oid format, bool assign)
 {
 	MemoryContext aggcontext;
 	KmeansAggState *state;
+	int			vecarg = ARG_VEC(assign);
 
 	if (!AggCheckCallContext(fcinfo, &aggcontext))
 		elog(ERROR, "kmeans_gpu transition function called in non-aggregate context");
 
 	if (PG_ARGISNULL(0))
-		state = start_state(fcinfo, aggcontext);
+		state = start_state(fcinfo, aggcontext, assign);
 	else
 	{
 		state = (KmeansAggState *) PG_GETARG_POINTER(0);
-		if (PG_ARGISNULL(2) || k_argument(fcinfo) != state->opts.params.k)
+		if (PG_ARGISNULL(ARG_K(assign)) || k_argument(fcinfo, assign) != state->opts.params.k)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("k must be the same for every row of one kmeans_gpu")));
@@ -106,11 +131,46 @@ kmeans_transfn(FunctionCallInfo fcinfo, Oid format)
 			elog(ERROR, "kmeans_gpu partial state used after it was serialized");
 	}
 
-	if (PG_ARGISNULL(1))
+	if (PG_ARGISNULL(vecarg))
 		gc_input_add_null(&state->input);
 	else
-		gc_input_add(&state->input, PG_GETARG_DATUM(1), format);
-	PG_RETURN_POINTER(state);
+		gc_input_add(&state->input, PG_GETARG_DATUM(vecarg), format);
+	if (assign)
+		gc_assign_rows_add(state->assign, PG_ARGISNULL(1),
+						   PG_ARGISNULL(1) ? 0 : PG_GETARG_INT64(1), PG_ARGISNULL(vecarg));
+	return state;
+}
+
+static Datum
+kmeans_transfn(FunctionCallInfo fcinfo, Oid format)
+{
+	PG_RETURN_POINTER(kmeans_transition(fcinfo, format, false));
+}
+
+/*
+ * gpuclust_kmeans_assign_collect(id bigint, vec anyelement, k, options):
+ * kmeans_gpu_assign's collection, every vector type through one function
+ */
+Datum
+gpuclust_kmeans_assign_transfn(PG_FUNCTION_ARGS)
+{
+	Oid		   *format = (Oid *) fcinfo->flinfo->fn_extra;
+
+	/* the vectors' format, looked up once per query */
+	if (format == NULL)
+	{
+		Oid			type = get_fn_expr_argtype(fcinfo->flinfo, ARG_VEC(true));
+
+		format = MemoryContextAlloc(fcinfo->flinfo->fn_mcxt, sizeof(Oid));
+		*format = gc_vector_format_of_type(type);
+		if (!OidIsValid(*format))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("the query's second column must be a vector: float8[], real[], integer[], bigint[], smallint[], numeric[], vector or halfvec"),
+					 errdetail("It is of type %s.", format_type_be(type))));
+		fcinfo->flinfo->fn_extra = format;
+	}
+	PG_RETURN_POINTER(kmeans_transition(fcinfo, *format, true));
 }
 
 Datum
@@ -174,14 +234,18 @@ Datum
 gpuclust_kmeans_serialfn(PG_FUNCTION_ARGS)
 {
 	KmeansAggState *state = (KmeansAggState *) PG_GETARG_POINTER(0);
-	GcPartialMeta meta = {state->k, state->options, state->started_ms};
+	GcPartialMeta meta = {state->k, state->options, state->started_ms, NULL, 0};
+	const void *ids[1] = {state->assign ? state->assign->ids : NULL};
 	bytea	   *result;
 
 	if (!AggCheckCallContext(fcinfo, NULL))
 		elog(ERROR, "kmeans_gpu serial function called in non-aggregate context");
 	if (state->serialized)
 		elog(ERROR, "kmeans_gpu partial state serialized twice");
-	result = gc_partial_serialize(&state->input, &meta, NULL, 0);
+	if (state->assign)
+		meta.extra = gc_assign_rows_extra(state->assign, &meta.extra_bytes);
+	result = gc_partial_serialize(&state->input, &meta, state->assign ? ids : NULL,
+								  state->assign ? 1 : 0);
 	state->serialized = true;
 	gc_input_release(&state->input);
 	PG_RETURN_BYTEA_P(result);
@@ -192,7 +256,7 @@ gpuclust_kmeans_serialfn(PG_FUNCTION_ARGS)
  * k and options, its rows in memory the fit's device reads
  */
 static KmeansAggState *
-start_combined_state(const GcPartialRows *first, MemoryContext aggcontext)
+start_combined_state(const GcPartialRows *first, MemoryContext aggcontext, bool assign)
 {
 	MemoryContext oldcontext = MemoryContextSwitchTo(aggcontext);
 	KmeansAggState *state = palloc0(sizeof(KmeansAggState));
@@ -206,16 +270,18 @@ start_combined_state(const GcPartialRows *first, MemoryContext aggcontext)
 	state->segments = gc_partial_segments_create(aggcontext);
 	state->input.segments = state->segments;
 	state->started_ms = first->meta.started_ms;
+	if (assign)
+		state->assign = gc_assign_rows_create(aggcontext);
 	MemoryContextSwitchTo(oldcontext);
 	return state;
 }
 
 /*
  * Join a deserialized partial state (gpuclust_partial_deserialfn's) into
- * the leader's state
+ * the leader's state; for kmeans_gpu_assign its ids too, per-row column 0
  */
-Datum
-gpuclust_kmeans_combinefn(PG_FUNCTION_ARGS)
+static Datum
+kmeans_combine(FunctionCallInfo fcinfo, bool assign)
 {
 	MemoryContext aggcontext;
 	KmeansAggState *state = PG_ARGISNULL(0) ? NULL : (KmeansAggState *) PG_GETARG_POINTER(0);
@@ -227,8 +293,10 @@ gpuclust_kmeans_combinefn(PG_FUNCTION_ARGS)
 			PG_RETURN_NULL();
 		PG_RETURN_POINTER(state);
 	}
+	if (part->columns != (assign && part->n > 0 ? 1 : 0) || (!assign && part->meta.extra_bytes != 0))
+		elog(ERROR, "kmeans_gpu partial state has %d per-row columns", part->columns);
 	if (state == NULL)
-		state = start_combined_state(part, aggcontext);
+		state = start_combined_state(part, aggcontext, assign);
 	else if (part->meta.k != state->k)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -236,8 +304,64 @@ gpuclust_kmeans_combinefn(PG_FUNCTION_ARGS)
 
 	state->started_ms = Min(state->started_ms, part->meta.started_ms);
 	state->partial_states++;
+	/* the ids first: adopting the rows may hand the share's segment on */
+	if (assign)
+		gc_assign_rows_append(state->assign, part->n > 0 ? gc_partial_column(part, 0) : NULL,
+							  part->n, part->meta.extra, part->meta.extra_bytes);
 	gc_partial_adopt(&state->input, part, state->segments, gc_choose_service_device);
 	if (part->segment != NULL)
 		state->shared_memory_states++;
 	PG_RETURN_POINTER(state);
+}
+
+Datum
+gpuclust_kmeans_combinefn(PG_FUNCTION_ARGS)
+{
+	return kmeans_combine(fcinfo, false);
+}
+
+Datum
+gpuclust_kmeans_assign_combinefn(PG_FUNCTION_ARGS)
+{
+	return kmeans_combine(fcinfo, true);
+}
+
+/*
+ * kmeans_gpu_assign's final function: fits the rows and leaves every
+ * row's label and distance, with the ids, in the sink of the
+ * kmeans_gpu_assign call running the query (refused outside one); the
+ * number of rows
+ */
+Datum
+gpuclust_kmeans_assign_finalfn(PG_FUNCTION_ARGS)
+{
+	KmeansAggState *state = PG_ARGISNULL(0) ? NULL : (KmeansAggState *) PG_GETARG_POINTER(0);
+	GcAssignSink *sink = gc_assign_sink;
+	GcAssignRows *rows;
+	char	   *extra;
+	int32		extra_bytes;
+
+	if (sink == NULL || sink->filled)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("gpuclust_kmeans_assign_collect is kmeans_gpu_assign's own aggregate"),
+				 errhint("Call kmeans_gpu_assign(query, k, options).")));
+	rows = gc_assign_rows_create(sink->context);
+	if (state != NULL)
+	{
+		int64		n = state->input.started ? state->input.rows.n : 0;
+
+		sink->labels = MemoryContextAllocHuge(sink->context, sizeof(int32) * Max(n, 1));
+		sink->distances = MemoryContextAllocHuge(sink->context, sizeof(double) * Max(n, 1));
+		if (state->input.started)
+			gc_run_kmeans(&state->input, &state->opts, gc_now_ms() - state->started_ms,
+						  sink->labels, sink->distances);
+		sink->held_bytes = gc_input_bytes(&state->input);
+		extra = gc_assign_rows_extra(state->assign, &extra_bytes);
+		gc_assign_rows_append(rows, (const char *) state->assign->ids, state->assign->nids,
+							  extra, extra_bytes);
+	}
+	sink->rows = rows;
+	sink->filled = true;
+	PG_RETURN_INT64(rows->nids + rows->nnull_vectors);
 }

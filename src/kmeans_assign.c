@@ -2,10 +2,19 @@
  *
  * kmeans_assign.c
  *	  kmeans_gpu_assign(query, k, options): runs a query yielding (id,
- *	  vector) through SPI, fits k-means over its vectors, and returns every
- *	  row's cluster and distance as a relation.  The labels come from the
- *	  same run as the fit (the backend's final scoring pass), not from a
- *	  second pass of per-row predictions.
+ *	  vector), fits k-means over its vectors, and returns every row's
+ *	  cluster and distance as a relation.  The labels come from the same
+ *	  run as the fit (the backend's final scoring pass), not from a second
+ *	  pass of per-row predictions.
+ *
+ * The query's rows are collected by an aggregate,
+ * gpuclust_kmeans_assign_collect(id, vector, k, options), run over it
+ * through SPI: like kmeans_gpu, a parallel plan collects in parallel
+ * workers and hands the rows (with their ids, assign_rows.h) to the
+ * leader in shared memory, so the query's scan runs in parallel as the
+ * model's does.  The aggregate's final function fits the rows and leaves
+ * the labels in this call's sink, from which the relation is built in the
+ * order the rows came (the query's order, under a serial plan).
  *
  * IDENTIFICATION
  *	  src/kmeans_assign.c
@@ -14,174 +23,142 @@
  */
 #include "gpuclust.h"
 
+#include "assign_rows.h"
+
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "funcapi.h"
+#include "lib/stringinfo.h"
 #include "miscadmin.h"
+#include "nodes/parsenodes.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/plancache.h"
 
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_assign);
 
-/* What the query returned, row by row, in the caller's memory */
-typedef struct QueryRows
-{
-	int64		count;
-	int64		capacity;
-	int64	   *ids;
-	uint8	   *flags;			/* ROW_ID_NULL | ROW_VEC_NULL */
-	MemoryContext cxt;			/* where ids and flags live */
-	GcInput    *input;			/* where the vectors go */
-	Oid			idtype;
-	Oid			format;			/* of the vectors (gc_vector_format_of_type) */
-} QueryRows;
-
-#define ROW_ID_NULL 1
-#define ROW_VEC_NULL 2
-
 static void
-check_query_columns(TupleDesc tupdesc, Oid *format)
+check_query_columns(TupleDesc tupdesc)
 {
 	Oid			idtype,
 				vectype;
 
-	if (tupdesc->natts != 2)
+	if (tupdesc == NULL || tupdesc->natts != 2)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("the query must return two columns, an id and a vector"),
-				 errdetail("It returns %d columns.", tupdesc->natts)));
-	idtype = SPI_gettypeid(tupdesc, 1);
-	vectype = SPI_gettypeid(tupdesc, 2);
+				 errdetail("It returns %d columns.", tupdesc ? tupdesc->natts : 0)));
+	idtype = TupleDescAttr(tupdesc, 0)->atttypid;
+	vectype = TupleDescAttr(tupdesc, 1)->atttypid;
 	if (idtype != INT8OID && idtype != INT4OID && idtype != INT2OID)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("the query's first column must be an integer id"),
 				 errdetail("It is of type %s.", format_type_be(idtype))));
-	*format = gc_vector_format_of_type(vectype);
-	if (!OidIsValid(*format))
+	if (!OidIsValid(gc_vector_format_of_type(vectype)))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("the query's second column must be a vector: float8[], real[], integer[], bigint[], smallint[], numeric[], vector or halfvec"),
 				 errdetail("It is of type %s.", format_type_be(vectype))));
 }
 
+/* Errors about the query's shape name it, as SPI names a statement */
 static void
-remember_row(QueryRows *qr, int64 id, uint8 flags)
+query_error_context(void *arg)
 {
-	if (qr->count == qr->capacity)
-	{
-		qr->capacity = qr->capacity ? qr->capacity * 2 : 1024;
-		if (qr->ids == NULL)
-		{
-			qr->ids = MemoryContextAllocHuge(qr->cxt, sizeof(int64) * qr->capacity);
-			qr->flags = MemoryContextAllocHuge(qr->cxt, qr->capacity);
-		}
-		else
-		{
-			qr->ids = repalloc_huge(qr->ids, sizeof(int64) * qr->capacity);
-			qr->flags = repalloc_huge(qr->flags, qr->capacity);
-		}
-	}
-	qr->ids[qr->count] = id;
-	qr->flags[qr->count] = flags;
-	qr->count++;
+	errcontext("SQL statement \"%s\"", (const char *) arg);
 }
 
-static void
-on_columns(TupleDesc tupdesc, void *arg)
+/*
+ * The query the rows are collected by: the given one, checked to be one
+ * statement returning (integer id, vector), inside the collecting
+ * aggregate (SPI must be connected)
+ */
+static char *
+collect_query(FunctionCallInfo fcinfo, const char *query, int k, Jsonb *options)
 {
-	QueryRows  *qr = arg;
+	SPIPlanPtr	plan = gc_spi_prepare_rows(query);
+	CachedPlanSource *source;
+	RawStmt    *raw;
+	ErrorContextCallback context = {.callback = query_error_context, .arg = (void *) query};
+	char	   *statement;
+	char	   *schema;
+	StringInfoData sql;
 
-	check_query_columns(tupdesc, &qr->format);
-	qr->idtype = SPI_gettypeid(tupdesc, 1);
+	source = (CachedPlanSource *) linitial(SPI_plan_get_plan_sources(plan));
+	context.previous = error_context_stack;
+	error_context_stack = &context;
+	check_query_columns(source->resultDesc);
+	error_context_stack = context.previous;
+
+	/* the statement alone: no semicolon or comment after it */
+	raw = source->raw_parse_tree;
+	statement = raw->stmt_len > 0 ?
+		pnstrdup(query + raw->stmt_location, raw->stmt_len) :
+		pstrdup(query + Max(raw->stmt_location, 0));
+	SPI_freeplan(plan);
+
+	schema = get_namespace_name(get_func_namespace(fcinfo->flinfo->fn_oid));
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "SELECT %s.gpuclust_kmeans_assign_collect(q.id::bigint, q.v, %d, %s::jsonb) FROM (%s%s) AS q(id, v)",
+					 quote_identifier(schema), k,
+					 options ? quote_literal_cstr(JsonbToCString(NULL, &options->root, VARSIZE(options))) : "NULL",
+					 statement, strstr(statement, "--") ? "\n" : "");
+	return sql.data;
 }
 
-/* Append the row's vector to the input and remember its id */
+/* Run the collecting query, its plan allowed to be parallel */
 static void
-on_row(TupleTableSlot *slot, void *arg)
+run_collect_query(const char *sql)
 {
-	QueryRows  *qr = arg;
-	bool		idnull,
-				vecnull;
-	Datum		id = slot_getattr(slot, 1, &idnull);
-	Datum		vec = slot_getattr(slot, 2, &vecnull);
+	SPIPlanPtr	plan = gc_spi_prepare_rows(sql);
+	SPIExecuteOptions options = {0};
+	int			rc;
 
-	if (vecnull)
-		gc_input_add_null(qr->input);
-	else
-		gc_input_add(qr->input, vec, qr->format);
-	remember_row(qr, idnull ? 0 : gc_spi_id_value(id, qr->idtype),
-				 (idnull ? ROW_ID_NULL : 0) | (vecnull ? ROW_VEC_NULL : 0));
+	options.read_only = true;
+	rc = SPI_execute_plan_extended(plan, &options);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "SPI_execute_plan_extended failed: %s", SPI_result_code_string(rc));
 }
 
 Datum
 gpuclust_kmeans_assign(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = gc_materialize_context(fcinfo, "kmeans_gpu_assign");
-	MemoryContext per_query;
-	TupleDesc	tupdesc;
-	Tuplestorestate *store;
-	volatile double held_bytes = 0;
+	GcAssignSink *outer = gc_assign_sink;
+	GcAssignSink sink = {0};
 	GcKmeansOptions opts;
-	GcInput		input;
-	QueryRows	qr = {0};
-	int32	   *volatile labels = NULL;
-	double	   *volatile distances = NULL;
-	int64		labelled = 0;
+	Jsonb	   *options;
+	Tuplestorestate *store;
+	TupleDesc	tupdesc;
 
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("the query and k must not be NULL")));
-	per_query = rsinfo->econtext->ecxt_per_query_memory;
-	gc_parse_kmeans_options(PG_ARGISNULL(2) ? NULL : PG_GETARG_JSONB_P(2),
-							PG_GETARG_INT32(1), &opts);
+	options = PG_ARGISNULL(2) ? NULL : PG_GETARG_JSONB_P(2);
+	gc_parse_kmeans_options(options, PG_GETARG_INT32(1), &opts);
+	sink.context = rsinfo->econtext->ecxt_per_query_memory;
 
-	gc_input_init(&input);
-	input.unit = opts.params.metric == GC_METRIC_COSINE;
-	input.work_per_row = (double) opts.params.k * opts.params.n_init;
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	gc_assign_sink = &sink;
 	PG_TRY();
 	{
-		double		started = gc_now_ms();
-
-		if (SPI_connect() != SPI_OK_CONNECT)
-			elog(ERROR, "SPI_connect failed");
-		qr.cxt = per_query;
-		qr.input = &input;
-		gc_spi_for_each_row(text_to_cstring(PG_GETARG_TEXT_PP(0)), on_columns, on_row, &qr);
-		SPI_finish();
-		if (input.started)
-		{
-			labels = MemoryContextAllocHuge(per_query, sizeof(int32) * input.rows.n);
-			distances = MemoryContextAllocHuge(per_query, sizeof(double) * input.rows.n);
-			gc_run_kmeans(&input, &opts, gc_now_ms() - started, labels, distances);
-		}
+		run_collect_query(collect_query(fcinfo, text_to_cstring(PG_GETARG_TEXT_PP(0)),
+										PG_GETARG_INT32(1), options));
 	}
 	PG_FINALLY();
 	{
-		held_bytes = gc_input_bytes(&input);
-		gc_input_release(&input);
+		gc_assign_sink = outer;
 	}
 	PG_END_TRY();
+	SPI_finish();
+	if (!sink.filled)
+		elog(ERROR, "kmeans_gpu_assign's query did not run its aggregate");
 
-	store = gc_result_store(fcinfo, rsinfo, held_bytes, &tupdesc);
-
-	for (int64 i = 0; i < qr.count; i++)
-	{
-		Datum		values[3];
-		bool		nulls[3] = {false, false, false};
-
-		values[0] = Int64GetDatum(qr.ids[i]);
-		nulls[0] = (qr.flags[i] & ROW_ID_NULL) != 0;
-		if (qr.flags[i] & ROW_VEC_NULL)
-			nulls[1] = nulls[2] = true;
-		else
-		{
-			values[1] = Int32GetDatum(labels[labelled]);
-			values[2] = Float8GetDatum(distances[labelled]);
-			labelled++;
-		}
-		tuplestore_putvalues(store, tupdesc, values, nulls);
-	}
+	store = gc_result_store(fcinfo, rsinfo, sink.held_bytes, &tupdesc);
+	gc_assign_rows_emit(sink.rows, sink.labels, sink.distances, store, tupdesc);
 	return (Datum) 0;
 }

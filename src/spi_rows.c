@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * spi_rows.c
- *	  The query argument of the *_assign functions: runs it through SPI
- *	  into a receiver that hands each row's slot to a callback as the
+ *	  The query argument of the *_assign functions: prepares it (one
+ *	  statement that returns rows) and, for pmedian_gpu_assign, runs it
+ *	  through SPI into a receiver that hands each row's slot to a callback as the
  *	  executor produces it (no copy of the row into an SPI tuple table, no
  *	  fetch round trips), in a memory context reset every batch of rows (so
  *	  detoasted vectors do not pile up), and honours cancel between
@@ -74,6 +75,26 @@ receiver_shutdown(DestReceiver *self)
 }
 
 /*
+ * query prepared (SPI must be connected) as a statement run to completion,
+ * parallel plans allowed; it must be one statement that returns rows, as a
+ * cursor's must (42P11 otherwise)
+ */
+SPIPlanPtr
+gc_spi_prepare_rows(const char *query)
+{
+	SPIPrepareOptions prepare = {.cursorOptions = CURSOR_OPT_PARALLEL_OK};
+	SPIPlanPtr	plan = SPI_prepare_extended(query, &prepare);
+
+	if (plan == NULL)
+		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+	if (!SPI_is_cursor_plan(plan))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_CURSOR_DEFINITION),
+				 errmsg("the query must be one statement that returns rows")));
+	return plan;
+}
+
+/*
  * Run query (SPI must be connected): on_columns sees the result's shape
  * once, before any row, on_row every row.  The query must be one
  * statement that returns rows, as a cursor's must.
@@ -82,8 +103,7 @@ void
 gc_spi_for_each_row(const char *query, GcSpiColumnsFn on_columns,
 					GcSpiRowFn on_row, void *arg)
 {
-	SPIPrepareOptions prepare = {.cursorOptions = CURSOR_OPT_PARALLEL_OK};
-	SPIPlanPtr	plan = SPI_prepare_extended(query, &prepare);
+	SPIPlanPtr	plan = gc_spi_prepare_rows(query);
 	SPIExecuteOptions options = {0};
 	RowReceiver receiver = {
 		.pub = {
@@ -99,12 +119,6 @@ gc_spi_for_each_row(const char *query, GcSpiColumnsFn on_columns,
 	};
 	int			rc;
 
-	if (plan == NULL)
-		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-	if (!SPI_is_cursor_plan(plan))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_CURSOR_DEFINITION),
-				 errmsg("the query must be one statement that returns rows")));
 	receiver.batch = AllocSetContextCreate(CurrentMemoryContext,
 										   "gpuclust query batch",
 										   ALLOCSET_DEFAULT_SIZES);

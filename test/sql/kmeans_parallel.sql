@@ -137,23 +137,56 @@ SET max_parallel_workers_per_gather = 2;
 -- after errors, the next parallel run is unaffected
 SELECT model_core(kmeans_gpu(v, 4)) = model_core(:'s1') AS same_after_errors FROM pt;
 
--- kmeans_gpu_assign's query is planned as a statement run to completion, so
--- it scans in parallel where that is cheaper (as here, with the costs set
--- above: the plan below); its labels and distances are the serial plan's,
--- rows with NULL vectors included
-EXPLAIN (COSTS OFF) SELECT id, v FROM pt WHERE g <> 1;
+-- kmeans_gpu_assign collects its query's rows with the aggregate
+-- gpuclust_kmeans_assign_collect, which a parallel plan runs in workers as
+-- it does kmeans_gpu (the plan below: Partial Aggregate under Gather, for a
+-- plain scan of the whole table too); its labels and distances are the
+-- serial plan's, rows with NULL vectors or NULL ids included, in every
+-- input type
+EXPLAIN (COSTS OFF)
+SELECT gpuclust_kmeans_assign_collect(q.id::bigint, q.v, 4, '{"seed": 2}') FROM (SELECT id, v FROM pt) AS q(id, v);
+CREATE FUNCTION assign_summary(query text, k int, opts jsonb) RETURNS TABLE (
+	rows bigint, null_ids bigint, null_vectors bigint, clusters bigint, id_sum numeric,
+	label_hash bigint, distance_sum float8)
+	LANGUAGE sql AS $$
+	SELECT count(*), count(*) FILTER (WHERE id IS NULL), count(*) FILTER (WHERE cluster IS NULL),
+		   count(DISTINCT cluster), sum(id), sum(hashint8(coalesce(id, -1) * 31 + coalesce(cluster, -1))),
+		   sum(distance ORDER BY id, distance)
+	FROM kmeans_gpu_assign(query, k, opts) $$;
+CREATE TEMP TABLE assign_cases (query text, k int, opts jsonb);
+INSERT INTO assign_cases VALUES
+	('SELECT id, v FROM pt WHERE g <> 1', 4, '{"seed": 2}'),
+	('SELECT id, v FROM pt', 4, '{"seed": 2}'),
+	('SELECT id::int8, r FROM pt', 4, '{"seed": 5}'),
+	('SELECT CASE WHEN id % 1000 = 7 THEN NULL ELSE id END, v FROM pt', 3, '{"seed": 1}'),
+	('SELECT id, v FROM pt WHERE v IS NULL', 2, NULL),
+	('SELECT id, v FROM pt WHERE false', 2, NULL);
 SET max_parallel_workers_per_gather = 0;
 CREATE TEMP TABLE assign_serial AS
-	SELECT * FROM kmeans_gpu_assign('SELECT id, v FROM pt WHERE g <> 1', 4, '{"seed": 2}');
+	SELECT c.query, s.* FROM assign_cases c, assign_summary(c.query, c.k, c.opts) s;
 SET max_parallel_workers_per_gather = 2;
 CREATE TEMP TABLE assign_parallel AS
-	SELECT * FROM kmeans_gpu_assign('SELECT id, v FROM pt WHERE g <> 1', 4, '{"seed": 2}');
-SELECT count(*) AS rows, count(*) FILTER (WHERE s.cluster IS NULL) AS null_vectors,
-	   count(DISTINCT s.cluster) AS clusters,
+	SELECT c.query, s.* FROM assign_cases c, assign_summary(c.query, c.k, c.opts) s;
+SELECT s.query, s.rows, s.null_ids, s.null_vectors, s.clusters,
+	   ROW(s.*) IS NOT DISTINCT FROM ROW(p.*) AS same_as_serial
+FROM assign_serial s JOIN assign_parallel p USING (query) ORDER BY s.rows, s.query;
+-- row by row on one case, labels and distances
+SET max_parallel_workers_per_gather = 0;
+CREATE TEMP TABLE assign_rows_serial AS
+	SELECT * FROM kmeans_gpu_assign('SELECT id, v FROM pt', 4, '{"seed": 2}');
+SET max_parallel_workers_per_gather = 2;
+CREATE TEMP TABLE assign_rows_parallel AS
+	SELECT * FROM kmeans_gpu_assign('SELECT id, v FROM pt', 4, '{"seed": 2}');
+SELECT count(*) AS rows,
 	   count(*) FILTER (WHERE s.cluster IS DISTINCT FROM p.cluster OR
 							  s.distance IS DISTINCT FROM p.distance) AS differ
-FROM assign_serial s FULL JOIN assign_parallel p USING (id);
-DROP TABLE assign_serial, assign_parallel;
+FROM assign_rows_serial s FULL JOIN assign_rows_parallel p USING (id);
+DROP TABLE assign_cases, assign_serial, assign_parallel, assign_rows_serial, assign_rows_parallel;
+DROP FUNCTION assign_summary(text, int, jsonb);
+
+-- the aggregate serves kmeans_gpu_assign alone
+SELECT gpuclust_kmeans_assign_collect(id::bigint, v, 4, NULL) FROM pt;
+\echo :LAST_ERROR_SQLSTATE
 
 DROP TABLE bad;
 DROP TABLE pt;

@@ -85,6 +85,25 @@ FROM kmeans_gpu_assign('SELECT id, v::pv_embedding FROM pv_pts', 3, '{"seed": 2}
 JOIN kmeans_gpu_assign('SELECT id, r FROM pv_pts', 3, '{"seed": 2}') b USING (id);
 SELECT * FROM kmeans_gpu_assign('SELECT id, v::sparsevec FROM pv_pts', 3);
 \echo :LAST_ERROR_SQLSTATE
+-- under a parallel plan (workers collect vector and halfvec rows, with
+-- their ids, into partial states): the serial plan's labels
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SET max_parallel_workers_per_gather = 2;
+EXPLAIN (COSTS OFF)
+SELECT gpuclust_kmeans_assign_collect(q.id::bigint, q.v, 3, NULL) FROM (SELECT id, h FROM pv_pts) AS q(id, v);
+SELECT count(*) AS rows,
+	   count(*) FILTER (WHERE a.cluster <> b.cluster OR a.distance <> b.distance) AS vector_differences,
+	   count(*) FILTER (WHERE c.cluster <> d.cluster OR c.distance <> d.distance) AS halfvec_differences
+FROM kmeans_gpu_assign('SELECT id, v FROM pv_pts', 3, '{"seed": 2}') a
+JOIN kmeans_gpu_assign('SELECT id, r FROM pv_pts', 3, '{"seed": 2}') b USING (id)
+JOIN kmeans_gpu_assign('SELECT id, h FROM pv_pts', 3, '{"seed": 2}') c USING (id)
+JOIN kmeans_gpu_assign('SELECT id, hr FROM pv_pts', 3, '{"seed": 2}') d USING (id);
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size;
+RESET max_parallel_workers_per_gather;
 
 -- kmeans_stream_state: the same summary, so the same model
 SELECT (SELECT kmeans_stream_state(v, 3)::text FROM pv_pts) = (SELECT kmeans_stream_state(r, 3)::text FROM pv_pts)
