@@ -28,6 +28,10 @@ SET max_parallel_workers_per_gather = :workers;
 SET gpuclust.device = :device;
 SET work_mem = '1GB';
 EXPLAIN (COSTS OFF) SELECT kmeans_gpu(v, 100, :'opts') FROM bench_t;
+-- kmeans_gpu_assign's collecting statement (its query inside the aggregate
+-- gpuclust_kmeans_assign_collect): the same parallel plan as the model's
+EXPLAIN (COSTS OFF)
+SELECT gpuclust_kmeans_assign_collect(q.id::bigint, q.v, 100, :'opts') FROM (SELECT id, v FROM bench_t) AS q(id, v);
 \echo == warm-up, and the phases of the model
 SELECT (m::jsonb) - 'centroids' - 'sizes' AS model FROM (SELECT kmeans_gpu(v, 100, :'opts') m FROM bench_t) s;
 CREATE TEMP TABLE assign_rounds (round int, model_ms numeric, assign_ms numeric,
