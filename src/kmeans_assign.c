@@ -29,11 +29,9 @@
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "lib/stringinfo.h"
-#include "miscadmin.h"
 #include "nodes/parsenodes.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
-#include "utils/memutils.h"
 #include "utils/plancache.h"
 
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_assign);
