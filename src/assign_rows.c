@@ -60,8 +60,8 @@ gc_assign_rows_add(GcAssignRows *rows, bool id_is_null, int64 id, bool vector_is
 		rows->null_vectors = reserve(rows->context, rows->null_vectors,
 									 &rows->null_vectors_capacity,
 									 rows->nnull_vectors + 1, sizeof(GcNullVectorRow));
-		row = &rows->null_vectors[rows->nnull_vectors++];
-		row->place = rows->nids + rows->nnull_vectors - 1;
+		row = &rows->null_vectors[rows->nnull_vectors];
+		row->place = rows->nids + rows->nnull_vectors++;
 		row->id = id_is_null ? 0 : id;
 		row->id_is_null = id_is_null;
 		return;

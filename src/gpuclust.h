@@ -393,6 +393,8 @@ extern void gc_model_binary_length(StringInfo buf, const char *type,
 typedef void (*GcSpiColumnsFn) (TupleDesc tupdesc, void *arg);
 typedef void (*GcSpiRowFn) (TupleTableSlot *slot, void *arg);
 extern struct _SPI_plan *gc_spi_prepare_rows(const char *query);
+extern void gc_spi_check_id_type(Oid idtype);
+extern Oid	gc_spi_vector_format(Oid vectype);
 extern void gc_spi_for_each_row(const char *query, GcSpiColumnsFn on_columns,
 								GcSpiRowFn on_row, void *arg);
 extern int64 gc_spi_id_value(Datum id, Oid idtype);

@@ -32,7 +32,6 @@
 #include "partial_state.h"
 
 #include "catalog/pg_type.h"
-#include "utils/builtins.h"
 
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_transfn);
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_transfn_real);
@@ -159,15 +158,8 @@ gpuclust_kmeans_assign_transfn(PG_FUNCTION_ARGS)
 	/* the vectors' format, looked up once per query */
 	if (format == NULL)
 	{
-		Oid			type = get_fn_expr_argtype(fcinfo->flinfo, ARG_VEC(true));
-
 		format = MemoryContextAlloc(fcinfo->flinfo->fn_mcxt, sizeof(Oid));
-		*format = gc_vector_format_of_type(type);
-		if (!OidIsValid(*format))
-			ereport(ERROR,
-					(errcode(ERRCODE_DATATYPE_MISMATCH),
-					 errmsg("the query's second column must be a vector: float8[], real[], integer[], bigint[], smallint[], numeric[], vector or halfvec"),
-					 errdetail("It is of type %s.", format_type_be(type))));
+		*format = gc_spi_vector_format(get_fn_expr_argtype(fcinfo->flinfo, ARG_VEC(true)));
 		fcinfo->flinfo->fn_extra = format;
 	}
 	PG_RETURN_POINTER(kmeans_transition(fcinfo, *format, true));
@@ -304,11 +296,10 @@ kmeans_combine(FunctionCallInfo fcinfo, bool assign)
 
 	state->started_ms = Min(state->started_ms, part->meta.started_ms);
 	state->partial_states++;
-	/* the ids first: adopting the rows may hand the share's segment on */
+	gc_partial_adopt(&state->input, part, state->segments, gc_choose_service_device);
 	if (assign)
 		gc_assign_rows_append(state->assign, part->n > 0 ? gc_partial_column(part, 0) : NULL,
 							  part->n, part->meta.extra, part->meta.extra_bytes);
-	gc_partial_adopt(&state->input, part, state->segments, gc_choose_service_device);
 	if (part->segment != NULL)
 		state->shared_memory_states++;
 	PG_RETURN_POINTER(state);

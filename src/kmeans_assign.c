@@ -39,26 +39,13 @@ PG_FUNCTION_INFO_V1(gpuclust_kmeans_assign);
 static void
 check_query_columns(TupleDesc tupdesc)
 {
-	Oid			idtype,
-				vectype;
-
-	if (tupdesc == NULL || tupdesc->natts != 2)
+	if (tupdesc->natts != 2)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("the query must return two columns, an id and a vector"),
-				 errdetail("It returns %d columns.", tupdesc ? tupdesc->natts : 0)));
-	idtype = TupleDescAttr(tupdesc, 0)->atttypid;
-	vectype = TupleDescAttr(tupdesc, 1)->atttypid;
-	if (idtype != INT8OID && idtype != INT4OID && idtype != INT2OID)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("the query's first column must be an integer id"),
-				 errdetail("It is of type %s.", format_type_be(idtype))));
-	if (!OidIsValid(gc_vector_format_of_type(vectype)))
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("the query's second column must be a vector: float8[], real[], integer[], bigint[], smallint[], numeric[], vector or halfvec"),
-				 errdetail("It is of type %s.", format_type_be(vectype))));
+				 errdetail("It returns %d columns.", tupdesc->natts)));
+	gc_spi_check_id_type(TupleDescAttr(tupdesc, 0)->atttypid);
+	(void) gc_spi_vector_format(TupleDescAttr(tupdesc, 1)->atttypid);
 }
 
 /* Errors about the query's shape name it, as SPI names a statement */

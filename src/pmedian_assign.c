@@ -34,26 +34,14 @@ typedef struct QueryShape
 static void
 check_query_columns(TupleDesc tupdesc, QueryShape *shape)
 {
-	Oid			vectype;
-
 	if (tupdesc->natts != 2 && tupdesc->natts != 3)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("the query must return an id, a vector and optionally a demand"),
 				 errdetail("It returns %d columns.", tupdesc->natts)));
 	shape->idtype = SPI_gettypeid(tupdesc, 1);
-	vectype = SPI_gettypeid(tupdesc, 2);
-	if (shape->idtype != INT8OID && shape->idtype != INT4OID && shape->idtype != INT2OID)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("the query's first column must be an integer id"),
-				 errdetail("It is of type %s.", format_type_be(shape->idtype))));
-	shape->format = gc_vector_format_of_type(vectype);
-	if (!OidIsValid(shape->format))
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("the query's second column must be a vector: float8[], real[], integer[], bigint[], smallint[], numeric[], vector or halfvec"),
-				 errdetail("It is of type %s.", format_type_be(vectype))));
+	gc_spi_check_id_type(shape->idtype);
+	shape->format = gc_spi_vector_format(SPI_gettypeid(tupdesc, 2));
 	shape->with_demand = tupdesc->natts == 3;
 	if (shape->with_demand && SPI_gettypeid(tupdesc, 3) != FLOAT8OID)
 		ereport(ERROR,

@@ -2,17 +2,18 @@
  *
  * spi_rows.c
  *	  The query argument of the *_assign functions: prepares it (one
- *	  statement that returns rows) and, for pmedian_gpu_assign, runs it
- *	  through SPI into a receiver that hands each row's slot to a callback as the
- *	  executor produces it (no copy of the row into an SPI tuple table, no
- *	  fetch round trips), in a memory context reset every batch of rows (so
- *	  detoasted vectors do not pile up), and honours cancel between
- *	  batches.  The query is planned as SPI_execute plans a statement run
- *	  to completion, parallel plans allowed: its scan runs in parallel
- *	  workers where the planner finds that cheaper, and the rows reach the
- *	  receiver through Gather.  Also the integer id column's value, and
- *	  the materialized result every set-returning function of gpuclust
- *	  builds (the *_assign functions, the progress slots).
+ *	  statement that returns rows) and checks its id and vector columns'
+ *	  types; for pmedian_gpu_assign, runs it through SPI into a receiver
+ *	  that hands each row's slot to a callback as the executor produces it
+ *	  (no copy of the row into an SPI tuple table, no fetch round trips), in
+ *	  a memory context reset every batch of rows (so detoasted vectors do
+ *	  not pile up), honouring cancel between batches.  The query is planned
+ *	  as SPI_execute plans a statement run to completion, parallel plans
+ *	  allowed: its scan runs in parallel workers where the planner finds
+ *	  that cheaper, and the rows reach the receiver through Gather.  Also
+ *	  the integer id column's value, and the materialized result every
+ *	  set-returning function of gpuclust builds (the *_assign functions,
+ *	  the progress slots).
  *
  * IDENTIFICATION
  *	  src/spi_rows.c
@@ -26,6 +27,7 @@
 #include "funcapi.h"
 #include "nodes/execnodes.h"
 #include "miscadmin.h"
+#include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/tuplestore.h"
 #include "utils/memutils.h"
@@ -92,6 +94,34 @@ gc_spi_prepare_rows(const char *query)
 				(errcode(ERRCODE_INVALID_CURSOR_DEFINITION),
 				 errmsg("the query must be one statement that returns rows")));
 	return plan;
+}
+
+/* The query's id column: smallint, integer or bigint (42804 otherwise) */
+void
+gc_spi_check_id_type(Oid idtype)
+{
+	if (idtype != INT8OID && idtype != INT4OID && idtype != INT2OID)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("the query's first column must be an integer id"),
+				 errdetail("It is of type %s.", format_type_be(idtype))));
+}
+
+/*
+ * The format (gc_vector_format_of_type) of the query's vector column
+ * (42804 naming the types taken otherwise)
+ */
+Oid
+gc_spi_vector_format(Oid vectype)
+{
+	Oid			format = gc_vector_format_of_type(vectype);
+
+	if (!OidIsValid(format))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("the query's second column must be a vector: float8[], real[], integer[], bigint[], smallint[], numeric[], vector or halfvec"),
+				 errdetail("It is of type %s.", format_type_be(vectype))));
+	return format;
 }
 
 /*
