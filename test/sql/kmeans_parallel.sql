@@ -169,7 +169,7 @@ CREATE TEMP TABLE assign_parallel AS
 	SELECT c.query, s.* FROM assign_cases c, assign_summary(c.query, c.k, c.opts) s;
 SELECT s.query, s.rows, s.null_ids, s.null_vectors, s.clusters,
 	   ROW(s.*) IS NOT DISTINCT FROM ROW(p.*) AS same_as_serial
-FROM assign_serial s JOIN assign_parallel p USING (query) ORDER BY s.rows, s.query;
+FROM assign_serial s JOIN assign_parallel p USING (query) ORDER BY s.rows, s.query COLLATE "C";
 -- row by row on one case, labels and distances
 SET max_parallel_workers_per_gather = 0;
 CREATE TEMP TABLE assign_rows_serial AS
