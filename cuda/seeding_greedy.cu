@@ -298,7 +298,11 @@ greedy_potential_kernel(const double *__restrict__ x64, const double *__restrict
 
 /*
  * The choice of step t: each candidate's potential (the sum of its
- * nblocks partials; none at step 0, one candidate), the lowest kept
+ * nblocks partials; none at step 0, one candidate), the lowest kept.  A
+ * warp sums a candidate's partials (integers: any order gives the same
+ * sum); one thread summing them in turn waited on a load per block.  On
+ * the H100, k-means|| at 1M x 768, k = 1,000 (1,000 steps over ~5k rows):
+ * 330-340 ms against 339-342, the same seeds.
  */
 __global__ void
 greedy_pick_kernel(int t, int L, int step_candidates, int nblocks,
@@ -307,14 +311,17 @@ greedy_pick_kernel(int t, int L, int step_candidates, int nblocks,
 				   int *winner, long long *chosen)
 {
 	__shared__ gc_u128 potential[GC_MAX_INIT_CANDIDATES];
+	int			lane = threadIdx.x & 31;
 
-	if (threadIdx.x < step_candidates)
+	for (int j = threadIdx.x >> 5; j < step_candidates; j += blockDim.x >> 5)
 	{
 		gc_u128		v = 0;
 
-		for (int b = 0; b < nblocks; b++)
-			v += partials[(int64_t) b * L + threadIdx.x];
-		potential[threadIdx.x] = v;
+		for (int b = lane; b < nblocks; b += 32)
+			v += partials[(int64_t) b * L + j];
+		v = gc_warp_sum_u128(v);
+		if (lane == 0)
+			potential[j] = v;
 	}
 	__syncthreads();
 	if (threadIdx.x == 0)
@@ -413,7 +420,7 @@ run_steps(const double *x64, const uint64_t *hashes, const double *weights,
 					b->race, b->mind2, b->cand_d2, b->partials);
 				GC_CUDA_LAUNCHED("greedy_potential", err);
 			}
-		greedy_pick_kernel<<<1, GC_MAX_INIT_CANDIDATES, 0, stream>>>(
+		greedy_pick_kernel<<<1, GREEDY_THREADS, 0, stream>>>(
 			t, L, step_candidates, t > 0 ? nblocks : 0, b->partials, b->race,
 			b->winner, b->chosen);
 		GC_CUDA_LAUNCHED("greedy_pick", err);
