@@ -10,6 +10,9 @@
 # gpuclust_pgvector declares the vector and halfvec forms of the functions
 # (requires pgvector); their C code is in gpuclust's library, which reads
 # pgvector's layouts itself, so gpuclust builds and installs without it.
+# PGXS's all is the default goal, whatever rules come before its include
+.DEFAULT_GOAL := all
+
 EXTENSION = gpuclust gpuclust_pgvector
 DATA = $(wildcard sql/gpuclust--*.sql) $(wildcard sql/gpuclust_pgvector--*.sql)
 MODULE_big = gpuclust
