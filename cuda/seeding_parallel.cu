@@ -17,7 +17,8 @@
  *	  the exact arg-min of the exact double distances, lowest index on
  *	  ties, as the CPU's gc_nearest_centroid finds it;
  *	- nearest: each row computes its exact distance to that sample
- *	  (gc_sqdist_exact, n d), lowers D^2 and its nearest candidate where
+ *	  (gc_sqdist_exact's, n d, its terms staged with coalesced reads:
+ *	  staged_terms.cuh), lowers D^2 and its nearest candidate where
  *	  closer, and adds w D^2 quantised to its block's exact 128-bit
  *	  partial of the potential, which the host sums into phi.
  *
@@ -36,8 +37,10 @@
 
 #include "kmeans_session.cuh"
 #include "cuda_check.cuh"
+#include "staged_terms.cuh"
 
 #define PARALLEL_THREADS 256
+#define NEAREST_COLUMNS 16		/* a row's terms staged at a time: a line */
 #define PARALLEL_BLOCKS 1024	/* fixed: one potential partial per block */
 
 /* Device buffers of one k-means|| seeding */
@@ -80,16 +83,25 @@ parallel_nearest_kernel(const double *__restrict__ x64, const double *__restrict
 						int inertia_exp, double *__restrict__ mind2,
 						int32_t *__restrict__ nearest, gc_u128 *__restrict__ partials)
 {
+	__shared__ StagedTerms<PARALLEL_THREADS, NEAREST_COLUMNS> staged;
 	__shared__ gc_u128 warp_sums[PARALLEL_THREADS / 32];
 	gc_u128		total = 0;
 
-	for (int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; i < n;
-		 i += (int64_t) gridDim.x * blockDim.x)
+	/* whole blocks go round the loop together: staging synchronises them */
+	for (int64_t base = (int64_t) blockIdx.x * PARALLEL_THREADS; base < n;
+		 base += (int64_t) gridDim.x * PARALLEL_THREADS)
 	{
-		int			j = labels != NULL ? labels[i] : 0;
-		double		d2 = gc_sqdist_exact(x64 + i * d, batch + (int64_t) j * d, d);
-		double		m = initial ? d2 : mind2[i];
+		int64_t		i = base + threadIdx.x;
+		int			rows = n - base < PARALLEL_THREADS ? (int) (n - base) : PARALLEL_THREADS;
+		bool		mine = threadIdx.x < rows;
+		int			j = mine && labels != NULL ? labels[i] : 0;
+		double		d2 = staged_sqdist(staged, x64 + base * d, rows, d,
+									   batch + (int64_t) j * d, mine);
+		double		m;
 
+		if (!mine)
+			continue;
+		m = initial ? d2 : mind2[i];
 		if (initial || d2 < m)
 		{
 			m = d2;

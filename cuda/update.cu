@@ -20,7 +20,8 @@
  *		the largest centroid shift for the convergence test;
  *	  - normalize_centroids: spherical k-means' return of the updated
  *		centroids to unit length (the cosine metric);
- *	  - score_points: exact double distances to the assigned centroids,
+ *	  - score_points: exact double distances to the assigned centroids
+ *		(their terms staged with coalesced reads, staged_terms.cuh),
  *		cluster sizes and per-block inertia partials (reduced in a fixed
  *		order, so the inertia is reproducible).
  *
@@ -32,6 +33,7 @@
 #include "gc_math.h"
 #include "kmeans_kernels.cuh"
 #include "cuda_check.cuh"
+#include "staged_terms.cuh"
 
 #define ELEMENT_THREADS 256
 #define CLUSTER_THREADS 128
@@ -356,44 +358,52 @@ launch_normalize_centroids(const unsigned long long *counts, const double *offse
 /*
  * Squared distances to the assigned centroids (times the rows' weights),
  * summed exactly as 128-bit integers (gc_quantize_wide): per block, then
- * over the blocks' partials
+ * over the blocks' partials; the terms staged with coalesced reads
+ * (staged_terms.cuh)
  */
+#define SCORE_ROWS 128			/* the rows of a block, a thread each */
+#define SCORE_COLUMNS 16		/* a row's terms staged at a time: a line */
+
 __global__ void
+__launch_bounds__(SCORE_ROWS)
 score_points_kernel(const double *__restrict__ x64, const double *__restrict__ weights,
 					const double *__restrict__ c64,
 					const int32_t *__restrict__ labels, int64_t n, int d,
 					int inertia_exp, double *__restrict__ distances,
 					gc_u128 *__restrict__ partials, unsigned long long *sizes)
 {
-	__shared__ gc_u128 warp_sums[32];
+	__shared__ StagedTerms<SCORE_ROWS, SCORE_COLUMNS> staged;
+	__shared__ gc_u128 warp_sums[SCORE_ROWS / 32];
 	gc_u128		total = 0;
 	int			lane = threadIdx.x & 31,
 				warp = threadIdx.x >> 5;
 
-	for (int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; i < n;
-		 i += (int64_t) gridDim.x * blockDim.x)
+	/* whole blocks go round the loop together: staging synchronises them */
+	for (int64_t base = (int64_t) blockIdx.x * SCORE_ROWS; base < n;
+		 base += (int64_t) gridDim.x * SCORE_ROWS)
 	{
-		int			l = labels[i];
-		double		d2 = gc_sqdist_exact(x64 + i * d, c64 + (int64_t) l * d, d);
+		int64_t		i = base + threadIdx.x;
+		int			rows = n - base < SCORE_ROWS ? (int) (n - base) : SCORE_ROWS;
+		bool		mine = threadIdx.x < rows;
+		int			l = mine ? labels[i] : 0;
+		double		d2 = staged_sqdist(staged, x64 + base * d, rows, d,
+									   c64 + (int64_t) l * d, mine);
 
-		total += gc_quantize_wide(d2, inertia_exp) * (gc_u128) row_weight(weights, i);
-		atomicAdd(&sizes[l], 1ULL);
-		if (distances != NULL)
-			distances[i] = sqrt(d2);
+		if (mine)
+		{
+			total += gc_quantize_wide(d2, inertia_exp) * (gc_u128) row_weight(weights, i);
+			atomicAdd(&sizes[l], 1ULL);
+			if (distances != NULL)
+				distances[i] = sqrt(d2);
+		}
 	}
-	for (int off = 16; off > 0; off >>= 1)
-	{
-		unsigned long long lo = __shfl_down_sync(0xffffffffu, (unsigned long long) total, off);
-		unsigned long long hi = __shfl_down_sync(0xffffffffu, (unsigned long long) (total >> 64), off);
-
-		total += ((gc_u128) hi << 64) | lo;
-	}
+	total = gc_warp_sum_u128(total);
 	if (lane == 0)
 		warp_sums[warp] = total;
 	__syncthreads();
 	if (threadIdx.x == 0)
 	{
-		for (int w = 1; w < (int) (blockDim.x >> 5); w++)
+		for (int w = 1; w < SCORE_ROWS / 32; w++)
 			total += warp_sums[w];
 		partials[blockIdx.x] = total;
 	}
@@ -406,7 +416,7 @@ launch_score_points(const double *x64, const double *weights, const double *c64,
 					gc_u128 *partials, int npartials, unsigned long long *sizes,
 					cudaStream_t stream, GcError *err)
 {
-	score_points_kernel<<<npartials, ELEMENT_THREADS, 0, stream>>>(
+	score_points_kernel<<<npartials, SCORE_ROWS, 0, stream>>>(
 		x64, weights, c64, labels, n, d, inertia_exp, distances, partials, sizes);
 	GC_CUDA_LAUNCHED("score_points", err);
 	return GC_OK;
