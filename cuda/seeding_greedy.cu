@@ -38,19 +38,20 @@
 #include "cuda_check.cuh"
 
 #define GREEDY_THREADS 256		/* most threads per block */
-#define GREEDY_SMALL_THREADS 64	/* per block where 256 would leave multiprocessors idle */
+#define GREEDY_SMALL_THREADS 64	/* rows per block where 256 would leave multiprocessors idle */
+#define GREEDY_SMALL_SPLIT 4	/* their potential pass: threads per row, 256 a block */
 #define GREEDY_GROUP 8			/* candidates per pass over the rows */
 #define GREEDY_BLOCKS 1024		/* most blocks (and partials) per pass */
 #define GREEDY_STAGED 4096		/* row values a potential pass stages at once (32 kB) */
 #define GREEDY_LOADS 16			/* loads in flight per thread while staging */
 
-/* Shared memory of greedy_potential_kernel for blocks of threads */
+/* Shared memory of greedy_potential_kernel for blocks of rows rows */
 static size_t
-potential_shared_bytes(int threads)
+potential_shared_bytes(int rows)
 {
-	int			columns = GREEDY_STAGED / threads;
+	int			columns = GREEDY_STAGED / rows;
 
-	return sizeof(double) * ((size_t) threads * (columns + 1) + (size_t) GREEDY_GROUP * columns);
+	return sizeof(double) * ((size_t) rows * (columns + 1) + (size_t) GREEDY_GROUP * columns);
 }
 
 __device__ __forceinline__ unsigned long long
@@ -186,18 +187,25 @@ stage_columns(double *dst, int dst_stride, const double *__restrict__ x64, int d
  * sum over its rows of weight * quantised min(D^2, d_j), into
  * partials[block * L + j]; min(D^2, d_j) into cand_d2's column j when kept.
  *
- * A block's rows (a thread each) and the candidates are read through
- * shared memory, GREEDY_STAGED / blockDim.x columns at a time: the block
- * loads the next columns of all its rows and of the candidates with
- * coalesced reads, then each thread adds its row's terms in dimension
- * order, as gc_sqdist_exact does.  Read from global memory a column at a
- * time, each term waited on a load, and k-means||'s recluster (~5k rows
- * over 76 blocks, a few warps per multiprocessor, nothing to hide the
- * wait) took 0.2 ms a step at d = 768, 216 of its 435 ms.  Staged, on the
- * H100 at 1M x 768, k = 1,000: k-means|| seeds in 342-344 ms instead of
- * 452-456, greedy k-means++ over all the rows in 3.7 s instead of 8.4
- * (bench/results/seeding-parallel-h100.md).
+ * A block's rows and the candidates are read through shared memory,
+ * GREEDY_STAGED / rows columns at a time: the block loads the next columns
+ * of all its rows and of the candidates with coalesced reads, then each
+ * thread adds its row's terms in dimension order, as gc_sqdist_exact does.
+ * Read from global memory a column at a time, each term waited on a load,
+ * and k-means||'s recluster (~5k rows over 76 blocks, a few warps per
+ * multiprocessor, nothing to hide the wait) took 0.2 ms a step at d = 768,
+ * 216 of its 435 ms.  Staged, on the H100 at 1M x 768, k = 1,000: k-means||
+ * seeds in 342-344 ms instead of 452-456, greedy k-means++ over all the
+ * rows in 3.7 s instead of 8.4 (bench/results/seeding-parallel-h100.md).
+ *
+ * SPLIT threads share a row: a block of blockDim.x threads holds
+ * blockDim.x / SPLIT rows (a multiple of 32, so a warp's threads share
+ * the same candidates), and thread q of a row adds its terms for
+ * candidates q, q + SPLIT, ...  Few rows (the recluster's ~5k) then keep
+ * SPLIT times the threads staging and adding, each candidate's sum still
+ * one thread's, in the same order.
  */
+template <int SPLIT>
 __global__ void
 __launch_bounds__(GREEDY_THREADS, 2)
 greedy_potential_kernel(const double *__restrict__ x64, const double *__restrict__ weights,
@@ -206,31 +214,35 @@ greedy_potential_kernel(const double *__restrict__ x64, const double *__restrict
 						const double *__restrict__ mind2, double *__restrict__ cand_d2,
 						gc_u128 *__restrict__ partials)
 {
+	const int	per_thread = GREEDY_GROUP / SPLIT;
 	extern __shared__ double staged[];
 	__shared__ gc_u128 warp_sums[GREEDY_THREADS / 32][GREEDY_GROUP];
 	__shared__ int64_t centre_row[GREEDY_GROUP];
-	const int	columns = GREEDY_STAGED / blockDim.x,
+	const int	block_rows = blockDim.x / SPLIT,
+				row = threadIdx.x % block_rows,
+				share = threadIdx.x / block_rows,
+				columns = GREEDY_STAGED / block_rows,
 				stride = columns + 1;	/* odd: a column's reads hit distinct banks */
 	double	   *rows_sh = staged,
-			   *centres_sh = staged + blockDim.x * stride;
-	gc_u128		total[GREEDY_GROUP];
+			   *centres_sh = staged + block_rows * stride;
+	gc_u128		total[per_thread];
 
 	if (threadIdx.x < count)
 		centre_row[threadIdx.x] = (int64_t) (uint32_t) race[(int64_t) t * L + first + threadIdx.x];
 #pragma unroll
-	for (int jj = 0; jj < GREEDY_GROUP; jj++)
-		total[jj] = 0;
+	for (int u = 0; u < per_thread; u++)
+		total[u] = 0;
 	/* whole blocks go round the loop together: staging synchronises them */
-	for (int64_t base = (int64_t) blockIdx.x * blockDim.x; base < n;
-		 base += (int64_t) gridDim.x * blockDim.x)
+	for (int64_t base = (int64_t) blockIdx.x * block_rows; base < n;
+		 base += (int64_t) gridDim.x * block_rows)
 	{
-		int			rows = n - base < (int64_t) blockDim.x ? (int) (n - base) : (int) blockDim.x;
-		bool		mine = (int) threadIdx.x < rows;
-		double		s[GREEDY_GROUP];
+		int			rows = n - base < (int64_t) block_rows ? (int) (n - base) : block_rows;
+		bool		mine = row < rows;
+		double		s[per_thread];
 
 #pragma unroll
-		for (int jj = 0; jj < GREEDY_GROUP; jj++)
-			s[jj] = 0.0;
+		for (int u = 0; u < per_thread; u++)
+			s[u] = 0.0;
 		for (int j0 = 0; j0 < d; j0 += columns)
 		{
 			int			width = d - j0 < columns ? d - j0 : columns;
@@ -241,49 +253,53 @@ greedy_potential_kernel(const double *__restrict__ x64, const double *__restrict
 			__syncthreads();
 			if (mine)
 			{
-				const double *row = rows_sh + threadIdx.x * stride;
+				const double *values = rows_sh + row * stride;
 
 #pragma unroll 4
 				for (int c = 0; c < width; c++)
 				{
-					double		xv = row[c];
+					double		xv = values[c];
 
 #pragma unroll
-					for (int jj = 0; jj < GREEDY_GROUP; jj++)
-						if (jj < count)
+					for (int u = 0; u < per_thread; u++)
+						if (share + SPLIT * u < count)
 						{
-							double		diff = __dsub_rn(xv, centres_sh[jj * columns + c]);
+							double		diff = __dsub_rn(xv, centres_sh[(share + SPLIT * u) * columns + c]);
 
-							s[jj] = __dadd_rn(s[jj], __dmul_rn(diff, diff));
+							s[u] = __dadd_rn(s[u], __dmul_rn(diff, diff));
 						}
 				}
 			}
 		}
 		if (mine)
 		{
-			int64_t		i = base + threadIdx.x;
+			int64_t		i = base + row;
 			double		m = mind2[i];
 			gc_u128		w = (gc_u128) (weights != NULL ? (unsigned long long) weights[i] : 1ULL);
 
 #pragma unroll
-			for (int jj = 0; jj < GREEDY_GROUP; jj++)
-				if (jj < count)
+			for (int u = 0; u < per_thread; u++)
+				if (share + SPLIT * u < count)
 				{
-					double		v = m < s[jj] ? m : s[jj];
+					double		v = m < s[u] ? m : s[u];
 
 					if (cand_d2 != NULL)
-						cand_d2[(int64_t) (first + jj) * n + i] = v;
-					total[jj] += gc_quantize_wide(v, inertia_exp) * w;
+						cand_d2[(int64_t) (first + share + SPLIT * u) * n + i] = v;
+					total[u] += gc_quantize_wide(v, inertia_exp) * w;
 				}
 		}
 	}
+	/* a warp's threads share candidates; the others' columns are 0 */
+	if ((threadIdx.x & 31) == 0)
+		for (int jj = 0; jj < GREEDY_GROUP; jj++)
+			warp_sums[threadIdx.x >> 5][jj] = 0;
 #pragma unroll
-	for (int jj = 0; jj < GREEDY_GROUP; jj++)
+	for (int u = 0; u < per_thread; u++)
 	{
-		gc_u128		v = gc_warp_sum_u128(total[jj]);
+		gc_u128		v = gc_warp_sum_u128(total[u]);
 
 		if ((threadIdx.x & 31) == 0)
-			warp_sums[threadIdx.x >> 5][jj] = v;
+			warp_sums[threadIdx.x >> 5][share + SPLIT * u] = v;
 	}
 	__syncthreads();
 	if (threadIdx.x < count)
@@ -366,7 +382,8 @@ run_steps(const double *x64, const uint64_t *hashes, const double *weights,
 		  GcError *err)
 {
 	int			k = params->k;
-	int			threads = GREEDY_THREADS,
+	int			threads = GREEDY_THREADS,	/* rows per block */
+				split = 1,		/* threads per row in the potential pass */
 				sms = 0,
 				device = 0,
 				nblocks;
@@ -375,14 +392,18 @@ run_steps(const double *x64, const uint64_t *hashes, const double *weights,
 	int64_t		poll_steps = gc_poll_gpu_items(gc_gpu_pass_units(n, (int64_t) d * (L + 1)), 1, k);
 
 	/*
-	 * Few rows (k-means|| reclusters ~5k candidates): blocks of 64 threads
+	 * Few rows (k-means|| reclusters ~5k candidates): blocks of 64 rows
 	 * spread them over every multiprocessor, where blocks of 256 would
-	 * leave most idle and each step would wait on a few
+	 * leave most idle and each step would wait on a few; their potential
+	 * pass gives each row GREEDY_SMALL_SPLIT threads
 	 */
 	GC_CUDA_TRY(cudaGetDevice(&device), err);
 	GC_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), err);
 	if (n < (int64_t) sms * GREEDY_THREADS)
+	{
 		threads = GREEDY_SMALL_THREADS;
+		split = GREEDY_SMALL_SPLIT;
+	}
 	nblocks = (int) ((n + threads - 1) / threads);
 
 	if (nblocks > GREEDY_BLOCKS)
@@ -413,11 +434,19 @@ run_steps(const double *x64, const uint64_t *hashes, const double *weights,
 		if (t > 0)
 			for (int g = 0; g < groups; g++)
 			{
-				greedy_potential_kernel<<<nblocks, threads, potential_shared_bytes(threads), stream>>>(
-					x64, weights, n, d, t, L, g * GREEDY_GROUP,
-					step_candidates - g * GREEDY_GROUP < GREEDY_GROUP ?
-					step_candidates - g * GREEDY_GROUP : GREEDY_GROUP, inertia_exp,
-					b->race, b->mind2, b->cand_d2, b->partials);
+				int			group_count = step_candidates - g * GREEDY_GROUP < GREEDY_GROUP ?
+					step_candidates - g * GREEDY_GROUP : GREEDY_GROUP;
+
+				if (split == GREEDY_SMALL_SPLIT)
+					greedy_potential_kernel<GREEDY_SMALL_SPLIT>
+						<<<nblocks, threads * split, potential_shared_bytes(threads), stream>>>(
+						x64, weights, n, d, t, L, g * GREEDY_GROUP, group_count, inertia_exp,
+						b->race, b->mind2, b->cand_d2, b->partials);
+				else
+					greedy_potential_kernel<1>
+						<<<nblocks, threads, potential_shared_bytes(threads), stream>>>(
+						x64, weights, n, d, t, L, g * GREEDY_GROUP, group_count, inertia_exp,
+						b->race, b->mind2, b->cand_d2, b->partials);
 				GC_CUDA_LAUNCHED("greedy_potential", err);
 			}
 		greedy_pick_kernel<<<1, GREEDY_THREADS, 0, stream>>>(
