@@ -4,7 +4,8 @@
  *	  k-means++ seeding (Arthur & Vassilvitskii, 2007) on the GPU, drawn as
  *	  an exponential race so that it is independent of row order and equal
  *	  to the CPU reference's draw: at step t each row updates its squared
- *	  distance to the nearest chosen centre (in double, without FMA) and
+ *	  distance to the nearest chosen centre (in double, without FMA, its
+ *	  terms staged with coalesced reads: staged_terms.cuh) and
  *	  bids gc_race_key(u(row, seed, t), weight * distance); a block minimum and one
  *	  atomicMin per block pick the winner into race[t], which step t + 1
  *	  reads on the device, so the k steps need no round trip to the host.
@@ -17,8 +18,10 @@
 #include "gc_math.h"
 #include "kmeans_kernels.cuh"
 #include "cuda_check.cuh"
+#include "staged_terms.cuh"
 
 #define SEED_THREADS 256
+#define SEED_COLUMNS 16			/* a row's terms staged at a time: a line */
 
 __device__ __forceinline__ unsigned long long
 warp_min(unsigned long long v)
@@ -33,30 +36,41 @@ warp_min(unsigned long long v)
 }
 
 __global__ void
+__launch_bounds__(SEED_THREADS)
 kmeanspp_step_kernel(const double *__restrict__ x64,
 					 const uint64_t *__restrict__ hashes,
 					 const double *__restrict__ weights, int64_t n, int d,
 					 uint64_t seed, int t, int inertia_exp, double *__restrict__ mind2,
 					 unsigned long long *race)
 {
+	__shared__ StagedTerms<SEED_THREADS, SEED_COLUMNS> staged;
 	__shared__ unsigned long long warp_best[SEED_THREADS / 32];
 	const double *centre = t > 0 ? x64 + (int64_t) (uint32_t) race[t - 1] * d : NULL;
 	unsigned long long best = GC_RACE_NONE;
 
-	for (int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; i < n;
-		 i += (int64_t) gridDim.x * blockDim.x)
+	/* whole blocks go round the loop together: staging synchronises them */
+	for (int64_t base = (int64_t) blockIdx.x * SEED_THREADS; base < n;
+		 base += (int64_t) gridDim.x * SEED_THREADS)
 	{
+		int64_t		i = base + threadIdx.x;
+		int			rows = n - base < SEED_THREADS ? (int) (n - base) : SEED_THREADS;
+		bool		mine = threadIdx.x < rows;
 		double		w = 1.0;
 		unsigned long long key;
 
 		if (t > 0)
 		{
-			double		d2 = gc_sqdist_exact(x64 + i * d, centre, d);
+			/* (centre - x)^2 is (x - centre)^2 to the bit */
+			double		d2 = staged_sqdist(staged, x64 + base * d, rows, d, centre, mine);
 
+			if (!mine)
+				continue;
 			if (t == 1 || d2 < mind2[i])
 				mind2[i] = d2;
 			w = mind2[i];
 		}
+		else if (!mine)
+			continue;
 		if (weights != NULL)
 			w = __dmul_rn(w, weights[i]);
 		key = gc_race_key(gc_unit_draw(hashes[i], seed, (uint64_t) t),
