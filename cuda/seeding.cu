@@ -60,7 +60,6 @@ kmeanspp_step_kernel(const double *__restrict__ x64,
 
 		if (t > 0)
 		{
-			/* (centre - x)^2 is (x - centre)^2 to the bit */
 			double		d2 = staged_sqdist(staged, x64 + base * d, rows, d, centre, mine);
 
 			if (!mine)
