@@ -440,7 +440,7 @@ cuda_step(void *session, int64_t pruned_rows, GcStepStatus *out, GcError *err)
 	out->pruned_work = (double) st.work;
 	out->distances = pruned ?
 		(double) st.work + (double) (s->n - pruned_rows) * s->k : (double) s->n * s->k;
-	out->rechecked = (double) (s->kernel == GC_KERNEL_TENSOR_SCREENED ? st.screened : st.doubtful);
+	out->rechecked = (double) (gc_kernel_is_screen(s->kernel) ? st.screened : st.doubtful);
 	out->exact_checked = (double) st.doubtful;
 	out->labeling_ms = label_ms;
 	out->update_ms = update_ms;

@@ -123,11 +123,16 @@ typedef struct TensorRefinement
 	const double *x64;
 	const double *c64;
 	int			d;
+	/* Hopper's TF32 screen (labeling_wgmma.cu), where it runs */
+	const struct WgmmaOperands *wgmma_ops;	/* the rows and the TF32 centroids */
+	const float *wgmma_half_norms;	/* -||c||^2 / 2 of the TF32 centroids, padded */
+	int64_t		wgmma_first;	/* the pass's first row in wgmma_ops' rows */
 } TensorRefinement;
 
 /*
- * float32 operands: kernel GC_KERNEL_TENSOR_TF32 (refine unused), _3XTF32
- * or _SCREENED (exact, with refine); streamed asks for the streamed layout
+ * float32 operands: kernel GC_KERNEL_TENSOR_TF32 (refine unused), _3XTF32,
+ * _SCREENED or _SCREENED_WGMMA (exact, with refine); streamed asks for the
+ * streamed layout
  */
 GcStatus	launch_assign_points_tensor(const float *xp, const float *cp,
 										const float *cnorm,
@@ -155,6 +160,9 @@ GcStatus	launch_row_norms(const float *x32, int64_t n, int d, float *xnorm,
 /* norms of the centroids (rows of width ld) rounded to TF32, and the largest |c| */
 GcStatus	launch_tf32_norms(const float *cp, int k, int ld, float *norms,
 							  unsigned int *largest_bits, cudaStream_t stream,
+							  GcError *err);
+/* dst[i] = src[i] rounded to TF32 (as the screen's norms take it), count values */
+GcStatus	launch_round_tf32(const float *src, int64_t count, float *dst, cudaStream_t stream,
 							  GcError *err);
 GcStatus	launch_bf16_norms(const __nv_bfloat16 *cb, int k, int ld, float *norms,
 							  cudaStream_t stream, GcError *err);

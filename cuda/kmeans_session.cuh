@@ -111,6 +111,8 @@ extern GcKernel gc_choose_kernel(const GcKmeansParams *params, int d, int k);
 extern GcPrecision gc_auto_precision(int d, int k);
 /* whether the kernel's labeling can share an iteration with pruning */
 extern bool gc_kernel_is_simt(GcKernel kernel);
+/* whether the kernel screens with TF32 (on mma.sync or wgmma) */
+extern bool gc_kernel_is_screen(GcKernel kernel);
 
 /* One labeler per file */
 extern const Labeler gc_labeler_simt;	/* labeler_simt.cu: register and tiled */

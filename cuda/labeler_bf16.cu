@@ -120,16 +120,16 @@ operand_scale(const GcRows *rows, const __nv_bfloat16 *)
 	return 1.0f;
 }
 
-static bool
-is_bf16(const __nv_bfloat16 *)
+static WgmmaType
+wgmma_type(const __nv_bfloat16 *)
 {
-	return true;
+	return WGMMA_BF16;
 }
 
-static bool
-is_bf16(const __half *)
+static WgmmaType
+wgmma_type(const __half *)
 {
-	return false;
+	return WGMMA_FP16;
 }
 
 static float
@@ -166,7 +166,7 @@ half_open(CudaSession *s, void **state, GcError *err)
 	{
 		ALLOC_OR_RETURN(b->half_norms, (size_t) gc_wgmma_padded_k(s->k));
 		return gc_wgmma_describe(&b->ops, b->xh, n, b->ch, s->k, b->ld,
-								 is_bf16((const T *) NULL), err);
+								 wgmma_type((const T *) NULL), err);
 	}
 	if (gc_tensor_splits(d, s->k, true, s->params->tensor_streamed))
 		ALLOC_OR_RETURN(b->group_tops, (size_t) n * GC_TENSOR_MAX_GROUPS);

@@ -14,7 +14,9 @@
  * 2.3 f passes of TF32 for a fraction f doubted, 3xTF32 alone 2.3: it pays
  * below f = 0.57); a screen that doubts more than SCREEN_MAX_FRACTION
  * (early iterations on data without clusters) hands over to 3xTF32
- * alone, and is tried again SCREEN_RETRY iterations later.  When more than
+ * alone, and is tried again SCREEN_RETRY iterations later.  On Hopper the
+ * screen runs on wgmma (GC_KERNEL_TENSOR_SCREENED_WGMMA), its rows rounded
+ * to TF32 in shared memory and its centroids rounded here (ctf32).  When more than
  * DOUBTFUL_MAX_FRACTION of the points need the exact check after 3xTF32,
  * the data defeat the product form and labeling moves to the tiled kernel
  * (measured on an H100, bench/results/).
@@ -29,6 +31,7 @@
 
 #include "kmeans_session.cuh"
 #include "cuda_check.cuh"
+#include "labeling_wgmma.cuh"
 
 #define DOUBTFUL_MAX_FRACTION 0.02
 #define SCREEN_MAX_FRACTION 0.5
@@ -50,7 +53,12 @@ typedef struct TensorState
 	int32_t    *exact_rows;		/* screen: points for the exact check */
 	unsigned int *exact_count;
 	TensorRefinement refine;
+	GcKernel	screen;			/* TENSOR_SCREENED, or _SCREENED_WGMMA on Hopper */
 	int			screen_again;	/* iteration to go back to the TF32 screen */
+	float	   *ctf32;			/* wgmma screen: cpad rounded to TF32 */
+	float	   *half_norms;		/* wgmma screen: -||c||^2 / 2 of ctf32, padded */
+	const float *described;		/* wgmma screen: the rows ops describes */
+	WgmmaOperands ops;			/* wgmma screen: the rows and ctf32 as tensor maps */
 } TensorState;
 
 static GcStatus
@@ -120,6 +128,17 @@ tensor_open(CudaSession *s, bool exact, void **state, GcError *err)
 	t->refine.cnorm_tf32 = t->cnorm_tf32;
 	t->refine.exact = t->exact_rows;
 	t->refine.exact_count = t->exact_count;
+
+	/* Hopper's screen: the same bound, its rows rounded as they are staged */
+	t->screen = s->kernel == GC_KERNEL_TENSOR_SCREENED_WGMMA ? s->kernel :
+		GC_KERNEL_TENSOR_SCREENED;
+	if (t->screen != GC_KERNEL_TENSOR_SCREENED_WGMMA)
+		return GC_OK;
+	ALLOC_OR_RETURN(t->ctf32, (size_t) kpad * t->ld);
+	GC_CUDA_TRY(cudaMemsetAsync(t->ctf32, 0, sizeof(float) * kpad * t->ld, s->stream), err);
+	ALLOC_OR_RETURN(t->half_norms, (size_t) gc_wgmma_padded_k(s->k));
+	t->refine.wgmma_ops = &t->ops;
+	t->refine.wgmma_half_norms = t->half_norms;
 	return GC_OK;
 }
 
@@ -145,8 +164,14 @@ tensor_refresh(CudaSession *s, void *state, GcError *err)
 		return err->status;
 	if (t->cnorm_tf32 == NULL)
 		return GC_OK;
-	return launch_tf32_norms(t->cpad, s->k, t->ld, t->cnorm_tf32, t->cradius_bits, s->stream,
-							 err);
+	if (launch_tf32_norms(t->cpad, s->k, t->ld, t->cnorm_tf32, t->cradius_bits, s->stream,
+						  err) != GC_OK)
+		return err->status;
+	if (t->ctf32 == NULL)
+		return GC_OK;
+	if (launch_round_tf32(t->cpad, (int64_t) s->k * t->ld, t->ctf32, s->stream, err) != GC_OK)
+		return err->status;
+	return launch_wgmma_half_norms(t->cnorm_tf32, s->k, t->half_norms, s->stream, err);
 }
 
 /* A chunk's count of doubts, added into the iteration's status */
@@ -181,6 +206,15 @@ tensor_label(CudaSession *s, void *state, int64_t first, int64_t count,
 	refine.x64 = s->x64 + first * s->d;	/* re-ordering swaps the buffers */
 	if (refine.xnorm != NULL)
 		refine.xnorm += first;
+	if (t->ctf32 != NULL && t->described != x)
+	{
+		/* the tensor maps name the rows' buffer: described again where it moved */
+		if (gc_wgmma_describe(&t->ops, x, s->n, t->ctf32, s->k, t->ld, WGMMA_TF32,
+							  err) != GC_OK)
+			return err->status;
+		t->described = x;
+	}
+	refine.wgmma_first = first;
 	if (launch_assign_points_tensor(x + first * t->ld, t->cpad, s->cnorm,
 									t->exact ? &refine : NULL, count, t->ld, s->k,
 									s->kernel, s->params->tensor_streamed, s->labels + first,
@@ -190,6 +224,7 @@ tensor_label(CudaSession *s, void *state, int64_t first, int64_t count,
 		return GC_OK;
 	if (s->kernel == GC_KERNEL_TENSOR_3XTF32)
 		return add_count(&status->doubtful, t->doubtful_count, s->stream, err);
+	/* the screen's doubts, then what 3xTF32 left for the exact check */
 	if (add_count(&status->screened, t->doubtful_count, s->stream, err) != GC_OK)
 		return err->status;
 	return add_count(&status->doubtful, t->exact_count, s->stream, err);
@@ -199,8 +234,10 @@ tensor_label(CudaSession *s, void *state, int64_t first, int64_t count,
 static GcKernel
 exact_restart(CudaSession *s, void *state)
 {
-	((TensorState *) state)->screen_again = 0;
-	return GC_KERNEL_TENSOR_SCREENED;
+	TensorState *t = (TensorState *) state;
+
+	t->screen_again = 0;
+	return t->screen;
 }
 
 static GcKernel
@@ -209,7 +246,7 @@ exact_review(CudaSession *s, void *state, const IterationStatus *st)
 	TensorState *t = (TensorState *) state;
 	int			it = s->iteration;
 
-	if (s->kernel == GC_KERNEL_TENSOR_SCREENED &&
+	if (s->kernel == t->screen &&
 		(double) st->screened > SCREEN_MAX_FRACTION * (double) s->n)
 	{
 		t->screen_again = it + SCREEN_RETRY;
@@ -218,7 +255,7 @@ exact_review(CudaSession *s, void *state, const IterationStatus *st)
 	if ((double) st->doubtful > DOUBTFUL_MAX_FRACTION * (double) s->n)
 		return GC_KERNEL_TILED;
 	if (s->kernel == GC_KERNEL_TENSOR_3XTF32 && t->screen_again > 0 && it >= t->screen_again)
-		return GC_KERNEL_TENSOR_SCREENED;
+		return t->screen;
 	return s->kernel;
 }
 
@@ -239,6 +276,8 @@ tensor_close(void *state)
 		cudaFreeHost(t->count_host);
 	cudaFree(t->exact_rows);
 	cudaFree(t->exact_count);
+	cudaFree(t->ctf32);
+	cudaFree(t->half_norms);
 	free(t);
 }
 

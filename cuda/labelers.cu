@@ -44,6 +44,7 @@ static const Labeler *const labelers[GC_KERNEL_COUNT] = {
 	&gc_labeler_fp16,			/* GC_KERNEL_TENSOR_FP16 */
 	&gc_labeler_bf16_wgmma,		/* GC_KERNEL_TENSOR_BF16_WGMMA */
 	&gc_labeler_fp16_wgmma,		/* GC_KERNEL_TENSOR_FP16_WGMMA */
+	&gc_labeler_tensor_exact,	/* GC_KERNEL_TENSOR_SCREENED_WGMMA */
 };
 
 const Labeler *
@@ -56,6 +57,12 @@ bool
 gc_kernel_is_simt(GcKernel kernel)
 {
 	return kernel == GC_KERNEL_REGISTER || kernel == GC_KERNEL_TILED;
+}
+
+bool
+gc_kernel_is_screen(GcKernel kernel)
+{
+	return kernel == GC_KERNEL_TENSOR_SCREENED || kernel == GC_KERNEL_TENSOR_SCREENED_WGMMA;
 }
 
 /*
@@ -79,16 +86,32 @@ gc_auto_precision(int d, int k)
 static GcKernel
 half_kernel(GcKernel mma, GcKernel wgmma, GcKernel forced, int d)
 {
-	if (forced != mma && gc_wgmma_usable(gc_tensor_row_width(d, true)))
+	if (forced != mma && gc_wgmma_usable(2 * gc_tensor_row_width(d, true)))
 		return wgmma;
 	return mma;
+}
+
+/*
+ * The exact float32 labeler's TF32 screen: on Hopper's wgmma where the
+ * device runs it and the rows are whole 128-byte column steps (d > 32),
+ * unless the mma.sync one is forced.  At d = 768, k = 1,000 on an H100:
+ * see bench/results/screen-wgmma-h100.md.
+ */
+static GcKernel
+screen_kernel(GcKernel forced, int d)
+{
+	if (forced != GC_KERNEL_TENSOR_SCREENED && forced != GC_KERNEL_TENSOR_3XTF32 &&
+		gc_wgmma_usable(4 * gc_tensor_row_width(d, false)))
+		return GC_KERNEL_TENSOR_SCREENED_WGMMA;
+	return GC_KERNEL_TENSOR_SCREENED;
 }
 
 /*
  * The Lloyd labeling kernel for this precision and shape.  A forced
  * float32 kernel (params->kernel) lets the benchmarks measure one against
  * the other in the same run: register or tiled, the SIMT kernel for d;
- * a tensor kernel, the TF32 screen.
+ * tensor_screened or tensor_3xtf32, the TF32 screen on mma.sync;
+ * tensor_screened_wgmma, the screen on wgmma where the device runs it.
  */
 GcKernel
 gc_choose_kernel(const GcKmeansParams *params, int d, int k)
@@ -110,7 +133,8 @@ gc_choose_kernel(const GcKmeansParams *params, int d, int k)
 			return simt;
 		case GC_KERNEL_TENSOR_SCREENED:
 		case GC_KERNEL_TENSOR_3XTF32:
-			return GC_KERNEL_TENSOR_SCREENED;
+		case GC_KERNEL_TENSOR_SCREENED_WGMMA:
+			return screen_kernel(params->kernel, d);
 		case GC_KERNEL_TENSOR_TF32:
 		case GC_KERNEL_FLOAT64:
 			return params->kernel;
@@ -125,5 +149,5 @@ gc_choose_kernel(const GcKmeansParams *params, int d, int k)
 		default:
 			break;
 	}
-	return k >= TENSOR_MIN_K && d >= TENSOR_MIN_D ? GC_KERNEL_TENSOR_SCREENED : simt;
+	return k >= TENSOR_MIN_K && d >= TENSOR_MIN_D ? screen_kernel(params->kernel, d) : simt;
 }

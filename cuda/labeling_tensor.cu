@@ -48,8 +48,10 @@
  *	  (double, no FMA, as the CPU reference does).
  *
  *	  Exact labels at TF32 speed (the float32 default for large k): a TF32
- *	  pass screens every point; the doubtful ones, a few percent on
- *	  clustered data, are labelled again by the 3xTF32 kernel, which reads
+ *	  pass screens every point (on Hopper, for rows of whole 128-byte
+ *	  column steps, the wgmma screen of labeling_wgmma.cu); the doubtful
+ *	  ones, a few percent on clustered data, are labelled again by the
+ *	  3xTF32 kernel, which reads
  *	  their rows through the screen's list, and its own doubtful points go
  *	  to refine_labels.  The screen's bound is in distances rather than
  *	  squared distances: rounding x and c to TF32 moves |x - c| by at most
@@ -58,7 +60,8 @@
  *	  the best centroid a is certain when the second is more than
  *	  r(a) + r(C) further, C the largest centroid; float32 accumulation
  *	  (with the norm as its first term) adds a term in (|x| + |C|)^2.  The
- *	  precision options tf32, bf16 and fp16 skip all refinement: they trade
+ *	  wgmma screen rounds alike (its rows in shared memory, its centroids
+ *	  beforehand) and keeps the bound.  The precision options tf32, bf16 and fp16 skip all refinement: they trade
  *	  exactness for speed by request (and the fit checks them on a sample,
  *	  engine/precision_check.c).
  *
@@ -84,6 +87,7 @@
 #include <string.h>
 
 #include "tensor_tiles.cuh"
+#include "labeling_wgmma.cuh"
 
 
 int
@@ -318,7 +322,9 @@ exact_pass(const void *x, const void *c, const float *cnorm, const TensorRefinem
  * kernel GC_KERNEL_TENSOR_TF32: one TF32 pass, every label trusted;
  * GC_KERNEL_TENSOR_3XTF32: 3xTF32 over every point, the doubtful ones
  * checked exactly; GC_KERNEL_TENSOR_SCREENED: the TF32 screen, 3xTF32 over
- * what it doubts, the exact check over what 3xTF32 doubts
+ * what it doubts, the exact check over what 3xTF32 doubts;
+ * GC_KERNEL_TENSOR_SCREENED_WGMMA: the same with the screen on Hopper's
+ * wgmma (refine->wgmma_ops: the rows from wgmma_first, read as TF32)
  */
 GcStatus
 launch_assign_points_tensor(const float *xp, const float *cp, const float *cnorm,
@@ -351,12 +357,22 @@ launch_assign_points_tensor(const float *xp, const float *cp, const float *cnorm
 	 * over the points it doubts, then the exact check
 	 */
 	GC_CUDA_TRY(cudaMemsetAsync(refine->exact_count, 0, sizeof(unsigned int), stream), err);
-	if (launch_pass<GC_KERNEL_TENSOR_TF32>(exact_pass(xp, cp, refine->cnorm_tf32, refine,
-													  refine->eps_tf32_sq, refine->eps_tf32_lin,
-													  n, NULL, ld, k, labels, changed,
-													  refine->doubtful, refine->doubtful_count,
-													  partials),
-										   streamed, stream, err) != GC_OK)
+	if (kernel == GC_KERNEL_TENSOR_SCREENED_WGMMA)
+	{
+		TensorArgs	screen = exact_pass(xp, cp, refine->cnorm_tf32, refine, refine->eps_tf32_sq,
+										refine->eps_tf32_lin, n, NULL, ld, k, labels, changed,
+										refine->doubtful, refine->doubtful_count, NULL);
+
+		if (launch_screen_points_wgmma(refine->wgmma_ops, refine->wgmma_half_norms,
+									   refine->wgmma_first, &screen, stream, err) != GC_OK)
+			return err->status;
+	}
+	else if (launch_pass<GC_KERNEL_TENSOR_TF32>(exact_pass(xp, cp, refine->cnorm_tf32, refine,
+														   refine->eps_tf32_sq,
+														   refine->eps_tf32_lin, n, NULL, ld, k,
+														   labels, changed, refine->doubtful,
+														   refine->doubtful_count, partials),
+												streamed, stream, err) != GC_OK)
 		return err->status;
 	/* the list's length sizes the second pass's grid */
 	GC_CUDA_TRY(cudaMemcpyAsync(refine->count_host, refine->doubtful_count, sizeof(unsigned int),

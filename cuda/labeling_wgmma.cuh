@@ -3,8 +3,9 @@
  * labeling_wgmma.cuh
  *	  The Hopper labeling pass (labeling_wgmma.cu, built for sm_90a only;
  *	  the kernel is in wgmma_tiles.cuh): its operands, described by tensor
- *	  maps for the copy engine, and its launcher.  The labelers that own
- *	  the operands (labeler_wgmma.cu) include this.
+ *	  maps for the copy engine, and its launchers, the 16-bit pass and the
+ *	  TF32 screen.  The labelers that own the operands (labeler_bf16.cu,
+ *	  labeler_tensor.cu) include this.
  *
  * IDENTIFICATION
  *	  cuda/labeling_wgmma.cuh
@@ -19,6 +20,17 @@
 #include <stdint.h>
 
 #include "gc_engine.h"
+#include "tensor_decision.cuh"
+
+#define WG_ROW_BYTES 128		/* bytes of every row a stage holds: one swizzled row */
+
+/* The operands' element type */
+typedef enum WgmmaType
+{
+	WGMMA_BF16,
+	WGMMA_FP16,
+	WGMMA_TF32					/* floats, read as TF32 by the tensor cores */
+} WgmmaType;
 
 /* What one pass reads and writes besides its tensor maps */
 typedef struct WgmmaArgs
@@ -26,29 +38,30 @@ typedef struct WgmmaArgs
 	const float *half_norms;	/* -||c||^2 / 2, padded with -FLT_MAX (WG_BN multiple) */
 	int64_t		first;			/* the pass's first point in the tensor map */
 	int64_t		n;				/* points: first .. first + n - 1, labelled into labels[0 .. n - 1] */
-	int			ld;				/* row width of the operands, a multiple of 64 */
+	int			ld;				/* row width of the operands: WG_ROW_BYTES a stage */
 	int			k;
 	int32_t    *labels;
 	unsigned long long *changed;
+	TensorArgs	screen;			/* the TF32 screen: how it decides a row */
 } WgmmaArgs;
 
-/* The operands of the pass: 16-bit rows of width ld, as tensor maps */
+/* The operands of the pass: rows of width ld, as tensor maps */
 typedef struct WgmmaOperands
 {
 	CUtensorMap xmap;			/* n points */
 	CUtensorMap cmap;			/* k centroids */
-	bool		bf16;			/* bf16 elements; fp16 otherwise */
+	WgmmaType	type;
 } WgmmaOperands;
 
 /*
  * Whether this device runs the pass (compute capability 9.0: sm_90a code
- * runs on no other) for rows of width ld (a multiple of 64)
+ * runs on no other) for rows of row_bytes (a multiple of WG_ROW_BYTES)
  */
-bool		gc_wgmma_usable(int ld);
+bool		gc_wgmma_usable(int row_bytes);
 
-/* Describe rows (n of width ld, 16-bit) and centroids (k) for the copy engine */
+/* Describe rows (n of width ld) and centroids (k) for the copy engine */
 GcStatus	gc_wgmma_describe(WgmmaOperands *ops, const void *x, int64_t n, const void *c,
-							  int k, int ld, bool bf16, GcError *err);
+							  int k, int ld, WgmmaType type, GcError *err);
 
 /* Centroids padded to whole tiles of the pass: half_norms holds this many floats */
 int			gc_wgmma_padded_k(int k);
@@ -58,12 +71,21 @@ GcStatus	launch_wgmma_half_norms(const float *cnorm, int k, float *half_norms,
 									cudaStream_t stream, GcError *err);
 
 /*
- * Label the n points from first (of those ops describes): nearest centroid
- * into labels[0 .. n - 1], changes counted into changed
+ * Label the n points from first (of those ops describes, 16-bit): nearest
+ * centroid into labels[0 .. n - 1], changes counted into changed
  */
 GcStatus	launch_assign_points_wgmma(const WgmmaOperands *ops, const float *half_norms,
 									   int64_t first, int64_t n, int ld, int k, int32_t *labels,
 									   unsigned long long *changed, cudaStream_t stream,
 									   GcError *err);
+
+/*
+ * The TF32 screen over the screen->rows points from first (of those ops
+ * describes, floats; the centroids already TF32 values): each row decided
+ * by screen (labels, bounds and the list of doubts, relative to first)
+ */
+GcStatus	launch_screen_points_wgmma(const WgmmaOperands *ops, const float *half_norms,
+									   int64_t first, const TensorArgs *screen,
+									   cudaStream_t stream, GcError *err);
 
 #endif							/* GC_LABELING_WGMMA_CUH */

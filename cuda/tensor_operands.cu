@@ -2,9 +2,10 @@
  *
  * tensor_operands.cu
  *	  What the tensor-core labeling reads besides the product tiles: the
- *	  operands in rows of width ld (float32 or bf16 copies), the norms of
- *	  the centroids as the products see them (and the largest, for the
- *	  screen's bound), the rows' norms, and the exact check of the points a
+ *	  operands in rows of width ld (float32 or bf16 copies, and the TF32
+ *	  centroids of Hopper's screen), the norms of the centroids as the
+ *	  products see them (and the largest, for the screen's bound), the
+ *	  rows' norms, and the exact check of the points a
  *	  tensor pass doubts (refine_labels, double without FMA, as the CPU
  *	  reference computes).
  *
@@ -174,6 +175,28 @@ launch_tf32_norms(const float *cp, int k, int ld, float *norms, unsigned int *la
 	GC_CUDA_TRY(cudaMemsetAsync(largest_bits, 0, sizeof(unsigned int), stream), err);
 	operand_norms_kernel<float><<<(k + 7) / 8, 256, 0, stream>>>(cp, k, ld, norms, largest_bits);
 	GC_CUDA_LAUNCHED("tf32_norms", err);
+	return GC_OK;
+}
+
+__global__ void
+round_tf32_kernel(const float *__restrict__ src, int64_t count, float *__restrict__ dst)
+{
+	for (int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; i < count;
+		 i += (int64_t) gridDim.x * blockDim.x)
+		dst[i] = __uint_as_float(to_tf32(src[i]));
+}
+
+GcStatus
+launch_round_tf32(const float *src, int64_t count, float *dst, cudaStream_t stream,
+				  GcError *err)
+{
+	int64_t		blocks = (count + 255) / 256;
+
+	if (count == 0)
+		return GC_OK;
+	round_tf32_kernel<<<(unsigned) (blocks < 4096 ? blocks : 4096), 256, 0, stream>>>(src, count,
+																					dst);
+	GC_CUDA_LAUNCHED("round_tf32", err);
 	return GC_OK;
 }
 

@@ -21,6 +21,7 @@
 
 #include "gc_math.h"
 #include "kmeans_kernels.cuh"
+#include "tensor_decision.cuh"
 #include "cuda_check.cuh"
 
 #define TM 128					/* points per block tile */
@@ -66,29 +67,6 @@ struct TileShape
 	static constexpr int KMMA = mode_is_16bit(MODE) ? 16 : 8;
 	static constexpr bool NORM_IN_ACC = MODE != GC_KERNEL_TENSOR_3XTF32;
 };
-
-/* What one pass reads and writes */
-typedef struct TensorArgs
-{
-	const void *x;				/* rows of width ld, float, bf16 or fp16 */
-	const void *c;				/* centroid rows of width ld, padded to TN rows */
-	const float *cnorm;			/* ||c||^2 as the products see the centroids */
-	const float *xnorm;			/* exact passes: |x|; NULL otherwise */
-	const unsigned int *radius_bits;
-	float		eps_sq;
-	float		eps_lin;
-	int64_t		rows;			/* points, or entries of row_map */
-	const int32_t *row_map;		/* (row, previous label) pairs, or NULL */
-	int			ld;
-	int			k;
-	int32_t    *labels;
-	unsigned long long *changed;
-	int32_t    *doubtful;		/* exact passes: the points left in doubt */
-	unsigned int *doubtful_count;
-	int			groups;			/* centroid groups a row tile is split into */
-	int			tiles_per_group;	/* centroid tiles in each */
-	TensorPartial *partials;	/* rows x groups top twos, when groups > 1 */
-} TensorArgs;
 
 __device__ __forceinline__ uint32_t
 to_tf32(float x)
@@ -210,20 +188,6 @@ valid_slices(int k, int col0, int warp_n)
 	int			left = k - col0 - warp_n * 32;
 
 	return left <= 0 ? 0 : min(4, (left + 7) / 8);
-}
-
-/* Merge (best, second, index) candidates, larger is nearer; the lower index wins ties */
-__device__ __forceinline__ void
-merge_top2(float &best, float &second, int &best_c, float ob, float os, int oc)
-{
-	if (ob > best || (ob == best && oc < best_c))
-	{
-		second = fmaxf(best, os);
-		best = ob;
-		best_c = oc;
-	}
-	else
-		second = fmaxf(second, ob);
 }
 
 /*
@@ -389,53 +353,6 @@ fold_tile(const float (&acc)[4][4][4], float (&best)[4][2], float (&second)[4][2
 						}
 					}
 			}
-}
-
-/*
- * Label one row from its top two (largest values: x.c - ||c||^2 / 2, or
- * 2 x.c - ||c||^2 for 3xTF32), or, in an exact pass whose gap is within
- * the error bound, list it for the next pass instead.  A pass over a list
- * labels the points row_map lists.
- */
-template <int MODE>
-__device__ __forceinline__ void
-decide_row(const TensorArgs &args, int64_t slot_row, float kept, float kept2, int c)
-{
-	constexpr float TO_DIST = MODE != GC_KERNEL_TENSOR_3XTF32 ? -2.0f : -1.0f;	/* kept -> ||c||^2 - 2 x.c */
-	const float *xnorm = args.xnorm;
-	int64_t		row = args.row_map != NULL ? args.row_map[2 * slot_row] : slot_row;
-	int			previous = args.row_map != NULL ? args.row_map[2 * slot_row + 1] :
-		args.labels[row];
-	float		b = TO_DIST * kept,
-				sec = fminf(TO_DIST * kept2, FLT_MAX);	/* no second when k = 1 */
-	float		reach = xnorm == NULL ? 0.0f :
-		xnorm[row] + __uint_as_float(*args.radius_bits);
-	float		bound = args.eps_sq * reach * reach;
-
-	if (xnorm != NULL && args.eps_lin > 0.0f)
-	{
-		/*
-		 * |x - c| of the best and second from ||c||^2 - 2 x.c, rounded
-		 * up; the best centroid's distance moves with its own norm, any
-		 * other's with at most C's
-		 */
-		float		xx = xnorm[row] * (1.0f + 0x1p-10f),
-					slack = bound + xx * xx,
-					moved = reach + xx + sqrtf(args.cnorm[c]) * (1.0f + 0x1p-10f);
-
-		bound += 0.5f * args.eps_lin * moved *
-			(sqrtf(fmaxf(b + slack, 0.0f)) + sqrtf(fmaxf(sec + slack, 0.0f)));
-	}
-	if (xnorm != NULL && sec - b <= bound)
-	{
-		unsigned	slot = atomicAdd(args.doubtful_count, 1u);
-
-		args.doubtful[2 * slot] = (int32_t) row;
-		args.doubtful[2 * slot + 1] = previous;
-	}
-	else if (args.changed != NULL && previous != c)
-		atomicAdd(args.changed, 1ULL);
-	args.labels[row] = c;
 }
 
 /*

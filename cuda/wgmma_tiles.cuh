@@ -9,24 +9,35 @@
  *	  A block of three warpgroups labels 128 points at a time (persistent:
  *	  one block per multiprocessor walks the row tiles).  Warpgroup 0 is
  *	  the producer: one thread issues bulk tensor copies (TMA,
- *	  cp.async.bulk.tensor) of 64-column slices of the 128 points and of
- *	  256 centroids into a ring of WG_STAGES shared-memory stages, 128-byte
+ *	  cp.async.bulk.tensor) of 128-byte column slices of the 128 points
+ *	  and of 256 centroids into a ring of WG_STAGES shared-memory stages, 128-byte
  *	  swizzled, each completing on its "full" mbarrier.  Warpgroups 1 and 2
  *	  are the consumers: each multiplies its 64 points by the stage's 256
- *	  centroids (m64n256k16, both operands K-major from shared memory,
+ *	  centroids (four products of 32 bytes of K, both operands K-major from shared memory,
  *	  FP32 accumulators in 128 registers a thread), releases the stage on
  *	  its "empty" mbarrier once the products that read it are done, and
  *	  after the last column slice folds the tile into its rows' running
  *	  best.  The accumulators start at -||c||^2 / 2 (-FLT_MAX past k), as
  *	  in the mma.sync kernel (tensor_tiles.cuh), so the epilogue only
  *	  compares; those values come with a tile's first stage (a bulk copy
- *	  of a padded array, so that no thread waits on global loads).  Rows past n and centroids past k read zeros (the copy
- *	  engine fills what lies outside the tensor map).
+ *	  of a padded array, so that no thread waits on global loads).  Rows
+ *	  past n and centroids past k read zeros (the copy engine fills what
+ *	  lies outside the tensor map).
+ *
+ *	  The element type is the template parameter (WgmmaElem names its PTX
+ *	  type): bf16 and fp16 (m64n256k16) or float read as TF32 (m64n256k8,
+ *	  only K-major operands, as here); every stage holds 128 bytes of each
+ *	  row, 64 16-bit values or 32 floats, so the ring and the descriptors
+ *	  are the same for all three.  The 16-bit passes trust every label.
+ *	  The TF32 screen (SCREEN) rounds its staged rows to TF32 as the
+ *	  mma.sync screen does (the centroids come rounded), keeps each row's
+ *	  two largest values and decides the row by the same rule and bound
+ *	  (tensor_decision.cuh): labelled, or listed for 3xTF32 when the gap is
+ *	  within the bound.
  *
  *	  Written in PTX (inline asm) rather than on CUTLASS/CuTe: one kernel
  *	  of a fixed shape needs a dozen instructions, and the build keeps no
- *	  dependency beyond nvcc.  The element type (bf16 or fp16) is the
- *	  template parameter; WgmmaElem names its PTX and TMA types.
+ *	  dependency beyond nvcc.
  *
  * IDENTIFICATION
  *	  cuda/wgmma_tiles.cuh
@@ -46,27 +57,34 @@
 
 #define WG_BM 128				/* points per row tile: two consumers of 64 */
 #define WG_BN 256				/* centroids per centroid tile */
-#define WG_BK 64				/* columns per stage: 128 bytes of 16-bit values */
 #define WG_STAGES 4
 #define WG_THREADS 384			/* the producer and two consumer warpgroups */
-#define WG_A_BYTES (WG_BM * WG_BK * 2)
-#define WG_B_BYTES (WG_BN * WG_BK * 2)
+#define WG_A_BYTES (WG_BM * WG_ROW_BYTES)
+#define WG_B_BYTES (WG_BN * WG_ROW_BYTES)
 #define WG_NORM_BYTES (WG_BN * 4)	/* a centroid tile's -||c||^2 / 2 */
 #define WG_STAGE_BYTES (WG_A_BYTES + WG_B_BYTES + WG_NORM_BYTES)
 #define WG_SMEM_BYTES (WG_STAGES * WG_STAGE_BYTES + 1024 + 2 * WG_STAGES * 8)
 
-/* The PTX type of a 16-bit element */
+/* An element's PTX type, and its columns in a stage's 128 bytes of a row */
 template <typename Elem>
 struct WgmmaElem;
 template <>
 struct WgmmaElem<__nv_bfloat16>
 {
-	static constexpr bool BF16 = true;
+	static constexpr WgmmaType TYPE = WGMMA_BF16;
+	static constexpr int COLUMNS = WG_ROW_BYTES / 2;
 };
 template <>
 struct WgmmaElem<__half>
 {
-	static constexpr bool BF16 = false;
+	static constexpr WgmmaType TYPE = WGMMA_FP16;
+	static constexpr int COLUMNS = WG_ROW_BYTES / 2;
+};
+template <>
+struct WgmmaElem<float>
+{
+	static constexpr WgmmaType TYPE = WGMMA_TF32;
+	static constexpr int COLUMNS = WG_ROW_BYTES / 4;
 };
 
 __device__ __forceinline__ uint32_t
@@ -175,12 +193,14 @@ wgmma_wait(void)
 }
 
 /*
- * d += a b^T, m64n256k16, both operands from shared memory, FP32
- * accumulation; TYPE is the operands' PTX type, "bf16" or "f16"
+ * d += a b^T over 32 bytes of K, both operands from shared memory, FP32
+ * accumulation: SHAPE is the instruction's shape and types, TAIL its
+ * immediates after scale-d (the operand scales, and the transposes the
+ * 16-bit types take; TF32 takes none)
  */
-#define WGMMA_M64N256K16(TYPE, d, a, b) \
+#define WGMMA_M64N256(SHAPE, TAIL, d, a, b) \
 		asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, 1, 0;\n\t" \
-					 "wgmma.mma_async.sync.aligned.m64n256k16.f32." TYPE "." TYPE " {" \
+					 "wgmma.mma_async.sync.aligned." SHAPE " {" \
 				 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
 				 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
 				 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
@@ -189,7 +209,7 @@ wgmma_wait(void)
 				 "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, " \
 				 "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
 				 "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}," \
-					 " %128, %129, p, 1, 1, 0, 0;\n\t}" \
+					 " %128, %129, p" TAIL ";\n\t}" \
 					 : \
 				   "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
 				   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
@@ -209,27 +229,29 @@ wgmma_wait(void)
 				   "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127]) \
 					 : "l"(a), "l"(b))
 
-/* d += a b^T, m64n256k16, in the operands' type */
+/* d += a b^T over 32 bytes of K (16 16-bit values or 8 TF32), in the operands' type */
 template <typename Elem>
 __device__ __forceinline__ void
-wgmma_m64n256k16(float (&d)[128], uint64_t a, uint64_t b)
+wgmma_32_bytes(float (&d)[128], uint64_t a, uint64_t b)
 {
-	if (WgmmaElem<Elem>::BF16)
-		WGMMA_M64N256K16("bf16", d, a, b);
+	if (WgmmaElem<Elem>::TYPE == WGMMA_BF16)
+		WGMMA_M64N256("m64n256k16.f32.bf16.bf16", ", 1, 1, 0, 0", d, a, b);
+	else if (WgmmaElem<Elem>::TYPE == WGMMA_FP16)
+		WGMMA_M64N256("m64n256k16.f32.f16.f16", ", 1, 1, 0, 0", d, a, b);
 	else
-		WGMMA_M64N256K16("f16", d, a, b);
+		WGMMA_M64N256("m64n256k8.f32.tf32.tf32", ", 1, 1", d, a, b);
 }
 
 /*
  * The producer: one thread fills the ring, stage after stage, in the
  * order the consumers read it (row tiles, then centroid tiles, then
- * column slices); a centroid tile's first stage also brings its
- * accumulators' starting values
+ * column slices of columns values); a centroid tile's first stage also
+ * brings its accumulators' starting values
  */
 __device__ __forceinline__ void
 produce(const CUtensorMap *xmap, const CUtensorMap *cmap, const float *half_norms,
 		uint8_t *stages, uint64_t *full, uint64_t *empty, int64_t first, int64_t row_tiles,
-		int ctiles, int kblocks)
+		int ctiles, int kblocks, int columns)
 {
 	uint32_t	it = 0;
 
@@ -242,8 +264,8 @@ produce(const CUtensorMap *xmap, const CUtensorMap *cmap, const float *half_norm
 
 				mbar_wait(&empty[s], ((it / WG_STAGES) & 1) ^ 1);
 				mbar_expect_tx(&full[s], WG_A_BYTES + WG_B_BYTES + (kb == 0 ? WG_NORM_BYTES : 0));
-				tma_load_2d(stage, xmap, kb * WG_BK, (int) (first + tile * WG_BM), &full[s]);
-				tma_load_2d(stage + WG_A_BYTES, cmap, kb * WG_BK, ct * WG_BN, &full[s]);
+				tma_load_2d(stage, xmap, kb * columns, (int) (first + tile * WG_BM), &full[s]);
+				tma_load_2d(stage + WG_A_BYTES, cmap, kb * columns, ct * WG_BN, &full[s]);
 				if (kb == 0)
 					bulk_load(stage + WG_A_BYTES + WG_B_BYTES, half_norms + ct * WG_BN,
 							  WG_NORM_BYTES, &full[s]);
@@ -272,10 +294,13 @@ start_tile(float (&acc)[128], const float *half_norms, int t)
  * (g and g + 8 of its warp's 16): its columns come in increasing order,
  * so the first of equal values, the lowest index, stays.  The tile's
  * winner is kept as its offset in the tile (a constant per value), the
- * index made once at the end.
+ * index made once at the end.  TOP_TWO (the screen) also keeps the
+ * second largest value, an equal one included.
  */
+template <bool TOP_TWO>
 __device__ __forceinline__ void
-fold_tile(const float (&acc)[128], float (&best)[2], int (&best_c)[2], int col0, int t)
+fold_tile(const float (&acc)[128], float (&best)[2], float (&second)[2], int (&best_c)[2],
+		  int col0, int t)
 {
 #pragma unroll
 	for (int h = 0; h < 2; h++)
@@ -290,6 +315,8 @@ fold_tile(const float (&acc)[128], float (&best)[2], int (&best_c)[2], int col0,
 			{
 				float		s = acc[j * 4 + h * 2 + e];
 
+				if (TOP_TWO)
+					second[h] = fmaxf(second[h], fminf(tile_best, s));
 				if (s > tile_best)
 				{
 					tile_best = s;
@@ -304,10 +331,6 @@ fold_tile(const float (&acc)[128], float (&best)[2], int (&best_c)[2], int col0,
 	}
 }
 
-/*
- * A row's best over the four threads of its quad (the lower index wins
- * ties); the first thread labels it and counts a change
- */
 /* -||c||^2 / 2 for c < k, -FLT_MAX up to the end of the last centroid tile */
 __global__ void
 half_norms_kernel(const float *cnorm, int k, int padded, float *half_norms)
@@ -316,9 +339,16 @@ half_norms_kernel(const float *cnorm, int k, int padded, float *half_norms)
 		half_norms[c] = c < k ? -0.5f * cnorm[c] : -FLT_MAX;
 }
 
+/*
+ * A row's best over the four threads of its quad (the lower index wins
+ * ties); the first thread labels it and counts a change, or, in the
+ * screen, decides it from its top two (tensor_decision.cuh), which counts
+ * its own changes
+ */
+template <bool SCREEN>
 __device__ __forceinline__ int
-finish_rows(const WgmmaArgs &args, float (&best)[2], int (&best_c)[2], int64_t row_base, int g,
-			int t)
+finish_rows(const WgmmaArgs &args, float (&best)[2], float (&second)[2], int (&best_c)[2],
+			int64_t row_base, int g, int t)
 {
 	int			changed = 0;
 
@@ -331,9 +361,12 @@ finish_rows(const WgmmaArgs &args, float (&best)[2], int (&best_c)[2], int64_t r
 		for (int off = 1; off < 4; off <<= 1)
 		{
 			float		ob = __shfl_xor_sync(0xffffffffu, best[h], off);
+			float		os = __shfl_xor_sync(0xffffffffu, second[h], off);
 			int			oc = __shfl_xor_sync(0xffffffffu, best_c[h], off);
 
-			if (ob > best[h] || (ob == best[h] && oc < best_c[h]))
+			if (SCREEN)
+				merge_top2(best[h], second[h], best_c[h], ob, os, oc);
+			else if (ob > best[h] || (ob == best[h] && oc < best_c[h]))
 			{
 				best[h] = ob;
 				best_c[h] = oc;
@@ -341,11 +374,47 @@ finish_rows(const WgmmaArgs &args, float (&best)[2], int (&best_c)[2], int64_t r
 		}
 		if (t == 0 && row < args.n)
 		{
-			changed += args.labels[row] != best_c[h];
-			args.labels[row] = best_c[h];
+			if (SCREEN)
+				decide_row<GC_KERNEL_TENSOR_TF32>(args.screen, row, best[h], second[h],
+												  best_c[h]);
+			else
+			{
+				changed += args.labels[row] != best_c[h];
+				args.labels[row] = best_c[h];
+			}
 		}
 	}
 	return changed;
+}
+
+/*
+ * The screen's rows as the mma.sync screen reads them: the warpgroup's 64
+ * staged rows (8 KB of floats; the swizzle moves whole 16-byte chunks, and
+ * the rounding is elementwise) rounded to TF32 in place (cvt.rna: the
+ * tensor cores would only cut the low 13 bits, twice the error), then the
+ * stores made visible to the tensor cores' reads (the async proxy) before
+ * any warp of the warpgroup issues its products
+ */
+__device__ __forceinline__ void
+round_rows_tf32(uint8_t *rows, int cw)
+{
+	float4	   *p = reinterpret_cast<float4 *>(rows) + (threadIdx.x & 127);
+
+#pragma unroll
+	for (int j = 0; j < 4; j++)
+	{
+		float4		v = p[128 * j];
+		uint32_t	r[4];
+
+		asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r[0]) : "f"(v.x));
+		asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r[1]) : "f"(v.y));
+		asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r[2]) : "f"(v.z));
+		asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r[3]) : "f"(v.w));
+		p[128 * j] = make_float4(__uint_as_float(r[0]), __uint_as_float(r[1]),
+								 __uint_as_float(r[2]), __uint_as_float(r[3]));
+	}
+	asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+	asm volatile("bar.sync %0, 128;" :: "r"(1 + cw) : "memory");
 }
 
 /*
@@ -353,8 +422,11 @@ finish_rows(const WgmmaArgs &args, float (&best)[2], int (&best_c)[2], int64_t r
  * every row tile.  Each stage's four products are committed as a group;
  * the stage before is released once its group is done (at most one group
  * in flight besides the newest), the last of a tile before the epilogue.
+ * The screen rounds a stage's rows just before its products (rounding
+ * the next stage while they run measured slower on the H100: 2.10 against
+ * 2.00 ms an iteration at n = 1M, d = 128, k = 1,024).
  */
-template <typename Elem>
+template <typename Elem, bool SCREEN>
 __device__ __forceinline__ int
 consume(const WgmmaArgs &args, uint8_t *stages, uint64_t *full, uint64_t *empty,
 		int64_t row_tiles, int ctiles, int kblocks, int cw)
@@ -370,6 +442,7 @@ consume(const WgmmaArgs &args, uint8_t *stages, uint64_t *full, uint64_t *empty,
 	for (int64_t tile = blockIdx.x; tile < row_tiles; tile += gridDim.x)
 	{
 		float		best[2] = {-FLT_MAX, -FLT_MAX};
+		float		second[2] = {-FLT_MAX, -FLT_MAX};
 		int			best_c[2] = {0, 0};
 
 		for (int ct = 0; ct < ctiles; ct++)
@@ -388,11 +461,13 @@ consume(const WgmmaArgs &args, uint8_t *stages, uint64_t *full, uint64_t *empty,
 
 				if (kb > 0)
 					mbar_wait(&full[s], (it / WG_STAGES) & 1);
+				if (SCREEN)
+					round_rows_tf32(stage + cw * (WG_A_BYTES / 2), cw);
 				fence_acc(acc);
 				wgmma_fence();
 #pragma unroll
-				for (int kk = 0; kk < WG_BK / 16; kk++)
-					wgmma_m64n256k16<Elem>(acc, a + 2 * kk, b + 2 * kk);	/* 32 bytes on */
+				for (int kk = 0; kk < WG_ROW_BYTES / 32; kk++)
+					wgmma_32_bytes<Elem>(acc, a + 2 * kk, b + 2 * kk);	/* 32 bytes on */
 				wgmma_commit();
 				fence_acc(acc);
 				if (kb > 0)
@@ -404,18 +479,20 @@ consume(const WgmmaArgs &args, uint8_t *stages, uint64_t *full, uint64_t *empty,
 			wgmma_wait<0>();
 			fence_acc(acc);
 			mbar_arrive(&empty[(it - 1) % WG_STAGES]);
-			fold_tile(acc, best, best_c, ct * WG_BN, t);
+			fold_tile<SCREEN>(acc, best, second, best_c, ct * WG_BN, t);
 		}
-		changed += finish_rows(args, best, best_c, tile * WG_BM + cw * 64 + warp * 16, g, t);
+		changed += finish_rows<SCREEN>(args, best, second, best_c,
+									   tile * WG_BM + cw * 64 + warp * 16, g, t);
 	}
 	return changed;
 }
 
 /*
  * Label every row: its nearest centroid into labels, the number of
- * changed labels added to changed (when not NULL)
+ * changed labels added to changed (when not NULL); the screen decides
+ * each row as args.screen says
  */
-template <typename Elem>
+template <typename Elem, bool SCREEN>
 __global__ void
 __launch_bounds__(WG_THREADS, 1)
 assign_points_wgmma_kernel(const __grid_constant__ CUtensorMap xmap,
@@ -428,7 +505,7 @@ assign_points_wgmma_kernel(const __grid_constant__ CUtensorMap xmap,
 	uint64_t   *empty = full + WG_STAGES;
 	int64_t		row_tiles = (args.n + WG_BM - 1) / WG_BM;
 	int			ctiles = (args.k + WG_BN - 1) / WG_BN;
-	int			kblocks = (args.ld + WG_BK - 1) / WG_BK;
+	int			kblocks = (args.ld + WgmmaElem<Elem>::COLUMNS - 1) / WgmmaElem<Elem>::COLUMNS;
 	int			wg = threadIdx.x / 128;
 
 	if (threadIdx.x == 0)
@@ -447,14 +524,15 @@ assign_points_wgmma_kernel(const __grid_constant__ CUtensorMap xmap,
 		asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
 		if (threadIdx.x == 0)
 			produce(&xmap, &cmap, args.half_norms, stages, full, empty, args.first, row_tiles,
-					ctiles, kblocks);
+					ctiles, kblocks, WgmmaElem<Elem>::COLUMNS);
 	}
 	else
 	{
 		int			changed;
 
 		asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
-		changed = consume<Elem>(args, stages, full, empty, row_tiles, ctiles, kblocks, wg - 1);
+		changed = consume<Elem, SCREEN>(args, stages, full, empty, row_tiles, ctiles, kblocks,
+										wg - 1);
 #pragma unroll
 		for (int off = 16; off > 0; off >>= 1)
 			changed += __shfl_xor_sync(0xffffffffu, changed, off);

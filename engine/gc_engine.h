@@ -297,7 +297,9 @@ typedef enum GcMetric
  * and shape (cuda/labelers.cu); a forced kernel is honoured where the
  * precision is float32: REGISTER and TILED ask for the SIMT kernel
  * (register up to d = 32, tiled above), TENSOR_SCREENED and TENSOR_3XTF32
- * for the TF32 screen, the others for themselves.  Under precision bf16,
+ * for the TF32 screen on mma.sync, TENSOR_SCREENED_WGMMA for it on Hopper's
+ * wgmma (where the device runs it; AUTO's choice there), the others for
+ * themselves.  Under precision bf16,
  * TENSOR_BF16 asks for the mma.sync kernel and TENSOR_BF16_WGMMA for the
  * Hopper one (where the device runs it).  The CPU ignores it.
  */
@@ -314,6 +316,7 @@ typedef enum GcKernel
 	GC_KERNEL_TENSOR_FP16,		/* fp16 alone (precision fp16) */
 	GC_KERNEL_TENSOR_BF16_WGMMA,	/* bf16 on Hopper's wgmma (precision bf16, sm_90a) */
 	GC_KERNEL_TENSOR_FP16_WGMMA,	/* fp16 on Hopper's wgmma (precision fp16, sm_90a) */
+	GC_KERNEL_TENSOR_SCREENED_WGMMA,	/* the TF32 screen on Hopper's wgmma (sm_90a) */
 	GC_KERNEL_COUNT
 } GcKernel;
 

@@ -180,13 +180,28 @@ gpu_blobs_close(GpuBlobs *b)
 	free(b->centres);
 }
 
+/* Whether the device is compute capability 9.0, where the wgmma kernels run */
+static bool
+on_hopper(void)
+{
+	char		device[128];
+	size_t		free_bytes,
+				total_bytes;
+
+	return gc_cuda_describe_device(device, sizeof(device), &free_bytes, &total_bytes) &&
+		strstr(device, "(sm_90)") != NULL;
+}
+
 /*
  * Exact labels from the tensor cores: float32 Lloyd on a shape that takes
  * the TF32 screen (d >= 12, k >= 128; below d = 12 the test forces it
- * with params.kernel, so that the narrow column steps stay tested) must equal the CPU's fit to the bit, on blobs (few doubtful
- * points) and on uniform data (many, labelled again by 3xTF32 and some
- * exactly).  On blobs, bf16 and fp16 products must find the same clusters:
- * their error is far below the gaps between blobs.
+ * with params.kernel, so that the narrow column steps stay tested) must
+ * equal the CPU's fit to the bit, on blobs (few doubtful points) and on
+ * uniform data (many, labelled again by 3xTF32 and some exactly).  On
+ * Hopper, rows of whole 128-byte steps (d = 32 and d > 32) take the wgmma
+ * screen, and the mma.sync screen is forced beside it.  On blobs, bf16
+ * and fp16 products must find the same clusters: their error is far below
+ * the gaps between blobs.
  */
 static void
 run_tensor_case(int64_t n, int d, int k, double sigma)
@@ -208,6 +223,9 @@ run_tensor_case(int64_t n, int d, int k, double sigma)
 	check(gpu.status == GC_OK && gpu.result.kernel != NULL &&
 		  strncmp(gpu.result.kernel, "tensor_", 7) == 0, "gpu used a tensor kernel", config);
 	printf("%s: kernel %s\n", config, gpu.result.kernel ? gpu.result.kernel : "?");
+	if (sigma > 0 && d >= 32 && on_hopper())
+		check(gpu.result.kernel != NULL && strcmp(gpu.result.kernel, "tensor_screened_wgmma") == 0,
+			  "on sm_90 the screen runs on wgmma", config);
 	check_same_fit(&cpu, &gpu, n, k, d, "gpu tensor float32", config);
 	{
 		/*
@@ -276,9 +294,6 @@ run_half_kernels_case(GcPrecision precision, int64_t n, int d, int k)
 	const char *mma_name = bf16 ? "tensor_bf16" : "tensor_fp16",
 			   *wgmma_name = bf16 ? "tensor_bf16_wgmma" : "tensor_fp16_wgmma";
 	char		config[80];
-	char		device[128];
-	size_t		free_bytes,
-				total_bytes;
 	GpuBlobs	blobs;
 	GcRows	   *pinned = &blobs.pinned;
 	Fit			cpu,
@@ -290,8 +305,7 @@ run_half_kernels_case(GcPrecision precision, int64_t n, int d, int k)
 
 	if (!gpu_blobs_open(&blobs, n, d, k, 0.5, (uint64_t) n * 13 + d * 7 + k))
 		return;
-	hopper = gc_cuda_describe_device(device, sizeof(device), &free_bytes, &total_bytes) &&
-		strstr(device, "(sm_90)") != NULL;
+	hopper = on_hopper();
 	snprintf(config, sizeof(config), "%s kernels n=%lld d=%d k=%d", name, (long long) n, d, k);
 
 	/* one labeling from the same seeds */
@@ -1248,6 +1262,8 @@ run_quick(void)
 	if (case_selected())
 		run_tensor_case(2000, 400, 200, 0.5);	/* points streamed past centroid tiles */
 	if (case_selected())
+		run_tensor_case(3000, 96, 300, -1.0);	/* uniform: many doubts (wgmma screen on Hopper) */
+	if (case_selected())
 		run_half_kernels_case(GC_PRECISION_BF16, 3000, 64, 300);	/* wgmma on Hopper */
 	if (case_selected())
 		run_half_kernels_case(GC_PRECISION_FP16, 3000, 64, 300);
@@ -1411,6 +1427,7 @@ main(int argc, char **argv)
 	run_tensor_case(20000, 64, 200, 0.5);
 	run_tensor_case(30000, 48, 256, 4.0);
 	run_tensor_case(20000, 40, 128, -1.0);	/* uniform in [0, 1)^d */
+	run_tensor_case(20000, 96, 300, -1.0);	/* uniform, partial centroid tiles */
 	run_tensor_case(20000, 64, 512, 0.5);	/* sums past shared memory: global atomics */
 	/* small d, the point tile resident: 32-, 64- and 128-byte column steps */
 	run_tensor_case(20000, 8, 200, 0.5);

@@ -12,7 +12,9 @@
  *		in the unit cube) or file:PATH (N x D little-endian doubles);
  *		KERNEL forces the float32 labeling kernel (GcKmeansParams.kernel):
  *		register or tiled (the SIMT kernel for D), tensor (the TF32
- *		screen) or tensor-streaming (the screen, both operands streamed);
+ *		screen on mma.sync), tensor-streaming (the same, both operands
+ *		streamed) or tensor-wgmma (the screen on Hopper's wgmma, where the
+ *		device runs it);
  *		under precision bf16, bf16-mma (the mma.sync kernel) or bf16-wgmma
  *		(the Hopper kernel, where the device runs it), and under fp16
  *		fp16-mma or fp16-wgmma; a comma-separated
@@ -54,6 +56,8 @@ parse_kernel(const char *forced, GcKernel *kernel, bool *streamed)
 		*kernel = GC_KERNEL_TENSOR_SCREENED;
 		*streamed = true;
 	}
+	else if (strcmp(forced, "tensor-wgmma") == 0)
+		*kernel = GC_KERNEL_TENSOR_SCREENED_WGMMA;
 	else if (strcmp(forced, "bf16-mma") == 0)
 		*kernel = GC_KERNEL_TENSOR_BF16;
 	else if (strcmp(forced, "bf16-wgmma") == 0)
@@ -147,7 +151,7 @@ bench(int64_t n, int d, int k, const char *data, const char *algorithm,
 	for (char *name = strtok(names, ","); name != NULL; name = strtok(NULL, ","))
 		if (!parse_kernel(name, &kernel, &streamed))
 		{
-			printf("unknown kernel %s: register, tiled, tensor, tensor-streaming, bf16-mma, "
+			printf("unknown kernel %s: register, tiled, tensor, tensor-streaming, tensor-wgmma, bf16-mma, "
 				   "bf16-wgmma, fp16-mma or fp16-wgmma (or a comma-separated list)\n", name);
 			exit(2);
 		}
