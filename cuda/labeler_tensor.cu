@@ -137,6 +137,9 @@ tensor_open(CudaSession *s, bool exact, void **state, GcError *err)
 	ALLOC_OR_RETURN(t->ctf32, (size_t) kpad * t->ld);
 	GC_CUDA_TRY(cudaMemsetAsync(t->ctf32, 0, sizeof(float) * kpad * t->ld, s->stream), err);
 	ALLOC_OR_RETURN(t->half_norms, (size_t) gc_wgmma_padded_k(s->k));
+	/* the screen's pass in groups of centroid tiles (labeling_wgmma.cu) */
+	if (t->group_tops == NULL && s->k > gc_wgmma_padded_k(1))
+		ALLOC_OR_RETURN(t->group_tops, (size_t) n * GC_TENSOR_MAX_GROUPS);
 	t->refine.wgmma_ops = &t->ops;
 	t->refine.wgmma_half_norms = t->half_norms;
 	return GC_OK;

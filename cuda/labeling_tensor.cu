@@ -361,7 +361,7 @@ launch_assign_points_tensor(const float *xp, const float *cp, const float *cnorm
 	{
 		TensorArgs	screen = exact_pass(xp, cp, refine->cnorm_tf32, refine, refine->eps_tf32_sq,
 										refine->eps_tf32_lin, n, NULL, ld, k, labels, changed,
-										refine->doubtful, refine->doubtful_count, NULL);
+										refine->doubtful, refine->doubtful_count, partials);
 
 		if (launch_screen_points_wgmma(refine->wgmma_ops, refine->wgmma_half_norms,
 									   refine->wgmma_first, &screen, stream, err) != GC_OK)

@@ -4,7 +4,12 @@
  *	  The Hopper labeling pass: whether the device runs it, the tensor
  *	  maps of its operands, and its launches (a persistent grid, one block
  *	  of the kernel in wgmma_tiles.cuh per multiprocessor): the 16-bit
- *	  pass and the TF32 screen.  Built for
+ *	  pass and the TF32 screen, whose pass over rows of several stages
+ *	  and k past one centroid tile runs in groups of centroid tiles and a
+ *	  merge (H100, n = 1M, k = 1,000 and 1,024: 1.93-1.95 against
+ *	  1.98-1.99 ms an iteration at d = 128, 11.84-11.86 against
+ *	  12.06-12.07 at d = 768; at d = 32, one stage a tile, 0.350 against
+ *	  0.334, so not there; bench/results/screen-wgmma-h100.md).  Built for
  *	  sm_90a alone (the Makefile's WGMMA_FLAGS); other devices take the
  *	  mma.sync kernels, which gc_wgmma_usable makes the labeler choose.
  *
@@ -217,5 +222,21 @@ launch_screen_points_wgmma(const WgmmaOperands *ops, const float *half_norms, in
 				  err) != GC_OK)
 		return err->status;
 	args.screen = *screen;
-	return launch_elem<float, true>(ops, args, stream, err);
+	if (screen->partials != NULL && screen->ld * 4 > WG_ROW_BYTES && screen->k > WG_BN)
+	{
+		int			ctiles = (screen->k + WG_BN - 1) / WG_BN;
+
+		args.tiles_per_group = (ctiles + GC_TENSOR_MAX_GROUPS - 1) / GC_TENSOR_MAX_GROUPS;
+		args.groups = (ctiles + args.tiles_per_group - 1) / args.tiles_per_group;
+		args.screen.groups = args.groups;
+		args.screen.tiles_per_group = args.tiles_per_group;
+	}
+	if (launch_elem<float, true>(ops, args, stream, err) != GC_OK)
+		return err->status;
+	if (args.groups > 1)
+	{
+		merge_groups_kernel<GC_KERNEL_TENSOR_TF32><<<1024, 256, 0, stream>>>(args.screen);
+		GC_CUDA_LAUNCHED("merge_groups", err);
+	}
+	return GC_OK;
 }

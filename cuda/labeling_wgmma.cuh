@@ -40,6 +40,8 @@ typedef struct WgmmaArgs
 	int64_t		n;				/* points: first .. first + n - 1, labelled into labels[0 .. n - 1] */
 	int			ld;				/* row width of the operands: WG_ROW_BYTES a stage */
 	int			k;
+	int			groups;			/* the screen: groups of centroid tiles (1: none) */
+	int			tiles_per_group;
 	int32_t    *labels;
 	unsigned long long *changed;
 	TensorArgs	screen;			/* the TF32 screen: how it decides a row */
@@ -82,7 +84,10 @@ GcStatus	launch_assign_points_wgmma(const WgmmaOperands *ops, const float *half_
 /*
  * The TF32 screen over the screen->rows points from first (of those ops
  * describes, floats; the centroids already TF32 values): each row decided
- * by screen (labels, bounds and the list of doubts, relative to first)
+ * by screen (labels, bounds and the list of doubts, relative to first).
+ * Given screen->partials (rows x GC_TENSOR_MAX_GROUPS), rows of more than
+ * one stage and more than one centroid tile, the pass runs in groups of
+ * centroid tiles and a merge decides the rows.
  */
 GcStatus	launch_screen_points_wgmma(const WgmmaOperands *ops, const float *half_norms,
 									   int64_t first, const TensorArgs *screen,

@@ -4,9 +4,10 @@
  *	  What a tensor-core labeling pass reads and writes (TensorArgs), and
  *	  how it decides a row from the two largest values of x.c - ||c||^2 / 2
  *	  it found: label it, or, in an exact pass whose gap is within the
- *	  error bound, list it for the next pass.  Shared by the mma.sync
- *	  kernels (tensor_tiles.cuh) and Hopper's TF32 screen (wgmma_tiles.cuh),
- *	  so both decide by the same rule.
+ *	  error bound, list it for the next pass; and the merge of a pass split
+ *	  into groups of centroid tiles.  Shared by the mma.sync kernels
+ *	  (tensor_tiles.cuh) and Hopper's TF32 screen (wgmma_tiles.cuh), so
+ *	  both decide by the same rule.
  *
  * IDENTIFICATION
  *	  cuda/tensor_decision.cuh
@@ -102,6 +103,28 @@ decide_row(const TensorArgs &args, int64_t slot_row, float kept, float kept2, in
 	else if (args.changed != NULL && previous != c)
 		atomicAdd(args.changed, 1ULL);
 	args.labels[row] = c;
+}
+
+/*
+ * A split pass's second half: each row's top two over its groups, merged
+ * in centroid order (so the lower index still wins ties), then decided
+ */
+template <int MODE>
+__global__ void
+merge_groups_kernel(const TensorArgs args)
+{
+	for (int64_t slot = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; slot < args.rows;
+		 slot += (int64_t) gridDim.x * blockDim.x)
+	{
+		const TensorPartial *p = args.partials + slot * args.groups;
+		float		kept = p[0].best,
+					kept2 = p[0].second;
+		int			c = p[0].index;
+
+		for (int q = 1; q < args.groups; q++)
+			merge_top2(kept, kept2, c, p[q].best, p[q].second, p[q].index);
+		decide_row<MODE>(args, slot, kept, kept2, c);
+	}
 }
 
 #endif							/* GC_TENSOR_DECISION_CUH */

@@ -4,8 +4,9 @@
  *	  The tensor-core labeling kernel templates (labeling_tensor.cu says
  *	  what they compute): the tile shapes, the operands' staging through
  *	  shared memory with cp.async, the mma.sync steps (TF32, 3xTF32, bf16
- *	  and fp16, named by their GcKernel), the fused top-two epilogue and the
- *	  merge of a split pass.  Included by the tensor launchers only.
+ *	  and fp16, named by their GcKernel) and the fused top-two epilogue (the
+ *	  decision and a split pass's merge are tensor_decision.cuh's).
+ *	  Included by the tensor launchers only.
  *
  * IDENTIFICATION
  *	  cuda/tensor_tiles.cuh
@@ -546,28 +547,6 @@ assign_points_tensor_kernel(const TensorArgs args)
 			else if (slot_row < args.rows)
 				decide_row<MODE>(args, slot_row, kept, kept2, c);
 		}
-	}
-}
-
-/*
- * A split pass's second half: each row's top two over its groups, merged
- * in centroid order (so the lower index still wins ties), then decided
- */
-template <int MODE>
-__global__ void
-merge_groups_kernel(const TensorArgs args)
-{
-	for (int64_t slot = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; slot < args.rows;
-		 slot += (int64_t) gridDim.x * blockDim.x)
-	{
-		const TensorPartial *p = args.partials + slot * args.groups;
-		float		kept = p[0].best,
-					kept2 = p[0].second;
-		int			c = p[0].index;
-
-		for (int q = 1; q < args.groups; q++)
-			merge_top2(kept, kept2, c, p[q].best, p[q].second, p[q].index);
-		decide_row<MODE>(args, slot, kept, kept2, c);
 	}
 }
 

@@ -243,20 +243,60 @@ wgmma_32_bytes(float (&d)[128], uint64_t a, uint64_t b)
 }
 
 /*
+ * A block's walk over the pass: items of one row tile and one group of
+ * consecutive centroid tiles, every gridDim.x-th item.  A pass in groups
+ * (the screen's, args.groups > 1) has neighbouring blocks take the same
+ * row tile for different groups at about the same time, so that the rows
+ * cross device memory about once rather than once per centroid tile; its
+ * items end in partial top twos, which a merge kernel decides.
+ */
+struct WgmmaWalk
+{
+	int64_t		items;
+	int			groups;
+	int			per_group;		/* centroid tiles of a group */
+	int			ctiles;
+
+	__device__ __forceinline__ WgmmaWalk(const WgmmaArgs &args)
+	{
+		ctiles = (args.k + WG_BN - 1) / WG_BN;
+		groups = args.groups > 1 ? args.groups : 1;
+		per_group = args.groups > 1 ? args.tiles_per_group : ctiles;
+		items = (args.n + WG_BM - 1) / WG_BM * groups;
+	}
+	__device__ __forceinline__ int64_t tile(int64_t item) const
+	{
+		return item / groups;
+	}
+	__device__ __forceinline__ int group(int64_t item) const
+	{
+		return (int) (item % groups);
+	}
+	__device__ __forceinline__ int first_ct(int64_t item) const
+	{
+		return group(item) * per_group;
+	}
+	__device__ __forceinline__ int end_ct(int64_t item) const
+	{
+		return min(ctiles, first_ct(item) + per_group);
+	}
+};
+
+/*
  * The producer: one thread fills the ring, stage after stage, in the
- * order the consumers read it (row tiles, then centroid tiles, then
- * column slices of columns values); a centroid tile's first stage also
- * brings its accumulators' starting values
+ * order the consumers read it (items, then centroid tiles, then column
+ * slices of columns values); a centroid tile's first stage also brings
+ * its accumulators' starting values
  */
 __device__ __forceinline__ void
 produce(const CUtensorMap *xmap, const CUtensorMap *cmap, const float *half_norms,
-		uint8_t *stages, uint64_t *full, uint64_t *empty, int64_t first, int64_t row_tiles,
-		int ctiles, int kblocks, int columns)
+		uint8_t *stages, uint64_t *full, uint64_t *empty, int64_t first, const WgmmaWalk &walk,
+		int kblocks, int columns)
 {
 	uint32_t	it = 0;
 
-	for (int64_t tile = blockIdx.x; tile < row_tiles; tile += gridDim.x)
-		for (int ct = 0; ct < ctiles; ct++)
+	for (int64_t item = blockIdx.x; item < walk.items; item += gridDim.x)
+		for (int ct = walk.first_ct(item); ct < walk.end_ct(item); ct++)
 			for (int kb = 0; kb < kblocks; kb++, it++)
 			{
 				int			s = it % WG_STAGES;
@@ -264,7 +304,8 @@ produce(const CUtensorMap *xmap, const CUtensorMap *cmap, const float *half_norm
 
 				mbar_wait(&empty[s], ((it / WG_STAGES) & 1) ^ 1);
 				mbar_expect_tx(&full[s], WG_A_BYTES + WG_B_BYTES + (kb == 0 ? WG_NORM_BYTES : 0));
-				tma_load_2d(stage, xmap, kb * columns, (int) (first + tile * WG_BM), &full[s]);
+				tma_load_2d(stage, xmap, kb * columns, (int) (first + walk.tile(item) * WG_BM),
+							&full[s]);
 				tma_load_2d(stage + WG_A_BYTES, cmap, kb * columns, ct * WG_BN, &full[s]);
 				if (kb == 0)
 					bulk_load(stage + WG_A_BYTES + WG_B_BYTES, half_norms + ct * WG_BN,
@@ -343,12 +384,12 @@ half_norms_kernel(const float *cnorm, int k, int padded, float *half_norms)
  * A row's best over the four threads of its quad (the lower index wins
  * ties); the first thread labels it and counts a change, or, in the
  * screen, decides it from its top two (tensor_decision.cuh), which counts
- * its own changes
+ * its own changes, or leaves its group's top two for the merge
  */
 template <bool SCREEN>
 __device__ __forceinline__ int
 finish_rows(const WgmmaArgs &args, float (&best)[2], float (&second)[2], int (&best_c)[2],
-			int64_t row_base, int g, int t)
+			int64_t row_base, int group, int g, int t)
 {
 	int			changed = 0;
 
@@ -374,7 +415,10 @@ finish_rows(const WgmmaArgs &args, float (&best)[2], float (&second)[2], int (&b
 		}
 		if (t == 0 && row < args.n)
 		{
-			if (SCREEN)
+			if (SCREEN && args.groups > 1)
+				reinterpret_cast<float4 *>(args.screen.partials)[row * args.groups + group] =
+					make_float4(best[h], second[h], __int_as_float(best_c[h]), 0.0f);
+			else if (SCREEN)
 				decide_row<GC_KERNEL_TENSOR_TF32>(args.screen, row, best[h], second[h],
 												  best_c[h]);
 			else
@@ -429,7 +473,7 @@ round_rows_tf32(uint8_t *rows, int cw)
 template <typename Elem, bool SCREEN>
 __device__ __forceinline__ int
 consume(const WgmmaArgs &args, uint8_t *stages, uint64_t *full, uint64_t *empty,
-		int64_t row_tiles, int ctiles, int kblocks, int cw)
+		const WgmmaWalk &walk, int kblocks, int cw)
 {
 	int			warp = (threadIdx.x >> 5) & 3,
 				lane = threadIdx.x & 31;
@@ -439,13 +483,13 @@ consume(const WgmmaArgs &args, uint8_t *stages, uint64_t *full, uint64_t *empty,
 	int			changed = 0;
 	float		acc[128];
 
-	for (int64_t tile = blockIdx.x; tile < row_tiles; tile += gridDim.x)
+	for (int64_t item = blockIdx.x; item < walk.items; item += gridDim.x)
 	{
 		float		best[2] = {-FLT_MAX, -FLT_MAX};
 		float		second[2] = {-FLT_MAX, -FLT_MAX};
 		int			best_c[2] = {0, 0};
 
-		for (int ct = 0; ct < ctiles; ct++)
+		for (int ct = walk.first_ct(item); ct < walk.end_ct(item); ct++)
 		{
 			/* the tile's first stage brings its starting values */
 			mbar_wait(&full[it % WG_STAGES], (it / WG_STAGES) & 1);
@@ -482,7 +526,8 @@ consume(const WgmmaArgs &args, uint8_t *stages, uint64_t *full, uint64_t *empty,
 			fold_tile<SCREEN>(acc, best, second, best_c, ct * WG_BN, t);
 		}
 		changed += finish_rows<SCREEN>(args, best, second, best_c,
-									   tile * WG_BM + cw * 64 + warp * 16, g, t);
+									   walk.tile(item) * WG_BM + cw * 64 + warp * 16,
+									   walk.group(item), g, t);
 	}
 	return changed;
 }
@@ -503,8 +548,7 @@ assign_points_wgmma_kernel(const __grid_constant__ CUtensorMap xmap,
 		((uintptr_t) smem_raw + 1023) & ~(uintptr_t) 1023);
 	uint64_t   *full = reinterpret_cast<uint64_t *>(stages + WG_STAGES * WG_STAGE_BYTES);
 	uint64_t   *empty = full + WG_STAGES;
-	int64_t		row_tiles = (args.n + WG_BM - 1) / WG_BM;
-	int			ctiles = (args.k + WG_BN - 1) / WG_BN;
+	WgmmaWalk	walk(args);
 	int			kblocks = (args.ld + WgmmaElem<Elem>::COLUMNS - 1) / WgmmaElem<Elem>::COLUMNS;
 	int			wg = threadIdx.x / 128;
 
@@ -523,16 +567,15 @@ assign_points_wgmma_kernel(const __grid_constant__ CUtensorMap xmap,
 	{
 		asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
 		if (threadIdx.x == 0)
-			produce(&xmap, &cmap, args.half_norms, stages, full, empty, args.first, row_tiles,
-					ctiles, kblocks, WgmmaElem<Elem>::COLUMNS);
+			produce(&xmap, &cmap, args.half_norms, stages, full, empty, args.first, walk,
+					kblocks, WgmmaElem<Elem>::COLUMNS);
 	}
 	else
 	{
 		int			changed;
 
 		asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
-		changed = consume<Elem, SCREEN>(args, stages, full, empty, row_tiles, ctiles, kblocks,
-										wg - 1);
+		changed = consume<Elem, SCREEN>(args, stages, full, empty, walk, kblocks, wg - 1);
 #pragma unroll
 		for (int off = 16; off > 0; off >>= 1)
 			changed += __shfl_xor_sync(0xffffffffu, changed, off);
