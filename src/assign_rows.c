@@ -12,6 +12,7 @@
  *-------------------------------------------------------------------------
  */
 #include "assign_rows.h"
+#include "array_growth.h"
 
 #include "miscadmin.h"
 #include "utils/memutils.h"
@@ -34,22 +35,6 @@ gc_assign_rows_create(MemoryContext context)
 	return rows;
 }
 
-/* Room for needed elements of size bytes in *array, doubling */
-static void *
-reserve(MemoryContext context, void *array, int64 *capacity, int64 needed, Size size)
-{
-	int64		grown = Max(*capacity, 1024);
-
-	if (needed <= *capacity)
-		return array;
-	while (grown < needed)
-		grown *= 2;
-	array = array == NULL ? MemoryContextAllocHuge(context, size * grown) :
-		repalloc_huge(array, size * grown);
-	*capacity = grown;
-	return array;
-}
-
 void
 gc_assign_rows_add(GcAssignRows *rows, bool id_is_null, int64 id, bool vector_is_null)
 {
@@ -57,7 +42,7 @@ gc_assign_rows_add(GcAssignRows *rows, bool id_is_null, int64 id, bool vector_is
 	{
 		GcNullVectorRow *row;
 
-		rows->null_vectors = reserve(rows->context, rows->null_vectors,
+		rows->null_vectors = gc_reserve(rows->context, rows->null_vectors,
 									 &rows->null_vectors_capacity,
 									 rows->nnull_vectors + 1, sizeof(GcNullVectorRow));
 		row = &rows->null_vectors[rows->nnull_vectors];
@@ -68,11 +53,11 @@ gc_assign_rows_add(GcAssignRows *rows, bool id_is_null, int64 id, bool vector_is
 	}
 	if (id_is_null)
 	{
-		rows->null_ids = reserve(rows->context, rows->null_ids, &rows->null_ids_capacity,
+		rows->null_ids = gc_reserve(rows->context, rows->null_ids, &rows->null_ids_capacity,
 								 rows->nnull_ids + 1, sizeof(int64));
 		rows->null_ids[rows->nnull_ids++] = rows->nids;
 	}
-	rows->ids = reserve(rows->context, rows->ids, &rows->ids_capacity, rows->nids + 1,
+	rows->ids = gc_reserve(rows->context, rows->ids, &rows->ids_capacity, rows->nids + 1,
 						sizeof(int64));
 	rows->ids[rows->nids++] = id_is_null ? 0 : id;
 }
@@ -147,11 +132,11 @@ gc_assign_rows_append(GcAssignRows *rows, const char *ids, int64 nids,
 			sizeof(int64) * counts.null_ids)
 			corrupt_extra("Its NULL rows' sizes do not agree.");
 	}
-	rows->ids = reserve(rows->context, rows->ids, &rows->ids_capacity, rows->nids + nids,
+	rows->ids = gc_reserve(rows->context, rows->ids, &rows->ids_capacity, rows->nids + nids,
 						sizeof(int64));
 	if (nids > 0)
 		memcpy(rows->ids + rows->nids, ids, sizeof(int64) * nids);
-	rows->null_vectors = reserve(rows->context, rows->null_vectors,
+	rows->null_vectors = gc_reserve(rows->context, rows->null_vectors,
 								 &rows->null_vectors_capacity,
 								 rows->nnull_vectors + counts.null_vectors,
 								 sizeof(GcNullVectorRow));
@@ -167,7 +152,7 @@ gc_assign_rows_append(GcAssignRows *rows, const char *ids, int64 nids,
 		row.place += first_place;
 		rows->null_vectors[rows->nnull_vectors++] = row;
 	}
-	rows->null_ids = reserve(rows->context, rows->null_ids, &rows->null_ids_capacity,
+	rows->null_ids = gc_reserve(rows->context, rows->null_ids, &rows->null_ids_capacity,
 							 rows->nnull_ids + counts.null_ids, sizeof(int64));
 	previous = -1;
 	for (int64 i = 0; i < counts.null_ids; i++, p += sizeof(int64))

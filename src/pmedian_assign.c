@@ -13,6 +13,7 @@
  *-------------------------------------------------------------------------
  */
 #include "pmedian_glue.h"
+#include "array_growth.h"
 
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
@@ -95,13 +96,8 @@ on_row(TupleTableSlot *slot, void *arg)
 					cs->shape.with_demand && !qnull ? DatumGetFloat8(q) : 0.0);
 	if (vecnull)
 	{
-		if (cs->nnull == cs->null_capacity)
-		{
-			cs->null_capacity = cs->null_capacity ? 2 * cs->null_capacity : 64;
-			cs->null_ids = cs->null_ids == NULL
-				? MemoryContextAllocHuge(cs->cxt, sizeof(int64) * cs->null_capacity)
-				: repalloc_huge(cs->null_ids, sizeof(int64) * cs->null_capacity);
-		}
+		cs->null_ids = gc_reserve(cs->cxt, cs->null_ids, &cs->null_capacity, cs->nnull + 1,
+								  sizeof(int64));
 		cs->null_ids[cs->nnull++] = gc_spi_id_value(id, cs->shape.idtype);
 	}
 }

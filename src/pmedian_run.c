@@ -22,10 +22,9 @@
  *-------------------------------------------------------------------------
  */
 #include "pmedian_glue.h"
+#include "array_growth.h"
 
 #include <math.h>
-
-#include "utils/memutils.h"
 
 void
 gc_pm_input_init(PmInput *in, bool with_demand, MemoryContext context)
@@ -37,28 +36,16 @@ gc_pm_input_init(PmInput *in, bool with_demand, MemoryContext context)
 	in->context = context;
 }
 
-/* Room for more ids (and demands) */
+/* Room for more ids (and demands: the same capacity, grown alike) */
 static void
 reserve_ids(PmInput *in, int64 more)
 {
 	int64		capacity = in->capacity;
 
-	if (in->count + more <= capacity)
-		return;
-	capacity = Max(Max(capacity * 2, 1024), in->count + more);
-	if (in->ids == NULL)
-	{
-		in->ids = MemoryContextAllocHuge(in->context, sizeof(int64) * capacity);
-		if (in->with_demand)
-			in->demand = MemoryContextAllocHuge(in->context, sizeof(double) * capacity);
-	}
-	else
-	{
-		in->ids = repalloc_huge(in->ids, sizeof(int64) * capacity);
-		if (in->with_demand)
-			in->demand = repalloc_huge(in->demand, sizeof(double) * capacity);
-	}
-	in->capacity = capacity;
+	in->ids = gc_reserve(in->context, in->ids, &in->capacity, in->count + more, sizeof(int64));
+	if (in->with_demand)
+		in->demand = gc_reserve(in->context, in->demand, &capacity, in->count + more,
+								sizeof(double));
 }
 
 static void
