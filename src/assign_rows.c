@@ -43,8 +43,8 @@ gc_assign_rows_add(GcAssignRows *rows, bool id_is_null, int64 id, bool vector_is
 		GcNullVectorRow *row;
 
 		rows->null_vectors = gc_reserve(rows->context, rows->null_vectors,
-									 &rows->null_vectors_capacity,
-									 rows->nnull_vectors + 1, sizeof(GcNullVectorRow));
+									    &rows->null_vectors_capacity,
+									    rows->nnull_vectors + 1, sizeof(GcNullVectorRow));
 		row = &rows->null_vectors[rows->nnull_vectors];
 		row->place = rows->nids + rows->nnull_vectors++;
 		row->id = id_is_null ? 0 : id;
@@ -54,11 +54,11 @@ gc_assign_rows_add(GcAssignRows *rows, bool id_is_null, int64 id, bool vector_is
 	if (id_is_null)
 	{
 		rows->null_ids = gc_reserve(rows->context, rows->null_ids, &rows->null_ids_capacity,
-								 rows->nnull_ids + 1, sizeof(int64));
+								    rows->nnull_ids + 1, sizeof(int64));
 		rows->null_ids[rows->nnull_ids++] = rows->nids;
 	}
 	rows->ids = gc_reserve(rows->context, rows->ids, &rows->ids_capacity, rows->nids + 1,
-						sizeof(int64));
+						   sizeof(int64));
 	rows->ids[rows->nids++] = id_is_null ? 0 : id;
 }
 
@@ -133,13 +133,13 @@ gc_assign_rows_append(GcAssignRows *rows, const char *ids, int64 nids,
 			corrupt_extra("Its NULL rows' sizes do not agree.");
 	}
 	rows->ids = gc_reserve(rows->context, rows->ids, &rows->ids_capacity, rows->nids + nids,
-						sizeof(int64));
+						   sizeof(int64));
 	if (nids > 0)
 		memcpy(rows->ids + rows->nids, ids, sizeof(int64) * nids);
 	rows->null_vectors = gc_reserve(rows->context, rows->null_vectors,
-								 &rows->null_vectors_capacity,
-								 rows->nnull_vectors + counts.null_vectors,
-								 sizeof(GcNullVectorRow));
+								    &rows->null_vectors_capacity,
+								    rows->nnull_vectors + counts.null_vectors,
+								    sizeof(GcNullVectorRow));
 	p = extra + sizeof(counts);
 	for (int64 i = 0; i < counts.null_vectors; i++, p += sizeof(GcNullVectorRow))
 	{
@@ -153,7 +153,7 @@ gc_assign_rows_append(GcAssignRows *rows, const char *ids, int64 nids,
 		rows->null_vectors[rows->nnull_vectors++] = row;
 	}
 	rows->null_ids = gc_reserve(rows->context, rows->null_ids, &rows->null_ids_capacity,
-							 rows->nnull_ids + counts.null_ids, sizeof(int64));
+							    rows->nnull_ids + counts.null_ids, sizeof(int64));
 	previous = -1;
 	for (int64 i = 0; i < counts.null_ids; i++, p += sizeof(int64))
 	{
