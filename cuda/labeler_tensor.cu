@@ -16,10 +16,10 @@
  * (early iterations on data without clusters) hands over to 3xTF32
  * alone, and is tried again SCREEN_RETRY iterations later.  On Hopper the
  * screen runs on wgmma (GC_KERNEL_TENSOR_SCREENED_WGMMA), its rows rounded
- * to TF32 in shared memory and its centroids rounded here (ctf32).  When more than
- * DOUBTFUL_MAX_FRACTION of the points need the exact check after 3xTF32,
- * the data defeat the product form and labeling moves to the tiled kernel
- * (measured on an H100, bench/results/).
+ * to TF32 in shared memory and its centroids rounded here (ctf32).  When
+ * more than DOUBTFUL_MAX_FRACTION of the points need the exact check after
+ * 3xTF32, the data defeat the product form and labeling moves to the tiled
+ * kernel (measured on an H100, bench/results/).
  *
  * IDENTIFICATION
  *	  cuda/labeler_tensor.cu

@@ -51,9 +51,8 @@
  *	  pass screens every point (on Hopper, for rows of whole 128-byte
  *	  column steps, the wgmma screen of labeling_wgmma.cu); the doubtful
  *	  ones, a few percent on clustered data, are labelled again by the
- *	  3xTF32 kernel, which reads
- *	  their rows through the screen's list, and its own doubtful points go
- *	  to refine_labels.  The screen's bound is in distances rather than
+ *	  3xTF32 kernel, which reads their rows through the screen's list, and
+ *	  its own doubtful points go to refine_labels.  The screen's bound is in distances rather than
  *	  squared distances: rounding x and c to TF32 moves |x - c| by at most
  *	  r(c) = 2^-11 (|x| + |c|), so with the norms of the rounded centroids
  *	  the screen's distances are exact distances between moved points, and
@@ -61,8 +60,9 @@
  *	  r(a) + r(C) further, C the largest centroid; float32 accumulation
  *	  (with the norm as its first term) adds a term in (|x| + |C|)^2.  The
  *	  wgmma screen rounds alike (its rows in shared memory, its centroids
- *	  beforehand) and keeps the bound.  The precision options tf32, bf16 and fp16 skip all refinement: they trade
- *	  exactness for speed by request (and the fit checks them on a sample,
+ *	  beforehand) and keeps the bound.  The precision options tf32, bf16
+ *	  and fp16 skip all refinement: they trade exactness for speed by
+ *	  request (and the fit checks them on a sample,
  *	  engine/precision_check.c).
  *
  *	  Operands are rows of width ld (gc_tensor_row_width): the centred

@@ -169,7 +169,7 @@ launch_elem(const WgmmaOperands *ops, const WgmmaArgs &args, cudaStream_t stream
 	return GC_OK;
 }
 
-/* The arguments of a pass over n rows from first; NULL when it cannot run */
+/* The arguments of a pass over n rows from first; an error when the kernel cannot take them */
 static GcStatus
 pass_args(WgmmaArgs *args, const float *half_norms, int64_t first, int64_t n, int ld,
 		  WgmmaType type, int k, GcError *err)

@@ -10,11 +10,12 @@
  *	  one block per multiprocessor walks the row tiles).  Warpgroup 0 is
  *	  the producer: one thread issues bulk tensor copies (TMA,
  *	  cp.async.bulk.tensor) of 128-byte column slices of the 128 points
- *	  and of 256 centroids into a ring of WG_STAGES shared-memory stages, 128-byte
- *	  swizzled, each completing on its "full" mbarrier.  Warpgroups 1 and 2
- *	  are the consumers: each multiplies its 64 points by the stage's 256
- *	  centroids (four products of 32 bytes of K, both operands K-major from shared memory,
- *	  FP32 accumulators in 128 registers a thread), releases the stage on
+ *	  and of 256 centroids into a ring of WG_STAGES shared-memory stages,
+ *	  128-byte swizzled, each completing on its "full" mbarrier.
+ *	  Warpgroups 1 and 2 are the consumers: each multiplies its 64 points
+ *	  by the stage's 256 centroids (four products of 32 bytes of K, both
+ *	  operands K-major from shared memory, FP32 accumulators in 128
+ *	  registers a thread), releases the stage on
  *	  its "empty" mbarrier once the products that read it are done, and
  *	  after the last column slice folds the tile into its rows' running
  *	  best.  The accumulators start at -||c||^2 / 2 (-FLT_MAX past k), as
