@@ -37,9 +37,10 @@ extern bool gc_cuda_describe_device(char *name, size_t namelen,
 									size_t *free_bytes, size_t *total_bytes);
 
 /*
- * Page-locked host memory (cudaHostAlloc), so copies can be asynchronous;
- * freed blocks are kept for reuse while they total at most
- * gc_pinned_cache_bytes (gpuclust.pinned_cache_mb)
+ * Page-locked host memory (pinned_memory.cu), so copies can be
+ * asynchronous; freed blocks are kept for reuse while they total at most
+ * gc_pinned_cache_bytes (gpuclust.pinned_cache_mb), and blocks a growing
+ * row store will ask for are prepared ahead by helper threads
  */
 extern void *gc_cuda_host_alloc(size_t bytes);
 extern void gc_cuda_host_free(void *ptr);

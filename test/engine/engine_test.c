@@ -29,6 +29,8 @@
 #include "harness.h"
 #include "kmeans_hybrid.h"
 #ifdef GC_WITH_CUDA
+#include <cuda_runtime_api.h>
+
 #include "gc_cuda.h"
 #endif
 
@@ -1142,6 +1144,89 @@ run_allocator_switch_case(void)
 		  "allocator switch: each chunk freed by its own allocator", "rowstore");
 }
 
+#ifdef GC_WITH_CUDA
+/* Whether ptr is page-locked host memory that CUDA knows */
+static bool
+is_pinned(const void *ptr)
+{
+	struct cudaPointerAttributes attr;
+
+	if (cudaPointerGetAttributes(&attr, ptr) != cudaSuccess)
+	{
+		(void) cudaGetLastError();
+		return false;
+	}
+	return attr.type == cudaMemoryTypeHost;
+}
+
+/*
+ * Pinning ahead (cuda/pinned_memory.cu): a row store of 1M-row scale
+ * chunks (d = 1024, 480 MB: seven 64 MB chunks, the later ones prepared by
+ * helper threads) reads back every value, and every chunk is page-locked;
+ * then blocks asked for out of step with the helpers (a size they did not
+ * prepare, frees between) are page-locked and hold what was written, and
+ * releasing everything leaves the allocator usable.
+ */
+static void
+run_pin_ahead_case(void)
+{
+	GcRows		rows;
+	GcError		err = {0};
+	int			d = 1024;
+	int64_t		n = 60000;
+	bool		same = true,
+				pinned = true;
+	size_t		sizes[] = {20u << 20, 20u << 20, 20u << 20, 24u << 20, 20u << 20, 20u << 20};
+	int			nblocks = (int) (sizeof(sizes) / sizeof(sizes[0]));
+	unsigned char *blocks[6];
+
+	gc_rows_init(&rows, d, gc_cuda_host_alloc, gc_cuda_host_free, &err);
+	for (int64_t i = 0; i < n && same; i++)
+	{
+		double	   *slot = gc_rows_reserve(&rows, &err);
+
+		same &= slot != NULL;
+		for (int j = 0; same && j < d; j++)
+			slot[j] = (double) (i * 3 + j);
+		if (same)
+			gc_rows_commit(&rows);
+	}
+	for (int64_t i = 0; i < rows.n; i++)
+		for (int j = 0; j < d; j += 97)
+			same &= gc_rows_get(&rows, i)[j] == (double) (i * 3 + j);
+	for (int c = 0; c < rows.nchunks; c++)
+		pinned &= is_pinned(rows.chunks[c].values);
+	check(rows.n == n && same, "pin ahead: every row reads back", "pinned memory");
+	check(rows.nchunks > 6 && pinned, "pin ahead: every chunk page-locked", "pinned memory");
+	gc_rows_release(&rows);
+
+	same = pinned = true;
+	for (int b = 0; b < nblocks; b++)
+	{
+		if (b == 4)
+			gc_cuda_host_free(blocks[0]);	/* a free settles the helpers */
+		blocks[b] = gc_cuda_host_alloc(sizes[b]);
+		same &= blocks[b] != NULL;
+		if (blocks[b] == NULL)
+			continue;
+		pinned &= is_pinned(blocks[b]) && is_pinned(blocks[b] + sizes[b] - 1);
+		memset(blocks[b], 'a' + b, sizes[b]);
+	}
+	for (int b = 1; b < nblocks; b++)
+		same &= blocks[b] != NULL && blocks[b][0] == 'a' + b &&
+			blocks[b][sizes[b] - 1] == 'a' + b && blocks[b][sizes[b] / 2] == 'a' + b;
+	check(same, "pin ahead: blocks out of step keep what was written", "pinned memory");
+	check(pinned, "pin ahead: blocks out of step page-locked", "pinned memory");
+	for (int b = 1; b < nblocks; b++)
+		gc_cuda_host_free(blocks[b]);
+	gc_cuda_trim_pinned_cache(0);
+	blocks[0] = gc_cuda_host_alloc(sizes[0]);
+	check(blocks[0] != NULL && is_pinned(blocks[0]), "pin ahead: usable after a trim to nothing",
+		  "pinned memory");
+	gc_cuda_host_free(blocks[0]);
+}
+#endif
+
 /*
  * Rows spread far wider than float32 holds (scaled by 1e20 and by 1e140;
  * the legal limit is 1e150): the fit asked for float32 labels in float64,
@@ -1474,6 +1559,7 @@ main(int argc, char **argv)
 		{
 			run_progress_case(&gc_kmeans_cuda_backend, "progress gpu");
 			run_restart_labels_case(&gc_kmeans_cuda_backend, "restarts gpu");
+			run_pin_ahead_case();
 		}
 	}
 #endif
