@@ -138,7 +138,7 @@ tensor_open(CudaSession *s, bool exact, void **state, GcError *err)
 	GC_CUDA_TRY(cudaMemsetAsync(t->ctf32, 0, sizeof(float) * kpad * t->ld, s->stream), err);
 	ALLOC_OR_RETURN(t->half_norms, (size_t) gc_wgmma_padded_k(s->k));
 	/* the screen's pass in groups of centroid tiles (labeling_wgmma.cu) */
-	if (t->group_tops == NULL && s->k > gc_wgmma_padded_k(1))
+	if (t->group_tops == NULL && gc_wgmma_screen_in_groups(t->ld, s->k))
 		ALLOC_OR_RETURN(t->group_tops, (size_t) n * GC_TENSOR_MAX_GROUPS);
 	t->refine.wgmma_ops = &t->ops;
 	t->refine.wgmma_half_norms = t->half_norms;

@@ -333,6 +333,8 @@ launch_assign_points_tensor(const float *xp, const float *cp, const float *cnorm
 							unsigned long long *changed, TensorPartial *partials,
 							cudaStream_t stream, GcError *err)
 {
+	TensorArgs	screen;
+
 	if (kernel == GC_KERNEL_TENSOR_TF32)
 		return launch_pass<GC_KERNEL_TENSOR_TF32>(plain_pass(xp, cp, cnorm, n, NULL, ld, k, labels,
 															 changed, partials),
@@ -357,22 +359,13 @@ launch_assign_points_tensor(const float *xp, const float *cp, const float *cnorm
 	 * over the points it doubts, then the exact check
 	 */
 	GC_CUDA_TRY(cudaMemsetAsync(refine->exact_count, 0, sizeof(unsigned int), stream), err);
-	if (kernel == GC_KERNEL_TENSOR_SCREENED_WGMMA)
-	{
-		TensorArgs	screen = exact_pass(xp, cp, refine->cnorm_tf32, refine, refine->eps_tf32_sq,
-										refine->eps_tf32_lin, n, NULL, ld, k, labels, changed,
-										refine->doubtful, refine->doubtful_count, partials);
-
-		if (launch_screen_points_wgmma(refine->wgmma_ops, refine->wgmma_half_norms,
-									   refine->wgmma_first, &screen, stream, err) != GC_OK)
-			return err->status;
-	}
-	else if (launch_pass<GC_KERNEL_TENSOR_TF32>(exact_pass(xp, cp, refine->cnorm_tf32, refine,
-														   refine->eps_tf32_sq,
-														   refine->eps_tf32_lin, n, NULL, ld, k,
-														   labels, changed, refine->doubtful,
-														   refine->doubtful_count, partials),
-												streamed, stream, err) != GC_OK)
+	screen = exact_pass(xp, cp, refine->cnorm_tf32, refine, refine->eps_tf32_sq,
+						refine->eps_tf32_lin, n, NULL, ld, k, labels, changed, refine->doubtful,
+						refine->doubtful_count, partials);
+	if ((kernel == GC_KERNEL_TENSOR_SCREENED_WGMMA ?
+		 launch_screen_points_wgmma(refine->wgmma_ops, refine->wgmma_half_norms,
+									refine->wgmma_first, &screen, stream, err) :
+		 launch_pass<GC_KERNEL_TENSOR_TF32>(screen, streamed, stream, err)) != GC_OK)
 		return err->status;
 	/* the list's length sizes the second pass's grid */
 	GC_CUDA_TRY(cudaMemcpyAsync(refine->count_host, refine->doubtful_count, sizeof(unsigned int),

@@ -137,6 +137,26 @@ launch_wgmma_half_norms(const float *cnorm, int k, float *half_norms, cudaStream
 	return GC_OK;
 }
 
+/*
+ * The multiprocessor count of the current device (the persistent grid's
+ * size), asked of the driver once per device
+ */
+static GcStatus
+multiprocessors(int *count, GcError *err)
+{
+	static int	known[GC_CUDA_MAX_DEVICES];	/* 0 until asked */
+	int			device = 0;
+
+	GC_CUDA_TRY(cudaGetDevice(&device), err);
+	*count = device < GC_CUDA_MAX_DEVICES ? __atomic_load_n(&known[device], __ATOMIC_RELAXED) : 0;
+	if (*count > 0)
+		return GC_OK;
+	GC_CUDA_TRY(cudaDeviceGetAttribute(count, cudaDevAttrMultiProcessorCount, device), err);
+	if (device < GC_CUDA_MAX_DEVICES)
+		__atomic_store_n(&known[device], *count, __ATOMIC_RELAXED);
+	return GC_OK;
+}
+
 template <typename Elem, bool SCREEN>
 static GcStatus
 launch_elem(const WgmmaOperands *ops, const WgmmaArgs &args, cudaStream_t stream, GcError *err)
@@ -152,8 +172,9 @@ launch_elem(const WgmmaOperands *ops, const WgmmaArgs &args, cudaStream_t stream
 				blocks = 0;
 	unsigned long long bit;
 
+	if (multiprocessors(&blocks, err) != GC_OK)
+		return err->status;
 	GC_CUDA_TRY(cudaGetDevice(&device), err);
-	GC_CUDA_TRY(cudaDeviceGetAttribute(&blocks, cudaDevAttrMultiProcessorCount, device), err);
 	bit = device < GC_CUDA_MAX_DEVICES ? 1ULL << device : 0;
 	if (bit == 0 || (__atomic_load_n(&configured, __ATOMIC_ACQUIRE) & bit) == 0)
 	{
@@ -208,6 +229,12 @@ launch_assign_points_wgmma(const WgmmaOperands *ops, const float *half_norms, in
 	return gc_fail(err, GC_ERR_DEVICE, "the 16-bit Hopper pass was given floats");
 }
 
+bool
+gc_wgmma_screen_in_groups(int ld, int k)
+{
+	return ld * (int) sizeof(float) > WG_ROW_BYTES && k > WG_BN;
+}
+
 GcStatus
 launch_screen_points_wgmma(const WgmmaOperands *ops, const float *half_norms, int64_t first,
 						   const TensorArgs *screen, cudaStream_t stream, GcError *err)
@@ -222,18 +249,19 @@ launch_screen_points_wgmma(const WgmmaOperands *ops, const float *half_norms, in
 				  err) != GC_OK)
 		return err->status;
 	args.screen = *screen;
-	if (screen->partials != NULL && screen->ld * 4 > WG_ROW_BYTES && screen->k > WG_BN)
+	if (gc_wgmma_screen_in_groups(screen->ld, screen->k))
 	{
 		int			ctiles = (screen->k + WG_BN - 1) / WG_BN;
 
-		args.tiles_per_group = (ctiles + GC_TENSOR_MAX_GROUPS - 1) / GC_TENSOR_MAX_GROUPS;
-		args.groups = (ctiles + args.tiles_per_group - 1) / args.tiles_per_group;
-		args.screen.groups = args.groups;
-		args.screen.tiles_per_group = args.tiles_per_group;
+		if (screen->partials == NULL)
+			return gc_fail(err, GC_ERR_DEVICE, "the Hopper screen in groups was given no partials");
+		args.screen.tiles_per_group = (ctiles + GC_TENSOR_MAX_GROUPS - 1) / GC_TENSOR_MAX_GROUPS;
+		args.screen.groups = (ctiles + args.screen.tiles_per_group - 1) /
+			args.screen.tiles_per_group;
 	}
 	if (launch_elem<float, true>(ops, args, stream, err) != GC_OK)
 		return err->status;
-	if (args.groups > 1)
+	if (args.screen.groups > 1)
 	{
 		merge_groups_kernel<GC_KERNEL_TENSOR_TF32><<<1024, 256, 0, stream>>>(args.screen);
 		GC_CUDA_LAUNCHED("merge_groups", err);

@@ -40,11 +40,10 @@ typedef struct WgmmaArgs
 	int64_t		n;				/* points: first .. first + n - 1, labelled into labels[0 .. n - 1] */
 	int			ld;				/* row width of the operands: WG_ROW_BYTES a stage */
 	int			k;
-	int			groups;			/* the screen: groups of centroid tiles (1: none) */
-	int			tiles_per_group;
 	int32_t    *labels;
 	unsigned long long *changed;
-	TensorArgs	screen;			/* the TF32 screen: how it decides a row */
+	TensorArgs	screen;			/* the TF32 screen: how it decides a row, in how many
+								 * groups of centroid tiles (0 or 1: one) */
 } WgmmaArgs;
 
 /* The operands of the pass: rows of width ld, as tensor maps */
@@ -82,12 +81,18 @@ GcStatus	launch_assign_points_wgmma(const WgmmaOperands *ops, const float *half_
 									   GcError *err);
 
 /*
+ * Whether the screen over rows of ld floats and k centroids runs in groups
+ * of centroid tiles, and so needs partials for rows x GC_TENSOR_MAX_GROUPS
+ * (rows of more than one stage and more than one centroid tile)
+ */
+bool		gc_wgmma_screen_in_groups(int ld, int k);
+
+/*
  * The TF32 screen over the screen->rows points from first (of those ops
  * describes, floats; the centroids already TF32 values): each row decided
  * by screen (labels, bounds and the list of doubts, relative to first).
- * Given screen->partials (rows x GC_TENSOR_MAX_GROUPS), rows of more than
- * one stage and more than one centroid tile, the pass runs in groups of
- * centroid tiles and a merge decides the rows.
+ * Where gc_wgmma_screen_in_groups, it runs in groups of centroid tiles
+ * into screen->partials and a merge decides the rows.
  */
 GcStatus	launch_screen_points_wgmma(const WgmmaOperands *ops, const float *half_norms,
 									   int64_t first, const TensorArgs *screen,

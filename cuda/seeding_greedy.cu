@@ -45,6 +45,11 @@
 #define GREEDY_STAGED 4096		/* row values a potential pass stages at once (32 kB) */
 #define GREEDY_LOADS 16			/* loads in flight per thread while staging */
 
+/* greedy_potential_kernel for one value of its template argument */
+typedef void (*PotentialKernel) (const double *, const double *, int64_t, int, int, int, int, int,
+								 int, const unsigned long long *, const double *, double *,
+								 gc_u128 *);
+
 /* Shared memory of greedy_potential_kernel for blocks of rows rows */
 static size_t
 potential_shared_bytes(int rows)
@@ -388,6 +393,7 @@ run_steps(const double *x64, const uint64_t *hashes, const double *weights,
 				device = 0,
 				nblocks;
 	long long  *chosen_host;
+	PotentialKernel potential = greedy_potential_kernel<1>;
 	/* a step is about (L + 1) n d units: poll after GC_POLL_WORK_GPU of them */
 	int64_t		poll_steps = gc_poll_gpu_items(gc_gpu_pass_units(n, (int64_t) d * (L + 1)), 1, k);
 
@@ -403,6 +409,7 @@ run_steps(const double *x64, const uint64_t *hashes, const double *weights,
 	{
 		threads = GREEDY_SMALL_THREADS;
 		split = GREEDY_SMALL_SPLIT;
+		potential = greedy_potential_kernel<GREEDY_SMALL_SPLIT>;
 	}
 	nblocks = (int) ((n + threads - 1) / threads);
 
@@ -437,16 +444,9 @@ run_steps(const double *x64, const uint64_t *hashes, const double *weights,
 				int			group_count = step_candidates - g * GREEDY_GROUP < GREEDY_GROUP ?
 					step_candidates - g * GREEDY_GROUP : GREEDY_GROUP;
 
-				if (split == GREEDY_SMALL_SPLIT)
-					greedy_potential_kernel<GREEDY_SMALL_SPLIT>
-						<<<nblocks, threads * split, potential_shared_bytes(threads), stream>>>(
-						x64, weights, n, d, t, L, g * GREEDY_GROUP, group_count, inertia_exp,
-						b->race, b->mind2, b->cand_d2, b->partials);
-				else
-					greedy_potential_kernel<1>
-						<<<nblocks, threads, potential_shared_bytes(threads), stream>>>(
-						x64, weights, n, d, t, L, g * GREEDY_GROUP, group_count, inertia_exp,
-						b->race, b->mind2, b->cand_d2, b->partials);
+				potential<<<nblocks, threads * split, potential_shared_bytes(threads), stream>>>(
+					x64, weights, n, d, t, L, g * GREEDY_GROUP, group_count, inertia_exp,
+					b->race, b->mind2, b->cand_d2, b->partials);
 				GC_CUDA_LAUNCHED("greedy_potential", err);
 			}
 		greedy_pick_kernel<<<1, GREEDY_THREADS, 0, stream>>>(

@@ -5,7 +5,8 @@
  *	  how it decides a row from the two largest values of x.c - ||c||^2 / 2
  *	  it found: label it, or, in an exact pass whose gap is within the
  *	  error bound, list it for the next pass; and the merge of a pass split
- *	  into groups of centroid tiles.  Shared by the mma.sync kernels
+ *	  into groups of centroid tiles; and the rounding to TF32 (to
+ *	  nearest, the rounding the bound assumes).  Shared by the mma.sync kernels
  *	  (tensor_tiles.cuh) and Hopper's TF32 screen (wgmma_tiles.cuh), so
  *	  both decide by the same rule.
  *
@@ -20,6 +21,16 @@
 #include <float.h>
 
 #include "kmeans_kernels.cuh"
+
+/* x rounded to the nearest TF32 value (cvt.rna), as its bit pattern */
+__device__ __forceinline__ uint32_t
+to_tf32(float x)
+{
+	uint32_t	r;
+
+	asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+	return r;
+}
 
 /* What one pass reads and writes */
 typedef struct TensorArgs

@@ -69,15 +69,6 @@ struct TileShape
 	static constexpr bool NORM_IN_ACC = MODE != GC_KERNEL_TENSOR_3XTF32;
 };
 
-__device__ __forceinline__ uint32_t
-to_tf32(float x)
-{
-	uint32_t	r;
-
-	asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
-	return r;
-}
-
 /* d += a b (m16n8k8, TF32) */
 __device__ __forceinline__ void
 mma_tf32(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2])

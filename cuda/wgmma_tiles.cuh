@@ -246,7 +246,7 @@ wgmma_32_bytes(float (&d)[128], uint64_t a, uint64_t b)
 /*
  * A block's walk over the pass: items of one row tile and one group of
  * consecutive centroid tiles, every gridDim.x-th item.  A pass in groups
- * (the screen's, args.groups > 1) has neighbouring blocks take the same
+ * (the screen's, args.screen.groups > 1) has neighbouring blocks take the same
  * row tile for different groups at about the same time, so that the rows
  * cross device memory about once rather than once per centroid tile; its
  * items end in partial top twos, which a merge kernel decides.
@@ -261,8 +261,8 @@ struct WgmmaWalk
 	__device__ __forceinline__ WgmmaWalk(const WgmmaArgs &args)
 	{
 		ctiles = (args.k + WG_BN - 1) / WG_BN;
-		groups = args.groups > 1 ? args.groups : 1;
-		per_group = args.groups > 1 ? args.tiles_per_group : ctiles;
+		groups = args.screen.groups > 1 ? args.screen.groups : 1;
+		per_group = groups > 1 ? args.screen.tiles_per_group : ctiles;
 		items = (args.n + WG_BM - 1) / WG_BM * groups;
 	}
 	__device__ __forceinline__ int64_t tile(int64_t item) const
@@ -416,8 +416,8 @@ finish_rows(const WgmmaArgs &args, float (&best)[2], float (&second)[2], int (&b
 		}
 		if (t == 0 && row < args.n)
 		{
-			if (SCREEN && args.groups > 1)
-				reinterpret_cast<float4 *>(args.screen.partials)[row * args.groups + group] =
+			if (SCREEN && args.screen.groups > 1)
+				reinterpret_cast<float4 *>(args.screen.partials)[row * args.screen.groups + group] =
 					make_float4(best[h], second[h], __int_as_float(best_c[h]), 0.0f);
 			else if (SCREEN)
 				decide_row<GC_KERNEL_TENSOR_TF32>(args.screen, row, best[h], second[h],
@@ -449,14 +449,9 @@ round_rows_tf32(uint8_t *rows, int cw)
 	for (int j = 0; j < 4; j++)
 	{
 		float4		v = p[128 * j];
-		uint32_t	r[4];
 
-		asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r[0]) : "f"(v.x));
-		asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r[1]) : "f"(v.y));
-		asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r[2]) : "f"(v.z));
-		asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r[3]) : "f"(v.w));
-		p[128 * j] = make_float4(__uint_as_float(r[0]), __uint_as_float(r[1]),
-								 __uint_as_float(r[2]), __uint_as_float(r[3]));
+		p[128 * j] = make_float4(__uint_as_float(to_tf32(v.x)), __uint_as_float(to_tf32(v.y)),
+								 __uint_as_float(to_tf32(v.z)), __uint_as_float(to_tf32(v.w)));
 	}
 	asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 	asm volatile("bar.sync %0, 128;" :: "r"(1 + cw) : "memory");
