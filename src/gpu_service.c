@@ -197,18 +197,36 @@ gpu_budget(int g)
 }
 
 /*
- * GPU memory a fit may hold, an upper bound: the rows in double, their
- * labels, distances, hashes and bounds, the centroids and their sums, and
- * the labelers' workspace
+ * GPU memory a fit may hold, an upper bound, in bytes per row (cuda/):
+ * - the session's (kmeans_cuda.cu): the rows in double and float32 (12 d),
+ *   weights, hashes, labels, previous labels, moves and work (40);
+ * - the largest labeler's, one at a time: the pruned one's re-ordered
+ *   copies (12 d) and its orders, keys and work per point (48 and 24 for
+ *   the copies' labels and weights), or the tensor one's rows padded to
+ *   ld <= d + 31 floats (4 d + 124), the screen's group partials (16 x
+ *   GC_TENSOR_MAX_GROUPS = 128), norms and lists of doubts (20); the
+ *   bf16 labeler's half-width rows and partials are less;
+ * - greedy seeding's distances: the minimum and its candidates', the
+ *   latter only where they fit beside the data (8 + 8 min(d, 2 + ln k)),
+ *   bounded here by 8 + 8 min(d, 32);
+ * and per centroid six copies of it (the centroids in double and float32,
+ * their previous values, sums, padded and TF32 copies: 48 d), the pruned
+ * labeler's three k x k tables where it runs (k <= GC_PRUNED_MAX_K, 4096),
+ * and 64 MB of workspace
  */
 static Size
 estimate_gpu_bytes(const GcServiceRequest *req)
 {
 	double		n = req->n,
 				d = req->d,
-				k = req->params.k;
+				k = req->params.k,
+				pruned = 12 * d + 72,
+				tensor = 4 * d + 124 + 128 + 20,
+				seeding = 8 + 8 * Min(d, 32),
+				pruned_k = Min(k, 4096);
 
-	return (Size) (n * d * 8 + n * 40 + k * d * 48 + (64 << 20));
+	return (Size) (n * (12 * d + 40 + Max(pruned, tensor) + seeding) +
+				   k * d * 48 + pruned_k * pruned_k * 12 + (64 << 20));
 }
 
 /*
