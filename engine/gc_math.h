@@ -244,8 +244,18 @@ gc_unit_normalize(double *x, int d)
 				s = 0.0,
 				norm;
 
+	/*
+	 * The largest magnitude, as fmax would take it (a NaN never wins) but
+	 * by a select, which vectorises: fmax is a libm call per element on
+	 * the host, which made normalising a 768-dimensional row cost more
+	 * than collecting it
+	 */
 	for (int j = 0; j < d; j++)
-		top = fmax(top, fabs(x[j]));
+	{
+		double		a = fabs(x[j]);
+
+		top = a > top ? a : top;
+	}
 	if (top == 0.0)
 		return false;
 	for (int j = 0; j < d; j++)
