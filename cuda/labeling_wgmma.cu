@@ -138,16 +138,14 @@ launch_wgmma_half_norms(const float *cnorm, int k, float *half_norms, cudaStream
 }
 
 /*
- * The multiprocessor count of the current device (the persistent grid's
- * size), asked of the driver once per device
+ * The multiprocessor count of device (the persistent grid's size), asked
+ * of the driver once per device
  */
 static GcStatus
-multiprocessors(int *count, GcError *err)
+multiprocessors(int device, int *count, GcError *err)
 {
 	static int	known[GC_CUDA_MAX_DEVICES];	/* 0 until asked */
-	int			device = 0;
 
-	GC_CUDA_TRY(cudaGetDevice(&device), err);
 	*count = device < GC_CUDA_MAX_DEVICES ? __atomic_load_n(&known[device], __ATOMIC_RELAXED) : 0;
 	if (*count > 0)
 		return GC_OK;
@@ -172,9 +170,9 @@ launch_elem(const WgmmaOperands *ops, const WgmmaArgs &args, cudaStream_t stream
 				blocks = 0;
 	unsigned long long bit;
 
-	if (multiprocessors(&blocks, err) != GC_OK)
-		return err->status;
 	GC_CUDA_TRY(cudaGetDevice(&device), err);
+	if (multiprocessors(device, &blocks, err) != GC_OK)
+		return err->status;
 	bit = device < GC_CUDA_MAX_DEVICES ? 1ULL << device : 0;
 	if (bit == 0 || (__atomic_load_n(&configured, __ATOMIC_ACQUIRE) & bit) == 0)
 	{

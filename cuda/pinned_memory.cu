@@ -231,8 +231,10 @@ start_ahead(size_t bytes)
 }
 
 /*
- * Join every helper; the block of one that prepared exactly bytes is
- * returned (the first such), the others are cached or released
+ * Join the helpers that prepared another size than bytes, caching or
+ * releasing their blocks, and one that prepared bytes, whose block is
+ * returned (NULL if none, or if it failed); the others preparing bytes go
+ * on.  settle_ahead(0) joins every helper.
  */
 static void *
 settle_ahead(size_t bytes)

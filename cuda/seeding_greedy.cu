@@ -45,11 +45,6 @@
 #define GREEDY_STAGED 4096		/* row values a potential pass stages at once (32 kB) */
 #define GREEDY_LOADS 16			/* loads in flight per thread while staging */
 
-/* greedy_potential_kernel for one value of its template argument */
-typedef void (*PotentialKernel) (const double *, const double *, int64_t, int, int, int, int, int,
-								 int, const unsigned long long *, const double *, double *,
-								 gc_u128 *);
-
 /* Shared memory of greedy_potential_kernel for blocks of rows rows */
 static size_t
 potential_shared_bytes(int rows)
@@ -393,7 +388,7 @@ run_steps(const double *x64, const uint64_t *hashes, const double *weights,
 				device = 0,
 				nblocks;
 	long long  *chosen_host;
-	PotentialKernel potential = greedy_potential_kernel<1>;
+	decltype(&greedy_potential_kernel<1>) potential = greedy_potential_kernel<1>;
 	/* a step is about (L + 1) n d units: poll after GC_POLL_WORK_GPU of them */
 	int64_t		poll_steps = gc_poll_gpu_items(gc_gpu_pass_units(n, (int64_t) d * (L + 1)), 1, k);
 
