@@ -41,7 +41,7 @@ PG_CPPFLAGS = -Iengine -Icuda
 
 ifeq ($(WITH_CUDA),1)
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
-CUDA_OBJS = cuda/device.o cuda/pinned_memory.o cuda/kmeans_cuda.o cuda/labelers.o cuda/labeler_simt.o \
+CUDA_OBJS = cuda/device.o cuda/pinned_memory.o cuda/host_upload.o cuda/kmeans_cuda.o cuda/labelers.o cuda/labeler_simt.o \
 	cuda/labeler_float64.o cuda/labeler_tensor.o cuda/labeler_bf16.o cuda/labeler_pruned.o \
 	cuda/labeling_wgmma.o \
 	cuda/labeling.o cuda/labeling_tensor.o cuda/tensor_operands.o \

@@ -2,7 +2,8 @@
  *
  * kmeans_cuda.cu
  *	  The CUDA k-means backend: a session uploads the row store's chunks
- *	  from page-locked memory with asynchronous copies, then seeds, and
+ *	  (host_upload.cu: asynchronously from page-locked memory, staged by
+ *	  helper threads from pageable memory), then seeds, and
  *	  offers the driver (engine/kmeans_fit.c) its steps: begin a restart,
  *	  one label-and-update iteration, the end of a restart, scoring.  Per
  *	  iteration only a 40-byte status (labels changed, largest centroid
@@ -28,6 +29,7 @@
 #include <string.h>
 
 #include "gc_cuda.h"
+#include "host_upload.cuh"
 #include "kmeans_session.cuh"
 #include "cuda_check.cuh"
 
@@ -46,6 +48,7 @@ upload(CudaSession *s, GcError *err)
 	int64_t		n = s->n;
 	int			d = s->d,
 				k = s->k;
+	HostCopies	copies = {0};
 
 	GC_CUDA_TRY(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking), err);
 	ALLOC_OR_RETURN(s->x64, (size_t) n * d);
@@ -81,17 +84,19 @@ upload(CudaSession *s, GcError *err)
 	{
 		const GcChunk *chunk = &rows->chunks[c];
 
-		GC_CUDA_TRY(cudaMemcpyAsync(s->x64 + (size_t) chunk->first_row * d, chunk->values,
-									sizeof(double) * d * chunk->count,
-									cudaMemcpyHostToDevice, s->stream), err);
-		GC_CUDA_TRY(cudaMemcpyAsync(s->hashes + chunk->first_row, chunk->hashes,
-									sizeof(uint64_t) * chunk->count,
-									cudaMemcpyHostToDevice, s->stream), err);
-		if (s->weights)
-			GC_CUDA_TRY(cudaMemcpyAsync(s->weights + chunk->first_row, chunk->weights,
-										sizeof(double) * chunk->count,
-										cudaMemcpyHostToDevice, s->stream), err);
+		if (!gc_host_copies_add(&copies, s->x64 + (size_t) chunk->first_row * d, chunk->values,
+								sizeof(double) * d * chunk->count) ||
+			!gc_host_copies_add(&copies, s->hashes + chunk->first_row, chunk->hashes,
+								sizeof(uint64_t) * chunk->count) ||
+			(s->weights && !gc_host_copies_add(&copies, s->weights + chunk->first_row,
+											   chunk->weights, sizeof(double) * chunk->count)))
+		{
+			free(copies.items);
+			return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for the upload");
+		}
 	}
+	if (gc_host_copies_run(&copies, s->stream, err) != GC_OK)
+		return err->status;
 	GC_CUDA_TRY(cudaMemcpyAsync(s->offset, s->frame->offset, sizeof(double) * d,
 								cudaMemcpyHostToDevice, s->stream), err);
 	GC_CUDA_TRY(cudaMemcpyAsync(s->scale, s->frame->scale, sizeof(double) * d,

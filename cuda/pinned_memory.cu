@@ -71,6 +71,8 @@ typedef struct PinAhead
 size_t		gc_pinned_cache_bytes = 0;
 static void *cached_blocks[PINNED_CACHE_SLOTS];
 static size_t cached_total = 0;
+/* the cache, which staging buffers (host_upload.cu) take from any thread */
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 static PinAhead ahead[PIN_AHEAD_DEPTH];
 static size_t last_large_bytes = 0; /* the last request of PIN_AHEAD_MIN_BYTES or more */
 
@@ -153,31 +155,38 @@ release_block(void *block)
 static void
 cache_or_release(void *block)
 {
+	bool		cached = false;
+
+	pthread_mutex_lock(&cache_lock);
 	if (cached_total + block_size(block) <= gc_pinned_cache_bytes)
-		for (int i = 0; i < PINNED_CACHE_SLOTS; i++)
+		for (int i = 0; i < PINNED_CACHE_SLOTS && !cached; i++)
 			if (cached_blocks[i] == NULL)
 			{
 				cached_blocks[i] = block;
 				cached_total += block_size(block);
-				return;
+				cached = true;
 			}
-	release_block(block);
+	pthread_mutex_unlock(&cache_lock);
+	if (!cached)
+		release_block(block);
 }
 
 /* A cached block of exactly bytes, taken out of the cache; NULL if none */
 static void *
 take_cached(size_t bytes)
 {
-	for (int i = 0; i < PINNED_CACHE_SLOTS; i++)
+	void	   *block = NULL;
+
+	pthread_mutex_lock(&cache_lock);
+	for (int i = 0; i < PINNED_CACHE_SLOTS && block == NULL; i++)
 		if (cached_blocks[i] != NULL && block_size(cached_blocks[i]) == bytes)
 		{
-			void	   *block = cached_blocks[i];
-
+			block = cached_blocks[i];
 			cached_blocks[i] = NULL;
 			cached_total -= bytes;
-			return block;
 		}
-	return NULL;
+	pthread_mutex_unlock(&cache_lock);
+	return block;
 }
 
 /* A helper thread's body: the CUDA device of its starter, then one block */
@@ -299,11 +308,19 @@ extern "C" void
 gc_cuda_trim_pinned_cache(size_t limit)
 {
 	(void) settle_ahead(0);
-	for (int i = 0; i < PINNED_CACHE_SLOTS && cached_total > limit; i++)
-		if (cached_blocks[i] != NULL)
+	for (int i = 0; i < PINNED_CACHE_SLOTS; i++)
+	{
+		void	   *block = NULL;
+
+		pthread_mutex_lock(&cache_lock);
+		if (cached_blocks[i] != NULL && cached_total > limit)
 		{
-			cached_total -= block_size(cached_blocks[i]);
-			release_block(cached_blocks[i]);
+			block = cached_blocks[i];
+			cached_total -= block_size(block);
 			cached_blocks[i] = NULL;
 		}
+		pthread_mutex_unlock(&cache_lock);
+		if (block != NULL)
+			release_block(block);
+	}
 }

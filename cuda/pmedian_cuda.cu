@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "gc_cuda.h"
+#include "host_upload.cuh"
 #include "pmedian_engine.h"
 #include "pmedian_kernels.cuh"
 #include "cuda_check.cuh"
@@ -100,6 +101,7 @@ upload(PmCudaSession *s, const GcRows *rows, const double *demand, GcError *err)
 	int64_t		n = s->n;
 	int			d = s->d,
 				p = s->p;
+	HostCopies	copies = {0};
 
 	GC_CUDA_TRY(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking), err);
 	ALLOC_OR_RETURN(s->x, (size_t) n * d);
@@ -126,9 +128,17 @@ upload(PmCudaSession *s, const GcRows *rows, const double *demand, GcError *err)
 	{
 		const GcChunk *chunk = &rows->chunks[c];
 
-		UPLOAD(s->x + (size_t) chunk->first_row * d, chunk->values, (size_t) d * chunk->count);
-		UPLOAD(s->hashes + chunk->first_row, chunk->hashes, chunk->count);
+		if (!gc_host_copies_add(&copies, s->x + (size_t) chunk->first_row * d, chunk->values,
+								sizeof(double) * d * chunk->count) ||
+			!gc_host_copies_add(&copies, s->hashes + chunk->first_row, chunk->hashes,
+								sizeof(uint64_t) * chunk->count))
+		{
+			free(copies.items);
+			return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for the upload");
+		}
 	}
+	if (gc_host_copies_run(&copies, s->stream, err) != GC_OK)
+		return err->status;
 	if (demand != NULL)
 		UPLOAD(s->demand, demand, n);
 	SYNC();

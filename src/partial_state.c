@@ -49,9 +49,10 @@
  *
  * Costs: a worker copies its rows once more (into the segment, freeing its
  * own chunks as it goes); the leader copies nothing, but the rows it
- * borrows are pageable memory, so a GPU upload of them is staged by the
- * driver (registering the mapping with cudaHostRegister would let the
- * upload read it directly; not done).
+ * borrows are pageable memory, so a GPU upload of them goes through
+ * page-locked staging buffers that threads fill in parallel
+ * (cuda/host_upload.cu; registering 6 GB of mappings with cudaHostRegister
+ * would cost more than that copy).
  *
  * IDENTIFICATION
  *	  src/partial_state.c
@@ -372,21 +373,21 @@ registry_find_mine(dsm_handle handle)
 }
 
 /*
- * Map all of a segment's pages at once (Linux 5.14 and later): one call
- * instead of a page fault per 4 kB page as the rows are written or read.
+ * Map all of a new segment's pages at once (Linux 5.14 and later): one
+ * call instead of a page fault per 4 kB page as the rows are written.
  * Only a hint: older kernels refuse it and the pages fault in as usual.
  */
 static void
-prefault(dsm_segment *segment, bool for_write)
+prefault_for_writing(dsm_segment *segment)
 {
-#if defined(MADV_POPULATE_WRITE) && defined(MADV_POPULATE_READ)
+#ifdef MADV_POPULATE_WRITE
 	char	   *start = dsm_segment_address(segment);
 	uintptr_t	page = (uintptr_t) sysconf(_SC_PAGESIZE);
 	uintptr_t	aligned = (uintptr_t) start & ~(page - 1);
 
 	(void) madvise((void *) aligned,
 				   dsm_segment_map_length(segment) + ((uintptr_t) start - aligned),
-				   for_write ? MADV_POPULATE_WRITE : MADV_POPULATE_READ);
+				   MADV_POPULATE_WRITE);
 #endif
 }
 
@@ -505,7 +506,7 @@ serialize_to_segment(const PartialSource *src, GcPartialHeader *header)
 	header->handle = dsm_segment_handle(segment);
 	header->checksum = header_checksum(header);
 	base = dsm_segment_address(segment);
-	prefault(segment, true);
+	prefault_for_writing(segment);
 	PG_TRY();
 	{
 		write_rows(src, base + sizeof(GcPartialHeader));
@@ -702,7 +703,11 @@ map_segment(const GcPartialHeader *header, GcPartialRows *out)
 	if (dsm_segment_map_length(segment) < sizeof(stored) + header->data_bytes ||
 		memcmp(&stored, header, sizeof(stored)) != 0)
 		corrupt_state("Its shared memory segment does not match it.");
-	prefault(segment, false);
+
+	/*
+	 * Not prefaulted: the pages fault in (16 at a time) where the rows are
+	 * read, which for a GPU fit is the upload's staging threads, in parallel
+	 */
 	return (const char *) dsm_segment_address(segment) + sizeof(stored);
 }
 

@@ -1225,6 +1225,77 @@ run_pin_ahead_case(void)
 		  "pinned memory");
 	gc_cuda_host_free(blocks[0]);
 }
+
+/*
+ * Uploads from pageable memory past the size where helper threads stage
+ * them (host_upload.cu: 256 MB): rows in malloc'd chunks, and rows whose
+ * first chunks are malloc'd and the rest page-locked, fit to the same
+ * centroids and labels as the same rows all page-locked
+ */
+static void
+run_staged_upload_case(void)
+{
+	int64_t		n = 48000;
+	int			d = 1024,
+				k = 8;
+	const char *config = "n=48000 d=1024 k=8 (393 MB of rows)";
+	double	   *centres = malloc(sizeof(double) * k * d);
+	int		   *truth = malloc(sizeof(int) * n);
+	double	   *x;
+	GcRows		pinned,
+				pageable,
+				mixed;
+	GcError		err = {0};
+	bool		loaded = true;
+	Fit			reference;
+
+	rng_state = 4242;
+	x = make_data(n, d, k, 0.5, centres, truth);
+	load_rows(&pinned, x, n, d, NULL, gc_cuda_host_alloc, gc_cuda_host_free);
+	load_rows(&pageable, x, n, d, NULL, plain_alloc, free);
+	gc_rows_init(&mixed, d, plain_alloc, free, &err);
+	for (int64_t i = 0; i < n && loaded; i++)
+	{
+		double	   *slot;
+
+		if (i == 3 * n / 4)	/* about 300 MB pageable */
+			gc_rows_set_allocator(&mixed, gc_cuda_host_alloc, gc_cuda_host_free);
+		slot = gc_rows_reserve(&mixed, &err);
+		loaded = slot != NULL;
+		if (loaded)
+		{
+			memcpy(slot, x + i * d, sizeof(double) * d);
+			gc_rows_commit(&mixed);
+		}
+	}
+	check(loaded && !is_pinned(mixed.chunks[0].values) &&
+		  is_pinned(mixed.chunks[mixed.nchunks - 1].values),
+		  "staged upload: the mixed store holds both kinds of memory", config);
+
+	reference = fit_with(&gc_kmeans_cuda_backend, &pinned, k, 11, GC_ALGORITHM_LLOYD,
+						 GC_PRECISION_FLOAT32, 10, 0.0);
+	check(reference.status == GC_OK, "staged upload: fit of page-locked rows", config);
+	{
+		GcRows	   *stores[] = {&pageable, &mixed};
+		const char *names[] = {"staged upload: pageable rows", "staged upload: mixed rows"};
+
+		for (int s = 0; s < 2; s++)
+		{
+			Fit			staged = fit_with(&gc_kmeans_cuda_backend, stores[s], k, 11,
+										  GC_ALGORITHM_LLOYD, GC_PRECISION_FLOAT32, 10, 0.0);
+
+			check_same_fit(&reference, &staged, n, k, d, names[s], config);
+			free_fit(&staged);
+		}
+	}
+	free_fit(&reference);
+	gc_rows_release(&pinned);
+	gc_rows_release(&pageable);
+	gc_rows_release(&mixed);
+	free(x);
+	free(centres);
+	free(truth);
+}
 #endif
 
 /*
@@ -1560,6 +1631,7 @@ main(int argc, char **argv)
 			run_progress_case(&gc_kmeans_cuda_backend, "progress gpu");
 			run_restart_labels_case(&gc_kmeans_cuda_backend, "restarts gpu");
 			run_pin_ahead_case();
+			run_staged_upload_case();
 		}
 	}
 #endif

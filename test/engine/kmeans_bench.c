@@ -33,6 +33,8 @@
 #include "gc_engine.h"
 #include "harness.h"
 #ifdef GC_WITH_CUDA
+#include <cuda_runtime_api.h>
+
 #include "gc_cuda.h"
 #endif
 
@@ -132,6 +134,42 @@ time_kernel(GcRows *rows, int64_t n, int d, int k, const char *data, const char 
 	fflush(stdout);
 	free_fit(&gpu);
 }
+
+/*
+ * The upload's cost (stderr): a one-iteration fit's transfer phase from
+ * page-locked rows and from malloc'd ones (staged by host_upload.cu), and
+ * the driver's own copy of the same bytes from x, malloc'd, as a baseline
+ */
+static void
+report_upload(GcRows *pinned, GcRows *plain, const double *x, int64_t n, int d, int k)
+{
+	size_t		bytes = sizeof(double) * (size_t) n * d;
+	double		transfer[2],
+				driver = NAN,
+				t0;
+	GcRows	   *stores[2] = {pinned, plain};
+	void	   *device = NULL;
+
+	for (int s = 0; s < 2; s++)
+	{
+		Fit			once = fit_kernel(&gc_kmeans_cuda_backend, stores[s], k, 0,
+									  GC_ALGORITHM_LLOYD, GC_PRECISION_FLOAT32, 1, 0.0,
+									  GC_KERNEL_AUTO, false);
+
+		transfer[s] = once.result.timings.transfer_ms;
+		free_fit(&once);
+	}
+	if (cudaMalloc(&device, bytes) == cudaSuccess)
+	{
+		t0 = gc_now_ms();
+		if (cudaMemcpy(device, x, bytes, cudaMemcpyHostToDevice) == cudaSuccess)
+			driver = gc_now_ms() - t0;
+		cudaFree(device);
+	}
+	fprintf(stderr, "upload of %.0f MB of rows: fit transfer %.1f ms page-locked, %.1f ms malloc'd "
+			"(staged); the driver's cudaMemcpy from malloc'd memory %.1f ms\n",
+			bytes / 1e6, transfer[0], transfer[1], driver);
+}
 #endif
 
 /* Time each kernel of the comma-separated list forced (one if NULL) on the same rows */
@@ -176,14 +214,16 @@ bench(int64_t n, int d, int k, const char *data, const char *algorithm,
 	{
 		double		t0 = gc_now_ms(),
 					t_plain;
+		GcRows		plain;
 
-		load_rows(&rows, x, n, d, NULL, plain_alloc, free);
+		load_rows(&plain, x, n, d, NULL, plain_alloc, free);
 		t_plain = gc_now_ms() - t0;
-		gc_rows_release(&rows);
 		t0 = gc_now_ms();
 		load_rows(&rows, x, n, d, NULL, gc_cuda_host_alloc, gc_cuda_host_free);
 		fprintf(stderr, "row store fill n=%lld d=%d: %.1f ms pinned, %.1f ms malloc\n",
 				(long long) n, d, gc_now_ms() - t0, t_plain);
+		report_upload(&rows, &plain, x, n, d, k);
+		gc_rows_release(&plain);
 	}
 	snprintf(names, sizeof(names), "%s", forced != NULL ? forced : "auto");
 	for (char *name = strtok(names, ","); name != NULL; name = strtok(NULL, ","))
