@@ -59,8 +59,9 @@ def blobs(n, d, k, seed):
         yield start, centres[labels] + rng.normal(0.0, 0.05, (m, d)).astype(np.float32)
 
 
-def load(conn, n, d, k):
-    """Binary COPY of (id bigint, embedding vector(d)) rows"""
+def load(conn, n, d, k, vector_only=False):
+    """Binary COPY of (id bigint, embedding vector(d)) rows; the halfvec and
+    real[] copies too unless vector_only"""
     with conn.cursor() as cur:
         cur.execute("DROP TABLE IF EXISTS emb")
         cur.execute(f"CREATE TABLE emb (id bigint, embedding vector({d}), label int)")
@@ -76,12 +77,14 @@ def load(conn, n, d, k):
                 rec["x"] = X
                 copy.write(rec.tobytes())
             copy.write(struct.pack("!h", -1))
-        cur.execute("CREATE TABLE embh AS SELECT id, embedding::halfvec AS embedding, label FROM emb")
-        cur.execute("CREATE TABLE embr AS SELECT id, embedding::real[] AS embedding FROM emb")
-        for t in ("emb", "embh", "embr"):
+        tables = ("emb",) if vector_only else ("emb", "embh", "embr")
+        if not vector_only:
+            cur.execute("CREATE TABLE embh AS SELECT id, embedding::halfvec AS embedding, label FROM emb")
+            cur.execute("CREATE TABLE embr AS SELECT id, embedding::real[] AS embedding FROM emb")
+        for t in tables:
             cur.execute(f"ALTER TABLE {t} SET (parallel_workers = 8)")
             cur.execute(f"VACUUM ANALYZE {t}")
-        cur.execute("SELECT pg_total_relation_size('emb'), pg_total_relation_size('embh')")
+        cur.execute("SELECT pg_total_relation_size('emb'), pg_total_relation_size(to_regclass('embh'))")
         size, hsize = cur.fetchone()
         emit(phase="load", n=n, d=d, ms=(time.perf_counter() - t0) * 1000.0,
              table_bytes=size, halfvec_table_bytes=hsize)
@@ -215,6 +218,8 @@ def main():
     ap.add_argument("--no-torch", action="store_true", help="leave out the PyTorch route (no GPU)")
     ap.add_argument("--collect-only", action="store_true",
                     help="only the serial bare scans and the vector and halfvec float32 fits")
+    ap.add_argument("--parallel-only", action="store_true",
+                    help="only the vector table, with 8 workers: its parallel bare scan and fits")
     a = ap.parse_args()
     conn = psycopg.connect(autocommit=True)
     with conn.cursor() as cur:
@@ -224,8 +229,17 @@ def main():
         cur.execute("SELECT gpuclust_device_info()")
         emit(phase="device", info=cur.fetchone()[0])
     if not a.skip_load:
-        load(conn, a.n, a.d, a.k)
+        load(conn, a.n, a.d, a.k, vector_only=a.parallel_only)
     fixed = {"max_iter": a.iters, "tol": 0, "seed": 1}
+    if a.parallel_only:
+        with conn.cursor() as cur:
+            cur.execute(f"SET gpuclust.device = {a.device}")
+            fit(cur, "emb", a.k, fixed, "warm-up parallel", workers=8)
+            pscan = bare_scan(cur, "emb", workers=8)
+            for label, opts in (("float32", fixed), ("float32", fixed), ("bf16", dict(fixed, precision="bf16"))):
+                pfit = fit(cur, "emb", a.k, opts, label + " parallel", workers=8)
+                emit(phase="ratio", variant=label, fit_vs_parallel_scan=pfit["ms"] / pscan["ms"])
+        return
     with conn.cursor() as cur:
         cur.execute(f"SET gpuclust.device = {a.device}")
         scan = bare_scan(cur, "emb")
