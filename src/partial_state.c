@@ -61,6 +61,8 @@
  */
 #include "partial_state.h"
 
+#include <pthread.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/statvfs.h>
 
@@ -92,6 +94,13 @@ PG_FUNCTION_INFO_V1(gpuclust_partial_deserialfn);
  * small groups).
  */
 #define GC_PARTIAL_MIN_SEGMENT_BYTES ((Size) 64 * 1024)
+
+/*
+ * Freeing the pages of the segments a query borrowed (release_pages_ahead):
+ * threads at most, and the least bytes for which it pays
+ */
+#define GC_PAGE_RELEASE_THREADS 8
+#define GC_PAGE_RELEASE_MIN_BYTES ((Size) 256 << 20)
 
 /* rows are labelled with int32 */
 #define GC_MAX_ROWS ((int64) PG_INT32_MAX)
@@ -786,11 +795,83 @@ gc_partial_column(const GcPartialRows *part, int column)
 		sizeof(uint64) * (Size) part->n * column;
 }
 
+#ifdef MADV_REMOVE
+/* The segments whose pages release_pages_ahead's threads free, one at a time each */
+typedef struct PageRelease
+{
+	char	  **starts;
+	Size	   *lengths;
+	int			count;
+	pg_atomic_uint32 next;
+} PageRelease;
+
+static void *
+page_release_main(void *arg)
+{
+	PageRelease *work = (PageRelease *) arg;
+	uint32		i;
+
+	while ((i = pg_atomic_fetch_add_u32(&work->next, 1)) < (uint32) work->count)
+		(void) madvise(work->starts[i], work->lengths[i], MADV_REMOVE);
+	return NULL;
+}
+#endif
+
+/*
+ * Free the pages of keep's segments before they are detached, several
+ * segments at once.  The last detach of a segment frees its pages one
+ * 4 kB page at a time in the detaching process: for the 6 GB of 1M rows
+ * of d = 768 that 8 workers left, about 0.8 s of the query after the fit
+ * on the H100 machine.  madvise(MADV_REMOVE) frees a segment's pages
+ * ahead (holding its file's lock, so a thread takes a whole segment).
+ * The threads block every signal, call madvise alone and are joined here.
+ * Only a hint: where a thread or the memory for the lists is not to be
+ * had, the detach frees the pages as before.
+ */
+static void
+release_pages_ahead(GcPartialSegments *keep)
+{
+#ifdef MADV_REMOVE
+	PageRelease work;
+	pthread_t	threads[GC_PAGE_RELEASE_THREADS];
+	int			started = 0;
+	Size		total = 0;
+	sigset_t	all,
+				old;
+
+	work.starts = malloc(sizeof(char *) * keep->count);
+	work.lengths = malloc(sizeof(Size) * keep->count);
+	work.count = 0;
+	pg_atomic_init_u32(&work.next, 0);
+	for (int i = 0; work.starts && work.lengths && i < keep->count; i++)
+		if (dsm_find_mapping(keep->handles[i]) == keep->segments[i])
+		{
+			work.starts[work.count] = dsm_segment_address(keep->segments[i]);
+			work.lengths[work.count] = dsm_segment_map_length(keep->segments[i]);
+			total += work.lengths[work.count++];
+		}
+	if (work.count >= 2 && total >= GC_PAGE_RELEASE_MIN_BYTES)
+	{
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		while (started < GC_PAGE_RELEASE_THREADS && started < work.count &&
+			   pthread_create(&threads[started], NULL, page_release_main, &work) == 0)
+			started++;
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		for (int t = 0; t < started; t++)
+			(void) pthread_join(threads[t], NULL);
+	}
+	free(work.starts);
+	free(work.lengths);
+#endif
+}
+
 static void
 detach_segments(void *arg)
 {
 	GcPartialSegments *keep = (GcPartialSegments *) arg;
 
+	release_pages_ahead(keep);
 	for (int i = 0; i < keep->count; i++)
 	{
 		/* on error the resource owner may have detached it already */
