@@ -39,18 +39,27 @@
 #define STAGE_LANES 6
 #define LANE_BUFFERS 2
 
-/* At most STAGE_BYTES of one pageable copy */
-typedef struct Piece
+/* One copy of bytes from host to device */
+typedef struct HostCopy
 {
 	void	   *device;
 	const char *host;
 	size_t		bytes;
-} Piece;
+} HostCopy;
 
-/* The pieces of one upload, which lanes take in turn */
+/* An upload of rows: page-locked chunks are copied at once, pageable ones wait here */
+typedef struct RowsUpload
+{
+	cudaStream_t stream;
+	HostCopy   *pageable;
+	int			npageable;
+	size_t		pageable_bytes;
+} RowsUpload;
+
+/* The pageable copies in pieces of at most STAGE_BYTES, which lanes take in turn */
 typedef struct Staging
 {
-	Piece	   *pieces;
+	HostCopy   *pieces;
 	size_t		npieces;
 	size_t		next;			/* the next piece to take (atomic) */
 	int			failed;			/* a lane failed: the others stop (atomic) */
@@ -68,25 +77,6 @@ typedef struct Lane
 	pthread_t	thread;
 	bool		started;		/* a helper thread runs it */
 } Lane;
-
-bool
-gc_host_copies_add(HostCopies *copies, void *device, const void *host, size_t bytes)
-{
-	if (bytes == 0)
-		return true;
-	if (copies->count == copies->capacity)
-	{
-		int			capacity = copies->capacity > 0 ? 2 * copies->capacity : 16;
-		HostCopy   *items = (HostCopy *) realloc(copies->items, sizeof(HostCopy) * capacity);
-
-		if (items == NULL)
-			return false;
-		copies->items = items;
-		copies->capacity = capacity;
-	}
-	copies->items[copies->count++] = HostCopy{device, host, bytes};
-	return true;
-}
 
 /* Whether host is memory CUDA knows as page-locked */
 static bool
@@ -125,7 +115,7 @@ lane_run(Lane *lane)
 	{
 		size_t		p = __atomic_fetch_add(&staging->next, 1, __ATOMIC_RELAXED);
 		int			b = use % LANE_BUFFERS;
-		const Piece *piece;
+		const HostCopy *piece;
 
 		if (p >= staging->npieces)
 			break;
@@ -207,12 +197,11 @@ lane_close(Lane *lane)
 }
 
 /*
- * Upload the pageable copies of copies (those marked in pageable) through
- * lanes; false, with nothing done, when not even one lane can be opened
+ * Upload up's pageable copies through lanes; false, with nothing done,
+ * when not even one lane can be opened
  */
 static bool
-stage(const HostCopies *copies, const bool *pageable, size_t pageable_bytes,
-	  GcStatus *status, GcError *err)
+stage(const RowsUpload *up, GcStatus *status, GcError *err)
 {
 	Staging		staging = {0};
 	Lane		lanes[STAGE_LANES];
@@ -220,21 +209,22 @@ stage(const HostCopies *copies, const bool *pageable, size_t pageable_bytes,
 	sigset_t	all,
 				old;
 
-	staging.pieces = (Piece *) malloc(sizeof(Piece) * (pageable_bytes / STAGE_BYTES + copies->count));
+	staging.pieces = (HostCopy *) malloc(sizeof(HostCopy) *
+										 (up->pageable_bytes / STAGE_BYTES + up->npageable));
 	if (staging.pieces == NULL || cudaGetDevice(&staging.device) != cudaSuccess)
 	{
 		(void) cudaGetLastError();
 		free(staging.pieces);
 		return false;
 	}
-	for (int i = 0; i < copies->count; i++)
-		for (size_t offset = 0; pageable[i] && offset < copies->items[i].bytes; offset += STAGE_BYTES)
+	for (int i = 0; i < up->npageable; i++)
+		for (size_t offset = 0; offset < up->pageable[i].bytes; offset += STAGE_BYTES)
 		{
-			const HostCopy *copy = &copies->items[i];
+			const HostCopy *copy = &up->pageable[i];
 			size_t		bytes = copy->bytes - offset < STAGE_BYTES ? copy->bytes - offset : STAGE_BYTES;
 
-			staging.pieces[staging.npieces++] = Piece{(char *) copy->device + offset,
-													  (const char *) copy->host + offset, bytes};
+			staging.pieces[staging.npieces++] = HostCopy{(char *) copy->device + offset,
+														 copy->host + offset, bytes};
 		}
 	while (nlanes < STAGE_LANES && (size_t) nlanes < staging.npieces)
 	{
@@ -271,38 +261,57 @@ stage(const HostCopies *copies, const bool *pageable, size_t pageable_bytes,
 	return true;
 }
 
-GcStatus
-gc_host_copies_run(HostCopies *copies, cudaStream_t stream, GcError *err)
+static GcStatus
+copy_async(const HostCopy *copy, cudaStream_t stream, GcError *err)
 {
-	bool	   *pageable = (bool *) calloc(copies->count > 0 ? copies->count : 1, sizeof(bool));
-	size_t		pageable_bytes = 0;
-	GcStatus	status = GC_OK;
-	cudaError_t e = cudaSuccess;
+	GC_CUDA_TRY(cudaMemcpyAsync(copy->device, copy->host, copy->bytes, cudaMemcpyHostToDevice,
+								stream), err);
+	return GC_OK;
+}
 
-	if (pageable == NULL)
-		status = gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for the upload");
-	for (int i = 0; status == GC_OK && i < copies->count; i++)
+/* Copy bytes from host now where it is page-locked; else add the copy to up's pageable ones */
+static GcStatus
+upload_or_defer(RowsUpload *up, void *device, const void *host, size_t bytes, GcError *err)
+{
+	HostCopy	copy = {device, (const char *) host, bytes};
+
+	if (bytes == 0)
+		return GC_OK;
+	if (page_locked(host))
+		return copy_async(&copy, up->stream, err);
+	up->pageable[up->npageable++] = copy;
+	up->pageable_bytes += bytes;
+	return GC_OK;
+}
+
+GcStatus
+gc_upload_rows(const GcRows *rows, double *values, uint64_t *hashes, double *weights,
+			   cudaStream_t stream, GcError *err)
+{
+	RowsUpload	up = {stream, NULL, 0, 0};
+	GcStatus	status = GC_OK;
+
+	/* at most three copies a chunk: values, hashes, weights */
+	up.pageable = (HostCopy *) malloc(sizeof(HostCopy) * 3 * (rows->nchunks > 0 ? rows->nchunks : 1));
+	if (up.pageable == NULL)
+		return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for the upload");
+	for (int c = 0; status == GC_OK && c < rows->nchunks; c++)
 	{
-		if (!page_locked(copies->items[i].host))
-		{
-			pageable[i] = true;
-			pageable_bytes += copies->items[i].bytes;
-		}
-		else if ((e = cudaMemcpyAsync(copies->items[i].device, copies->items[i].host,
-									  copies->items[i].bytes, cudaMemcpyHostToDevice,
-									  stream)) != cudaSuccess)
-			status = gc_cuda_fail(err, e, "cudaMemcpyAsync", __FILE__, __LINE__);
+		const GcChunk *chunk = &rows->chunks[c];
+
+		status = upload_or_defer(&up, values + (size_t) chunk->first_row * rows->d, chunk->values,
+								 sizeof(double) * rows->d * chunk->count, err);
+		if (status == GC_OK)
+			status = upload_or_defer(&up, hashes + chunk->first_row, chunk->hashes,
+									 sizeof(uint64_t) * chunk->count, err);
+		if (status == GC_OK && weights != NULL)
+			status = upload_or_defer(&up, weights + chunk->first_row, chunk->weights,
+									 sizeof(double) * chunk->count, err);
 	}
-	if (status == GC_OK && pageable_bytes > 0 &&
-		(pageable_bytes < STAGE_MIN_BYTES || !stage(copies, pageable, pageable_bytes, &status, err)))
-		for (int i = 0; status == GC_OK && i < copies->count; i++)
-			if (pageable[i] &&
-				(e = cudaMemcpyAsync(copies->items[i].device, copies->items[i].host,
-									 copies->items[i].bytes, cudaMemcpyHostToDevice,
-									 stream)) != cudaSuccess)
-				status = gc_cuda_fail(err, e, "cudaMemcpyAsync", __FILE__, __LINE__);
-	free(pageable);
-	free(copies->items);
-	memset(copies, 0, sizeof(*copies));
+	if (status == GC_OK && up.npageable > 0 &&
+		(up.pageable_bytes < STAGE_MIN_BYTES || !stage(&up, &status, err)))
+		for (int i = 0; status == GC_OK && i < up.npageable; i++)
+			status = copy_async(&up.pageable[i], stream, err);
+	free(up.pageable);
 	return status;
 }

@@ -48,7 +48,6 @@ upload(CudaSession *s, GcError *err)
 	int64_t		n = s->n;
 	int			d = s->d,
 				k = s->k;
-	HostCopies	copies = {0};
 
 	GC_CUDA_TRY(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking), err);
 	ALLOC_OR_RETURN(s->x64, (size_t) n * d);
@@ -80,22 +79,7 @@ upload(CudaSession *s, GcError *err)
 	for (int e = 0; e < 2; e++)
 		GC_CUDA_TRY(cudaEventCreateWithFlags(&s->chunk_done[e], cudaEventDisableTiming), err);
 
-	for (int c = 0; c < rows->nchunks; c++)
-	{
-		const GcChunk *chunk = &rows->chunks[c];
-
-		if (!gc_host_copies_add(&copies, s->x64 + (size_t) chunk->first_row * d, chunk->values,
-								sizeof(double) * d * chunk->count) ||
-			!gc_host_copies_add(&copies, s->hashes + chunk->first_row, chunk->hashes,
-								sizeof(uint64_t) * chunk->count) ||
-			(s->weights && !gc_host_copies_add(&copies, s->weights + chunk->first_row,
-											   chunk->weights, sizeof(double) * chunk->count)))
-		{
-			free(copies.items);
-			return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for the upload");
-		}
-	}
-	if (gc_host_copies_run(&copies, s->stream, err) != GC_OK)
+	if (gc_upload_rows(rows, s->x64, s->hashes, s->weights, s->stream, err) != GC_OK)
 		return err->status;
 	GC_CUDA_TRY(cudaMemcpyAsync(s->offset, s->frame->offset, sizeof(double) * d,
 								cudaMemcpyHostToDevice, s->stream), err);

@@ -101,7 +101,6 @@ upload(PmCudaSession *s, const GcRows *rows, const double *demand, GcError *err)
 	int64_t		n = s->n;
 	int			d = s->d,
 				p = s->p;
-	HostCopies	copies = {0};
 
 	GC_CUDA_TRY(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking), err);
 	ALLOC_OR_RETURN(s->x, (size_t) n * d);
@@ -124,20 +123,7 @@ upload(PmCudaSession *s, const GcRows *rows, const double *demand, GcError *err)
 	ALLOC_OR_RETURN(s->winner, 1);
 	GC_CUDA_TRY(cudaHostAlloc((void **) &s->stage, 24 * (size_t) (n > 0 ? n : 1),
 							  cudaHostAllocDefault), err);
-	for (int c = 0; c < rows->nchunks; c++)
-	{
-		const GcChunk *chunk = &rows->chunks[c];
-
-		if (!gc_host_copies_add(&copies, s->x + (size_t) chunk->first_row * d, chunk->values,
-								sizeof(double) * d * chunk->count) ||
-			!gc_host_copies_add(&copies, s->hashes + chunk->first_row, chunk->hashes,
-								sizeof(uint64_t) * chunk->count))
-		{
-			free(copies.items);
-			return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for the upload");
-		}
-	}
-	if (gc_host_copies_run(&copies, s->stream, err) != GC_OK)
+	if (gc_upload_rows(rows, s->x, s->hashes, NULL, s->stream, err) != GC_OK)
 		return err->status;
 	if (demand != NULL)
 		UPLOAD(s->demand, demand, n);
