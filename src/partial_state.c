@@ -795,6 +795,21 @@ gc_partial_column(const GcPartialRows *part, int column)
 		sizeof(uint64) * (Size) part->n * column;
 }
 
+/*
+ * Whether a segment was carved out of the main shared memory region that
+ * min_dynamic_shared_memory reserves at server start (PostgreSQL 14 and
+ * later): dsm.c gives those segments odd handles and the segments of the
+ * dsm implementation (/dev/shm) even ones (make_main_region_dsm_handle and
+ * is_main_region_dsm_handle, static there).  The pages of such a segment
+ * stay in the main region when it is freed and serve the next one without
+ * being allocated and zeroed again.
+ */
+static inline bool
+in_main_region(dsm_handle handle)
+{
+	return (handle & 1) != 0;
+}
+
 #ifdef MADV_REMOVE
 /* The segments whose pages release_pages_ahead's threads free, one at a time each */
 typedef struct PageRelease
@@ -826,7 +841,8 @@ page_release_main(void *arg)
  * ahead (holding its file's lock, so a thread takes a whole segment).
  * The threads block every signal, call madvise alone and are joined here.
  * Only a hint: where a thread or the memory for the lists is not to be
- * had, the detach frees the pages as before.
+ * had, the detach frees the pages as before.  Segments in the main region
+ * are left alone: their pages are the region's, for the next query.
  */
 static void
 release_pages_ahead(GcPartialSegments *keep)
@@ -844,7 +860,8 @@ release_pages_ahead(GcPartialSegments *keep)
 	work.count = 0;
 	pg_atomic_init_u32(&work.next, 0);
 	for (int i = 0; work.starts && work.lengths && i < keep->count; i++)
-		if (dsm_find_mapping(keep->handles[i]) == keep->segments[i])
+		if (!in_main_region(keep->handles[i]) &&
+			dsm_find_mapping(keep->handles[i]) == keep->segments[i])
 		{
 			work.starts[work.count] = dsm_segment_address(keep->segments[i]);
 			work.lengths[work.count] = dsm_segment_map_length(keep->segments[i]);
