@@ -26,7 +26,6 @@
  *-------------------------------------------------------------------------
  */
 #include <pthread.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -206,8 +205,6 @@ stage(const RowsUpload *up, GcStatus *status, GcError *err)
 	Staging		staging = {0};
 	Lane		lanes[STAGE_LANES];
 	int			nlanes = 0;
-	sigset_t	all,
-				old;
 
 	staging.pieces = (HostCopy *) malloc(sizeof(HostCopy) *
 										 (up->pageable_bytes / STAGE_BYTES + up->npageable));
@@ -241,11 +238,8 @@ stage(const RowsUpload *up, GcStatus *status, GcError *err)
 		return false;
 	}
 
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
 	for (int l = 1; l < nlanes; l++)
-		lanes[l].started = pthread_create(&lanes[l].thread, NULL, lane_main, &lanes[l]) == 0;
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+		lanes[l].started = gc_thread_create(&lanes[l].thread, lane_main, &lanes[l]) == 0;
 	lane_run(&lanes[0]);
 
 	*status = GC_OK;

@@ -30,7 +30,6 @@
  *-------------------------------------------------------------------------
  */
 #include <pthread.h>
-#include <signal.h>
 #include <stdint.h>
 #include <sys/mman.h>
 
@@ -214,8 +213,6 @@ join_ahead(PinAhead *slot)
 static void
 start_ahead(size_t bytes)
 {
-	sigset_t	all,
-				old;
 	int			device;
 
 	if (cudaGetDevice(&device) != cudaSuccess)
@@ -223,8 +220,6 @@ start_ahead(size_t bytes)
 		(void) cudaGetLastError();
 		return;
 	}
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
 	for (int i = 0; i < PIN_AHEAD_DEPTH; i++)
 	{
 		PinAhead   *slot = &ahead[i];
@@ -234,9 +229,8 @@ start_ahead(size_t bytes)
 		slot->device = device;
 		slot->bytes = bytes;
 		slot->block = NULL;
-		slot->running = pthread_create(&slot->thread, NULL, pin_ahead_main, slot) == 0;
+		slot->running = gc_thread_create(&slot->thread, pin_ahead_main, slot) == 0;
 	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 /*

@@ -2,7 +2,8 @@
  *
  * common.c
  *	  Helpers every part of the engine shares: recording a failure in a
- *	  GcError, the monotonic clock behind the phase timings, the rule of
+ *	  GcError, the monotonic clock behind the phase timings, helper
+ *	  threads that take no signal, the rule of
  *	  cancel by work (how much work passes between two polls of the
  *	  interrupt hook, on the CPU and per GPU launch, gc_engine.h), the
  *	  nearest centroid polled as it goes, and the order-independent random
@@ -17,6 +18,7 @@
 #include "gc_math.h"
 
 #include <float.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +50,26 @@ gc_now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1000.0 + ts.tv_nsec / 1.0e6;
+}
+
+/*
+ * Start a helper thread that takes no signal: in a PostgreSQL process the
+ * signal handlers touch backend state and must run in the main thread,
+ * so every signal is blocked while the thread is created, and it inherits
+ * that mask; the caller's mask is put back after
+ */
+int
+gc_thread_create(pthread_t *thread, void *(*start) (void *), void *arg)
+{
+	sigset_t	all,
+				old;
+	int			rc;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(thread, NULL, start, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return rc;
 }
 
 int64_t

@@ -18,6 +18,7 @@
 #ifndef GC_ENGINE_H
 #define GC_ENGINE_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -627,6 +628,12 @@ extern GcStatus gc_seed_kmeans_parallel_cpu(const GcRows *rows, const GcFrame *f
 
 /* Monotonic clock in milliseconds. */
 extern double gc_now_ms(void);
+
+/*
+ * pthread_create with every signal blocked in the new thread (its result:
+ * 0 or an error number)
+ */
+extern int	gc_thread_create(pthread_t *thread, void *(*start) (void *), void *arg);
 
 #ifdef __cplusplus
 }

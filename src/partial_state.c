@@ -61,8 +61,6 @@
  */
 #include "partial_state.h"
 
-#include <pthread.h>
-#include <signal.h>
 #include <sys/mman.h>
 #include <sys/statvfs.h>
 
@@ -852,8 +850,6 @@ release_pages_ahead(GcPartialSegments *keep)
 	pthread_t	threads[GC_PAGE_RELEASE_THREADS];
 	int			started = 0;
 	Size		total = 0;
-	sigset_t	all,
-				old;
 
 	work.starts = malloc(sizeof(char *) * keep->count);
 	work.lengths = malloc(sizeof(Size) * keep->count);
@@ -869,12 +865,9 @@ release_pages_ahead(GcPartialSegments *keep)
 		}
 	if (work.count >= 2 && total >= GC_PAGE_RELEASE_MIN_BYTES)
 	{
-		sigfillset(&all);
-		pthread_sigmask(SIG_SETMASK, &all, &old);
 		while (started < GC_PAGE_RELEASE_THREADS && started < work.count &&
-			   pthread_create(&threads[started], NULL, page_release_main, &work) == 0)
+			   gc_thread_create(&threads[started], page_release_main, &work) == 0)
 			started++;
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		for (int t = 0; t < started; t++)
 			(void) pthread_join(threads[t], NULL);
 	}

@@ -26,7 +26,6 @@
 
 #include <math.h>
 #include <pthread.h>
-#include <signal.h>
 
 #ifdef GC_WITH_CUDA
 #include "gc_cuda.h"
@@ -227,8 +226,6 @@ runner_main(void *arg)
 bool
 gc_runners_start(int count, Latch *service_latch, char *why, size_t whylen)
 {
-	sigset_t	all,
-				old;
 	int			rc = 0;
 
 	runners_latch = service_latch;
@@ -239,16 +236,13 @@ gc_runners_start(int count, Latch *service_latch, char *why, size_t whylen)
 		snprintf(why, whylen, "out of memory for %d runner threads", count);
 		return false;
 	}
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
 	for (runner_count = 0; runner_count < count; runner_count++)
 	{
-		rc = pthread_create(&runner_threads[runner_count], NULL, runner_main,
-							&runner_jobs[runner_count]);
+		rc = gc_thread_create(&runner_threads[runner_count], runner_main,
+							  &runner_jobs[runner_count]);
 		if (rc != 0)
 			break;
 	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc != 0)
 		snprintf(why, whylen, "pthread_create failed: %s", strerror(rc));
 	return rc == 0;
