@@ -180,6 +180,24 @@ typedef struct GcChunk
 	GcHostFree	free;			/* frees this chunk's arrays */
 } GcChunk;
 
+/*
+ * Placement of a store's large chunks in memory another process can read
+ * (a parallel worker's rows in shared memory, where the leader borrows
+ * them): place sets the arrays of a chunk of chunk->capacity rows and
+ * marks it borrowed, or returns false, after which the store allocates
+ * every chunk itself.  Chunks of at least min_bytes are offered, and
+ * placed chunks grow to max_bytes.
+ */
+typedef bool (*GcPlaceChunk) (void *arg, GcChunk *chunk, int d, bool weighted);
+
+typedef struct GcChunkPlacement
+{
+	GcPlaceChunk place;			/* NULL: none */
+	void	   *arg;
+	size_t		min_bytes;
+	size_t		max_bytes;
+} GcChunkPlacement;
+
 typedef struct GcRows
 {
 	int			d;
@@ -195,6 +213,7 @@ typedef struct GcRows
 	size_t		max_bytes;		/* chunk memory allowed, 0 for no limit */
 	GcHostAlloc alloc;			/* allocator for new chunks */
 	GcHostFree	free;
+	GcChunkPlacement placement; /* where large chunks go, if elsewhere */
 } GcRows;
 
 extern GcStatus gc_rows_init(GcRows *rows, int d, GcHostAlloc alloc,

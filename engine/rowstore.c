@@ -10,7 +10,9 @@
  * ten-row query allocates kilobytes and four million rows need a handful
  * of allocations; rows are written once, in place, and never copied.
  * Whole chunks written elsewhere (the rows a parallel worker collected)
- * join a store with gc_rows_append_chunk, borrowed in place.
+ * join a store with gc_rows_append_chunk, borrowed in place; a store's
+ * placement (GcChunkPlacement) may put its large chunks elsewhere from
+ * the start (a parallel worker's, in shared memory the leader borrows).
  *
  * IDENTIFICATION
  *	  engine/rowstore.c
@@ -49,7 +51,27 @@ gc_rows_init(GcRows *rows, int d, GcHostAlloc alloc, GcHostFree free_fn,
 }
 
 /*
- * Add a chunk twice the size of the last one
+ * Offer a new chunk to the store's placement; a refusal ends placement
+ * for the store, whose later chunks it then allocates itself
+ */
+static bool
+placed_chunk(GcRows *rows, GcChunk *chunk, size_t bytes)
+{
+	if (rows->placement.place == NULL || bytes < rows->placement.min_bytes)
+		return false;
+	if (rows->placement.place(rows->placement.arg, chunk, rows->d, rows->weighted))
+	{
+		chunk->borrowed = true;
+		chunk->free = NULL;
+		return true;
+	}
+	rows->placement.place = NULL;
+	return false;
+}
+
+/*
+ * Add a chunk twice the size of the last one (up to the cap: a placed
+ * chunk's or the store's own)
  */
 static GcStatus
 add_chunk(GcRows *rows, GcError *err)
@@ -57,6 +79,7 @@ add_chunk(GcRows *rows, GcError *err)
 	size_t		row_bytes = sizeof(double) * rows->d + sizeof(uint64_t) +
 		(rows->weighted ? sizeof(double) : 0);
 	size_t		bytes = GC_FIRST_CHUNK_BYTES;
+	size_t		cap = rows->placement.place ? rows->placement.max_bytes : GC_MAX_CHUNK_BYTES;
 	GcChunk    *chunk;
 
 	if (rows->nchunks > 0)
@@ -64,8 +87,8 @@ add_chunk(GcRows *rows, GcError *err)
 		GcChunk    *last = &rows->chunks[rows->nchunks - 1];
 
 		bytes = (size_t) last->capacity * row_bytes * 2;
-		if (bytes > GC_MAX_CHUNK_BYTES)
-			bytes = GC_MAX_CHUNK_BYTES;
+		if (bytes > cap)
+			bytes = cap;
 	}
 	if (bytes < row_bytes)
 		bytes = row_bytes;
@@ -89,6 +112,16 @@ add_chunk(GcRows *rows, GcError *err)
 	memset(chunk, 0, sizeof(*chunk));
 	chunk->capacity = (int64_t) (bytes / row_bytes);
 	chunk->first_row = rows->n;
+	if (placed_chunk(rows, chunk, bytes))
+	{
+		rows->nchunks++;
+		return GC_OK;
+	}
+	if (bytes > GC_MAX_CHUNK_BYTES)
+	{
+		bytes = GC_MAX_CHUNK_BYTES;
+		chunk->capacity = (int64_t) (bytes / row_bytes);
+	}
 	chunk->free = rows->free;
 	chunk->values = rows->alloc(sizeof(double) * rows->d * chunk->capacity);
 	chunk->hashes = rows->alloc(sizeof(uint64_t) * chunk->capacity);

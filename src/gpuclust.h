@@ -140,6 +140,8 @@ typedef struct GcInput
 	uint32		progress;		/* progress token of the fit (0: none) */
 	const struct GcPartialSegments *segments;	/* where borrowed rows lie
 												 * (a parallel plan's leader) */
+	GcChunkPlacement placement; /* the rows' large chunks in shared memory
+								 * (a partial aggregate's, partial_state.c) */
 } GcInput;
 
 extern void gc_input_init(GcInput *input);

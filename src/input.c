@@ -327,6 +327,7 @@ gc_input_add(GcInput *input, Datum vector, Oid format)
 						 input->device.free, &err) != GC_OK)
 			gc_raise(&err);
 		input->rows.max_bytes = gc_fit_memory_limit();
+		input->rows.placement = input->placement;
 		input->started = true;
 		input->first_rowno = rowno;
 		input->format = format == GC_NUMERIC_ARRAY ? view.elemtype : format;

@@ -300,7 +300,7 @@ kmeans_combine(FunctionCallInfo fcinfo, bool assign)
 	if (assign)
 		gc_assign_rows_append(state->assign, part->n > 0 ? gc_partial_column(part, 0) : NULL,
 							  part->n, part->meta.extra, part->meta.extra_bytes);
-	if (part->segment != NULL)
+	if (gc_partial_in_shared_memory(part))
 		state->shared_memory_states++;
 	PG_RETURN_POINTER(state);
 }

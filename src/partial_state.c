@@ -94,6 +94,18 @@ PG_FUNCTION_INFO_V1(gpuclust_partial_deserialfn);
 #define GC_PARTIAL_MIN_SEGMENT_BYTES ((Size) 64 * 1024)
 
 /*
+ * A partial aggregate's chunks from this size on are written straight into
+ * chunk segments (place_in_segment), which grow to the second size: the
+ * rows then reach the leader without the copy into a segment, and, where
+ * min_dynamic_shared_memory reserves a region for segments, without the
+ * kernel zeroing fresh pages for them first (on a 2-core machine the
+ * zeroing of a worker's malloc'd huge pages was 29% of a 200,000 x 768
+ * query's samples, more than the copy and the conversion together)
+ */
+#define GC_PLACE_MIN_BYTES		((Size) 4 << 20)
+#define GC_PLACE_MAX_BYTES		((Size) 256 << 20)
+
+/*
  * Freeing the pages of the segments a query borrowed (release_pages_ahead):
  * threads at most, and the least bytes for which it pays
  */
@@ -130,9 +142,24 @@ typedef struct GcPartialRegistry
 	GcPartialSlot slots[GC_PARTIAL_SLOTS];
 } GcPartialRegistry;
 
+/*
+ * The chunk segments a process's partial state placed its rows in, pinned
+ * and registered to the leader from the start; handed over when the state
+ * is serialized, released with the state's memory otherwise
+ */
+typedef struct PlacedChunks
+{
+	int			count;
+	dsm_segment *segments[GC_PARTIAL_MAX_PIECES];
+	dsm_handle	handles[GC_PARTIAL_MAX_PIECES];
+	int			slots[GC_PARTIAL_MAX_PIECES];
+} PlacedChunks;
+
 static GcPartialRegistry *registry = NULL;
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+static void place_rows_in_segments(GcInput *input, MemoryContext context);
 
 static void
 partial_shmem_request(void)
@@ -250,11 +277,16 @@ gc_partial_init(void)
 bool
 gc_partial_collecting(FunctionCallInfo fcinfo, GcInput *input)
 {
+	MemoryContext aggcontext;
+
 	if (!(fcinfo->context && IsA(fcinfo->context, AggState) &&
 		  DO_AGGSPLIT_SERIALIZE(((AggState *) fcinfo->context)->aggsplit)))
 		return false;
 	gc_use_cpu_device(&input->device);
 	input->device_fixed = true;
+	if (MyProc != NULL && get_registry() != NULL &&
+		AggCheckCallContext(fcinfo, &aggcontext))
+		place_rows_in_segments(input, aggcontext);
 	return true;
 }
 
@@ -359,6 +391,23 @@ registry_remove(int slot)
 	SpinLockRelease(&registry->mutex);
 }
 
+/* Clear slot if it still names handle; whether it did */
+static bool
+registry_take(int slot, dsm_handle handle)
+{
+	bool		taken = false;
+
+	SpinLockAcquire(&registry->mutex);
+	if (registry->slots[slot].leader_pid != 0 && registry->slots[slot].handle == handle)
+	{
+		memset(&registry->slots[slot], 0, sizeof(GcPartialSlot));
+		pg_atomic_fetch_sub_u32(&registry->used, 1);
+		taken = true;
+	}
+	SpinLockRelease(&registry->mutex);
+	return taken;
+}
+
 /* The slot of a pinned segment registered to this backend, or -1 */
 static int
 registry_find_mine(dsm_handle handle)
@@ -415,13 +464,43 @@ rows_bytes(int d, int64 n, bool weighted)
 					  (weighted ? sizeof(double) : 0));
 }
 
-/* What a partial state hands over: the rows and the per-row columns */
+/*
+ * What a partial state hands over: the rows (the first head_chunks chunks
+ * copied into the rows section, the others, placed in chunk segments,
+ * handed over as pieces) and the per-row columns
+ */
 typedef struct PartialSource
 {
 	GcRows	   *rows;
+	int			head_chunks;
+	int64		head_n;			/* rows in those chunks */
+	PlacedChunks *placed;		/* the chunk segments; NULL: none */
+	int			pieces;			/* 0, or all of placed's, the last chunks */
 	const void *const *columns; /* ncolumns arrays of rows->n 8-byte values */
 	int			ncolumns;
 } PartialSource;
+
+/*
+ * Split the rows into the chunks to copy and the chunk segments to hand
+ * over: the placed chunks, when they are the store's last ones (placement
+ * ends for good when it fails, so they are unless it failed and chunks of
+ * the store's own followed, and then every row is copied)
+ */
+static void
+split_rows(PartialSource *src)
+{
+	GcRows	   *rows = src->rows;
+	PlacedChunks *placed = src->placed;
+	int			first = rows->nchunks - (placed ? placed->count : 0);
+	bool		last = placed != NULL && placed->count > 0 && first >= 0;
+
+	for (int i = 0; last && i < placed->count; i++)
+		last = (const char *) rows->chunks[first + i].values ==
+			(const char *) dsm_segment_address(placed->segments[i]) + GC_PARTIAL_CHUNK_HEADER;
+	src->head_chunks = last ? first : rows->nchunks;
+	src->head_n = last ? rows->chunks[first].first_row : rows->n;
+	src->pieces = last ? placed->count : 0;
+}
 
 /*
  * Write the rows section at dest, releasing each chunk of rows once it is
@@ -433,13 +512,13 @@ write_rows(const PartialSource *src, char *dest)
 	GcRows	   *rows = src->rows;
 	int			d = rows->d;
 	char	   *values = dest + sizeof(double) * 2 * d;
-	char	   *hashes = values + sizeof(double) * (Size) d * rows->n;
-	char	   *weights = hashes + sizeof(uint64) * (Size) rows->n;
-	char	   *columns = dest + rows_bytes(d, rows->n, rows->weighted);
+	char	   *hashes = values + sizeof(double) * (Size) d * src->head_n;
+	char	   *weights = hashes + sizeof(uint64) * (Size) src->head_n;
+	char	   *columns = dest + rows_bytes(d, src->head_n, rows->weighted);
 
 	memcpy(dest, rows->lo, sizeof(double) * d);
 	memcpy(dest + sizeof(double) * d, rows->hi, sizeof(double) * d);
-	for (int c = 0; c < rows->nchunks; c++)
+	for (int c = 0; c < src->head_chunks; c++)
 	{
 		GcChunk    *chunk = &rows->chunks[c];
 		Size		count = (Size) chunk->count;
@@ -483,6 +562,109 @@ gc_dsm_segment_fits(Size bytes)
 		statvfs("/dev/shm", &fs) != 0)
 		return true;
 	return (uint64) fs.f_bavail * fs.f_frsize >= (uint64) bytes + ((uint64) 16 << 20);
+}
+
+/* Bytes of a chunk segment for capacity rows */
+static Size
+chunk_segment_bytes(int d, int64 capacity, bool weighted)
+{
+	return GC_PARTIAL_CHUNK_HEADER +
+		(Size) capacity * (sizeof(double) * d + sizeof(uint64) + (weighted ? sizeof(double) : 0));
+}
+
+/* Point chunk's arrays into a chunk segment at base */
+static void
+chunk_arrays(const char *base, int d, int64 capacity, bool weighted, GcChunk *chunk)
+{
+	const char *values = base + GC_PARTIAL_CHUNK_HEADER;
+	const char *hashes = values + sizeof(double) * d * (Size) capacity;
+
+	chunk->values = (double *) values;
+	chunk->hashes = (uint64_t *) hashes;
+	chunk->weights = weighted ? (double *) (hashes + sizeof(uint64) * (Size) capacity) : NULL;
+}
+
+/*
+ * GcPlaceChunk of a partial aggregate's rows: a new chunk segment, pinned
+ * and registered to the leader at once, so that whatever happens to this
+ * process the leader's transaction end frees it; false when no segment or
+ * registry slot is free, or /dev/shm cannot hold it
+ */
+static bool
+place_in_segment(void *arg, GcChunk *chunk, int d, bool weighted)
+{
+	PlacedChunks *placed = (PlacedChunks *) arg;
+	Size		bytes = chunk_segment_bytes(d, chunk->capacity, weighted);
+	GcPartialChunkHeader head = {0};
+	dsm_segment *segment;
+	int			slot;
+
+	if (placed->count == GC_PARTIAL_MAX_PIECES || !gc_dsm_segment_fits(bytes))
+		return false;
+	sweep_stale_entries();
+	segment = dsm_create(bytes, DSM_CREATE_NULL_IF_MAXSEGMENTS);
+	if (segment == NULL)
+		return false;
+	slot = registry_insert(dsm_segment_handle(segment));
+	if (slot < 0)
+	{
+		dsm_detach(segment);
+		return false;
+	}
+	dsm_pin_segment(segment);
+	registry_mark_pinned(slot);
+	placed->segments[placed->count] = segment;
+	placed->handles[placed->count] = dsm_segment_handle(segment);
+	placed->slots[placed->count] = slot;
+	placed->count++;
+
+	head.magic = GC_PARTIAL_CHUNK_MAGIC;
+	head.d = d;
+	head.capacity = chunk->capacity;
+	head.weighted = weighted;
+	memcpy(dsm_segment_address(segment), &head, sizeof(head));
+	prefault_for_writing(segment);
+	chunk_arrays(dsm_segment_address(segment), d, chunk->capacity, weighted, chunk);
+	return true;
+}
+
+/*
+ * Unpin and unmap the chunk segments still placed (not handed to the
+ * leader): the state is reset or its rows were copied instead.  An entry
+ * the leader's transaction end has already cleared is its to unpin.
+ */
+static void
+release_placed(void *arg)
+{
+	PlacedChunks *placed = (PlacedChunks *) arg;
+
+	for (int i = 0; i < placed->count; i++)
+	{
+		if (registry != NULL && registry_take(placed->slots[i], placed->handles[i]))
+			dsm_unpin_segment(placed->handles[i]);
+		if (dsm_find_mapping(placed->handles[i]) == placed->segments[i])
+			dsm_detach(placed->segments[i]);
+	}
+	placed->count = 0;
+}
+
+/*
+ * Give input's store a placement of its large chunks in chunk segments,
+ * released with context unless a serialized state hands them over
+ */
+static void
+place_rows_in_segments(GcInput *input, MemoryContext context)
+{
+	PlacedChunks *placed = MemoryContextAllocZero(context, sizeof(PlacedChunks));
+	MemoryContextCallback *cb = MemoryContextAlloc(context, sizeof(*cb));
+
+	cb->func = release_placed;
+	cb->arg = placed;
+	MemoryContextRegisterResetCallback(context, cb);
+	input->placement.place = place_in_segment;
+	input->placement.arg = placed;
+	input->placement.min_bytes = GC_PLACE_MIN_BYTES;
+	input->placement.max_bytes = GC_PLACE_MAX_BYTES;
 }
 
 /*
@@ -533,6 +715,26 @@ serialize_to_segment(const PartialSource *src, GcPartialHeader *header)
 	return true;
 }
 
+/*
+ * Describe the chunk segments src hands over at dest (unaligned), writing
+ * each one's row count into its header
+ */
+static void
+write_pieces(const PartialSource *src, char *dest)
+{
+	for (int i = 0; i < src->pieces; i++)
+	{
+		const GcChunk *chunk = &src->rows->chunks[src->head_chunks + i];
+		GcPartialChunkHeader *head = dsm_segment_address(src->placed->segments[i]);
+		GcPartialPiece piece = {0};
+
+		head->count = chunk->count;
+		piece.handle = src->placed->handles[i];
+		piece.count = chunk->count;
+		memcpy(dest + sizeof(piece) * i, &piece, sizeof(piece));
+	}
+}
+
 /* The meta section of a partial state, in the current memory context */
 static char *
 meta_section(const GcInput *input, const GcPartialMeta *meta, Size *bytes)
@@ -567,15 +769,20 @@ bytea *
 gc_partial_serialize(GcInput *input, const GcPartialMeta *meta,
 					 const void *const *columns, int ncolumns)
 {
-	PartialSource src = {input->started ? &input->rows : NULL, columns, ncolumns};
+	PartialSource src = {0};
 	GcPartialHeader header;
 	Size		meta_bytes;
 	char	   *meta_bytes_p = meta_section(input, meta, &meta_bytes);
+	Size		pieces_bytes;
 	Size		total;
 	bytea	   *result;
 	char	   *p;
 
 	Assert(ncolumns >= 0 && ncolumns <= GC_PARTIAL_MAX_COLUMNS);
+	src.rows = input->started ? &input->rows : NULL;
+	src.placed = (PlacedChunks *) input->placement.arg;
+	src.columns = columns;
+	src.ncolumns = ncolumns;
 	memset(&header, 0, sizeof(header));
 	header.magic = GC_PARTIAL_MAGIC;
 	header.version = GC_PARTIAL_VERSION;
@@ -584,22 +791,26 @@ gc_partial_serialize(GcInput *input, const GcPartialMeta *meta,
 	{
 		GcRows	   *rows = src.rows;
 
+		split_rows(&src);
 		header.d = rows->d;
 		header.n = rows->n;
+		header.head_n = src.head_n;
+		header.pieces = src.pieces;
 		header.total_weight = rows->total_weight;
 		header.flags = (rows->weighted ? GC_PARTIAL_WEIGHTED : 0) |
 			(rows->bad_weight ? GC_PARTIAL_BAD_WEIGHT : 0);
 		header.columns = ncolumns;
-		header.data_bytes = rows_bytes(rows->d, rows->n, rows->weighted) +
+		header.data_bytes = rows_bytes(rows->d, src.head_n, rows->weighted) +
 			sizeof(uint64) * (uint64) rows->n * ncolumns;
 	}
+	pieces_bytes = sizeof(GcPartialPiece) * header.pieces;
 
 	if (!(header.n > 0 && MyProc != NULL && get_registry() != NULL &&
 		  header.data_bytes >= GC_PARTIAL_MIN_SEGMENT_BYTES &&
 		  serialize_to_segment(&src, &header)))
 		header.checksum = header_checksum(&header);
 
-	total = VARHDRSZ + sizeof(header) + meta_bytes;
+	total = VARHDRSZ + sizeof(header) + meta_bytes + pieces_bytes;
 	if ((header.flags & GC_PARTIAL_IN_SEGMENT) == 0)
 	{
 		if (header.data_bytes > MaxAllocSize - total)
@@ -620,9 +831,20 @@ gc_partial_serialize(GcInput *input, const GcPartialMeta *meta,
 	p += sizeof(header);
 	memcpy(p, meta_bytes_p, meta_bytes);
 	p += meta_bytes;
+	write_pieces(&src, p);
+	p += pieces_bytes;
 	if ((header.flags & GC_PARTIAL_IN_SEGMENT) == 0 && header.n > 0)
 		write_rows(&src, p);
 	pfree(meta_bytes_p);
+	/* the pieces are the leader's now; chunk segments copied are let go */
+	if (src.pieces > 0)
+	{
+		for (int i = 0; i < src.pieces; i++)
+			dsm_detach(src.placed->segments[i]);
+		src.placed->count = 0;
+	}
+	else if (src.placed != NULL)
+		release_placed(src.placed);
 	return result;
 }
 
@@ -643,7 +865,10 @@ header_sizes_agree(const GcPartialHeader *header, Size len)
 	bool		weighted = (header->flags & GC_PARTIAL_WEIGHTED) != 0;
 
 	if (header->n < 0 || header->d < 0 || header->d > GC_MAX_DIM ||
-		(header->n > 0) != (header->d > 0) || header->reserved != 0 ||
+		(header->n > 0) != (header->d > 0) ||
+		header->head_n < 0 || header->head_n > header->n ||
+		header->pieces < 0 || header->pieces > GC_PARTIAL_MAX_PIECES ||
+		(header->pieces == 0 && header->head_n != header->n) ||
 		header->columns < 0 || header->columns > GC_PARTIAL_MAX_COLUMNS ||
 		(header->n == 0 && header->columns != 0) ||
 		header->meta_bytes > len - sizeof(*header) ||
@@ -651,10 +876,11 @@ header_sizes_agree(const GcPartialHeader *header, Size len)
 		return false;
 	if (header->n > 0 &&
 		(header->n > (int64) (MaxAllocHugeSize / sizeof(double) / (header->d + header->columns)) ||
-		 header->data_bytes != rows_bytes(header->d, header->n, weighted) +
+		 header->data_bytes != rows_bytes(header->d, header->head_n, weighted) +
 		 sizeof(uint64) * (uint64) header->n * header->columns))
 		return false;
-	return len == sizeof(*header) + header->meta_bytes + (in_segment ? 0 : header->data_bytes);
+	return len == sizeof(*header) + header->meta_bytes +
+		sizeof(GcPartialPiece) * header->pieces + (in_segment ? 0 : header->data_bytes);
 }
 
 /* Read the meta section (meta_bytes at p) into out */
@@ -687,24 +913,77 @@ read_meta(const char *p, Size meta_bytes, GcPartialRows *out)
 }
 
 /*
- * Map the segment a header names, registered to this backend, and unpin
- * it, so that it dies with the mapping; the rows section's address
+ * Map a segment registered to this backend and unpin it, so that it dies
+ * with the mapping
+ */
+static dsm_segment *
+map_registered(dsm_handle handle)
+{
+	dsm_segment *segment;
+	int			slot;
+
+	if (get_registry() == NULL || (slot = registry_find_mine(handle)) < 0)
+		corrupt_state("Its shared memory segment is not registered to this process.");
+	segment = dsm_attach(handle);
+	if (segment == NULL)
+		corrupt_state("Its shared memory segment no longer exists.");
+	/* now the mapping keeps it; no entry left to unpin it twice */
+	dsm_unpin_segment(handle);
+	registry_remove(slot);
+	return segment;
+}
+
+/*
+ * Map the chunk segments a state names (npieces descriptors at p), which
+ * hold its rows after the head_n of the rows section
+ */
+static void
+map_pieces(const GcPartialHeader *header, const char *p, GcPartialRows *out)
+{
+	int64		rows = header->head_n;
+	bool		weighted = (header->flags & GC_PARTIAL_WEIGHTED) != 0;
+
+	out->npieces = header->pieces;
+	out->pieces = palloc0(sizeof(GcPartialPieceRows) * Max(header->pieces, 1));
+	for (int i = 0; i < header->pieces; i++)
+	{
+		GcPartialPiece piece;
+		GcPartialChunkHeader head;
+		GcPartialPieceRows *view = &out->pieces[i];
+		GcChunk		chunk;
+
+		memcpy(&piece, p + sizeof(piece) * i, sizeof(piece));
+		if (piece.reserved != 0 || piece.count < 0 || piece.count > header->n - rows)
+			corrupt_state("Its chunk segments do not agree with it.");
+		view->segment = map_registered(piece.handle);
+		memcpy(&head, dsm_segment_address(view->segment), sizeof(head));
+		if (head.magic != GC_PARTIAL_CHUNK_MAGIC || head.d != header->d ||
+			head.weighted != (uint32) weighted || head.count != piece.count ||
+			head.capacity < head.count || head.capacity > header->n ||
+			dsm_segment_map_length(view->segment) <
+			chunk_segment_bytes(head.d, head.capacity, weighted))
+			corrupt_state("Its chunk segments do not agree with it.");
+		chunk_arrays(dsm_segment_address(view->segment), head.d, head.capacity, weighted, &chunk);
+		view->count = piece.count;
+		view->values = chunk.values;
+		view->hashes = chunk.hashes;
+		view->weights = chunk.weights;
+		rows += piece.count;
+	}
+	if (rows != header->n)
+		corrupt_state("Its chunk segments do not agree with it.");
+}
+
+/*
+ * Map the segment a header names (map_registered); the rows section's
+ * address
  */
 static const char *
 map_segment(const GcPartialHeader *header, GcPartialRows *out)
 {
-	dsm_segment *segment;
-	int			slot;
+	dsm_segment *segment = map_registered(header->handle);
 	GcPartialHeader stored;
 
-	if (get_registry() == NULL || (slot = registry_find_mine(header->handle)) < 0)
-		corrupt_state("Its shared memory segment is not registered to this process.");
-	segment = dsm_attach(header->handle);
-	if (segment == NULL)
-		corrupt_state("Its shared memory segment no longer exists.");
-	/* now the mapping keeps it; no entry left to unpin it twice */
-	dsm_unpin_segment(header->handle);
-	registry_remove(slot);
 	out->segment = segment;
 	memcpy(&stored, dsm_segment_address(segment), sizeof(stored));
 	if (dsm_segment_map_length(segment) < sizeof(stored) + header->data_bytes ||
@@ -742,14 +1021,25 @@ gc_partial_deserialize(bytea *serialized, GcPartialRows *out)
 	read_meta(p + sizeof(header), header.meta_bytes, out);
 	out->d = header.d;
 	out->n = header.n;
+	out->head_n = header.head_n;
 	out->total_weight = header.total_weight;
 	out->weighted = (header.flags & GC_PARTIAL_WEIGHTED) != 0;
 	out->bad_weight = (header.flags & GC_PARTIAL_BAD_WEIGHT) != 0;
 	out->columns = header.columns;
+	p += sizeof(header) + header.meta_bytes;
+	map_pieces(&header, p, out);
+	p += sizeof(GcPartialPiece) * header.pieces;
 	if (header.flags & GC_PARTIAL_IN_SEGMENT)
 		out->data = map_segment(&header, out);
 	else
-		out->data = p + sizeof(header) + header.meta_bytes;
+		out->data = p;
+}
+
+/* Whether a partial state's rows came (some or all) in shared memory */
+bool
+gc_partial_in_shared_memory(const GcPartialRows *part)
+{
+	return part->segment != NULL || part->npieces > 0;
 }
 
 /*
@@ -789,7 +1079,7 @@ const char *
 gc_partial_column(const GcPartialRows *part, int column)
 {
 	Assert(column >= 0 && column < part->columns);
-	return part->data + rows_bytes(part->d, part->n, part->weighted) +
+	return part->data + rows_bytes(part->d, part->head_n, part->weighted) +
 		sizeof(uint64) * (Size) part->n * column;
 }
 
@@ -926,22 +1216,91 @@ keep_segment(GcPartialSegments *keep, dsm_segment *segment)
 }
 
 /*
+ * Append chunk to rows, freeing a chunk of the store's own on failure;
+ * the partial state's total weight goes with its first chunk (*weight
+ * then 0)
+ */
+static void
+append_chunk(GcRows *rows, GcChunk *chunk, const double *lo, const double *hi,
+			 int64 *weight, bool bad_weight)
+{
+	GcError		err = {0};
+
+	if (gc_rows_append_chunk(rows, chunk, lo, hi, *weight, bad_weight, &err) != GC_OK)
+	{
+		if (!chunk->borrowed)
+		{
+			rows->free(chunk->values);
+			rows->free(chunk->hashes);
+			if (chunk->weights)
+				rows->free(chunk->weights);
+		}
+		gc_raise(&err);
+	}
+	*weight = 0;
+}
+
+/*
+ * The rows of a partial state's rows section as a chunk: borrowed in place
+ * from its segment, or copied from the bytea into the store's own memory
+ */
+static void
+head_chunk(GcRows *rows, const GcPartialRows *part, GcChunk *chunk)
+{
+	int			d = part->d;
+	Size		n = (Size) part->head_n;
+	const char *values = part->data + sizeof(double) * 2 * d;
+	const char *hashes = values + sizeof(double) * d * n;
+	const char *weights = hashes + sizeof(uint64) * n;
+
+	memset(chunk, 0, sizeof(*chunk));
+	chunk->count = part->head_n;
+	if (part->segment != NULL)
+	{
+		/* aligned: the segment's address is, and so is every section */
+		chunk->values = (double *) values;
+		chunk->hashes = (uint64_t *) hashes;
+		chunk->weights = part->weighted ? (double *) weights : NULL;
+		chunk->borrowed = true;
+		return;
+	}
+	chunk->values = rows->alloc(sizeof(double) * d * n);
+	chunk->hashes = rows->alloc(sizeof(uint64) * n);
+	chunk->weights = part->weighted ? rows->alloc(sizeof(double) * n) : NULL;
+	if (chunk->values == NULL || chunk->hashes == NULL ||
+		(part->weighted && chunk->weights == NULL))
+	{
+		if (chunk->values)
+			rows->free(chunk->values);
+		if (chunk->hashes)
+			rows->free(chunk->hashes);
+		if (chunk->weights)
+			rows->free(chunk->weights);
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("out of host memory in gpuclust"),
+				 errdetail("Could not allocate memory for " INT64_FORMAT " rows of a partial state.",
+						   part->head_n)));
+	}
+	memcpy(chunk->values, values, sizeof(double) * d * n);
+	memcpy(chunk->hashes, hashes, sizeof(uint64) * n);
+	if (part->weighted)
+		memcpy(chunk->weights, weights, sizeof(double) * n);
+}
+
+/*
  * Add a partial state's rows to rows (of the same dimension, initialised
- * by the caller): borrowed in place from a segment, which keep then holds,
- * or copied from the bytea into the store's own memory
+ * by the caller): the rows section's (head_chunk), then its chunk
+ * segments', borrowed in place; keep holds every segment mapped
  */
 static void
 append_rows(GcRows *rows, const GcPartialRows *part, GcPartialSegments *keep)
 {
 	int			d = part->d;
-	Size		n = (Size) part->n;
-	const char *values = part->data + sizeof(double) * 2 * d;
-	const char *hashes = values + sizeof(double) * d * n;
-	const char *weights = hashes + sizeof(uint64) * n;
+	int64		weight = part->total_weight;
 	double	   *lo;
 	double	   *hi;
 	GcChunk		chunk;
-	GcError		err = {0};
 
 	if (part->n == 0)
 		return;
@@ -955,53 +1314,25 @@ append_rows(GcRows *rows, const GcPartialRows *part, GcPartialSegments *keep)
 	memcpy(lo, part->data, sizeof(double) * d);
 	memcpy(hi, part->data + sizeof(double) * d, sizeof(double) * d);
 
-	memset(&chunk, 0, sizeof(chunk));
-	chunk.count = part->n;
 	if (part->segment != NULL)
-	{
-		/* aligned: the segment's address is, and so is every section */
-		chunk.values = (double *) values;
-		chunk.hashes = (uint64_t *) hashes;
-		chunk.weights = part->weighted ? (double *) weights : NULL;
-		chunk.borrowed = true;
 		keep_segment(keep, part->segment);
-	}
-	else
+	for (int i = 0; i < part->npieces; i++)
+		keep_segment(keep, part->pieces[i].segment);
+	if (part->head_n > 0)
 	{
-		chunk.values = rows->alloc(sizeof(double) * d * n);
-		chunk.hashes = rows->alloc(sizeof(uint64) * n);
-		chunk.weights = part->weighted ? rows->alloc(sizeof(double) * n) : NULL;
-		if (chunk.values == NULL || chunk.hashes == NULL ||
-			(part->weighted && chunk.weights == NULL))
-		{
-			if (chunk.values)
-				rows->free(chunk.values);
-			if (chunk.hashes)
-				rows->free(chunk.hashes);
-			if (chunk.weights)
-				rows->free(chunk.weights);
-			ereport(ERROR,
-					(errcode(ERRCODE_OUT_OF_MEMORY),
-					 errmsg("out of host memory in gpuclust"),
-					 errdetail("Could not allocate memory for " INT64_FORMAT " rows of a partial state.",
-							   part->n)));
-		}
-		memcpy(chunk.values, values, sizeof(double) * d * n);
-		memcpy(chunk.hashes, hashes, sizeof(uint64) * n);
-		if (part->weighted)
-			memcpy(chunk.weights, weights, sizeof(double) * n);
+		head_chunk(rows, part, &chunk);
+		append_chunk(rows, &chunk, lo, hi, &weight, part->bad_weight);
 	}
-	if (gc_rows_append_chunk(rows, &chunk, lo, hi, part->total_weight,
-							 part->bad_weight, &err) != GC_OK)
+	for (int i = 0; i < part->npieces; i++)
 	{
-		if (!chunk.borrowed)
-		{
-			rows->free(chunk.values);
-			rows->free(chunk.hashes);
-			if (chunk.weights)
-				rows->free(chunk.weights);
-		}
-		gc_raise(&err);
+		memset(&chunk, 0, sizeof(chunk));
+		chunk.values = (double *) part->pieces[i].values;
+		chunk.hashes = (uint64_t *) part->pieces[i].hashes;
+		chunk.weights = (double *) part->pieces[i].weights;
+		chunk.count = part->pieces[i].count;
+		chunk.borrowed = true;
+		if (chunk.count > 0)
+			append_chunk(rows, &chunk, lo, hi, &weight, part->bad_weight);
 	}
 	pfree(lo);
 	pfree(hi);

@@ -16,6 +16,8 @@
  *						 jsonb (options_bytes, a whole varlena; 0: none),
  *						 then extra_bytes of the aggregate's own
  *						 (kmeans_gpu_assign's: assign_rows.h)
+ *	 GcPartialPiece		 pieces of them: the chunk segments holding
+ *						 the rows after the head's, in order
  *	 rows section		 data_bytes, only when the rows are not in a segment
  *
  * The segment named by handle, when IN_SEGMENT (its address and so every
@@ -24,16 +26,25 @@
  *	 GcPartialHeader	 a copy of the serialized one, byte for byte
  *	 rows section		 data_bytes
  *
- * The rows section, for d dimensions and n rows, native byte order:
+ * The rows section, for d dimensions, n rows in all and head_n of them
+ * here (native byte order):
  *
- *	 double lo[d], hi[d]		 bounding box of the rows
- *	 double values[n * d]		 row-major
- *	 uint64 hashes[n]			 gc_row_hash of each row's values
- *	 double weights[n]			 only when flags has WEIGHTED
- *	 8-byte columns[columns][n]	 the aggregate's per-row values, column
- *								 after column (pmedian_gpu: int64 ids, then
- *								 double demands when it has them;
- *								 kmeans_gpu_assign's collection: int64 ids)
+ *	 double lo[d], hi[d]		 bounding box of all n rows
+ *	 double values[head_n * d]	 row-major
+ *	 uint64 hashes[head_n]		 gc_row_hash of each row's values
+ *	 double weights[head_n]		 only when flags has WEIGHTED
+ *	 8-byte columns[columns][n]	 the aggregate's per-row values for all n
+ *								 rows, column after column (pmedian_gpu:
+ *								 int64 ids, then double demands when it has
+ *								 them; kmeans_gpu_assign's collection: int64
+ *								 ids)
+ *
+ * A chunk segment (a piece) holds rows the process wrote there as it
+ * collected them (GcChunkPlacement: its large chunks):
+ *
+ *	 GcPartialChunkHeader		 padded to GC_PARTIAL_CHUNK_HEADER bytes
+ *	 double values[capacity * d], uint64 hashes[capacity], and double
+ *	 weights[capacity] when weighted; the first count rows are used
  *
  * A segment is pinned and registered to its leader (pid and local
  * transaction) until the leader's deserial function maps it: a reader
@@ -57,13 +68,19 @@
 #include "storage/dsm.h"
 
 #define GC_PARTIAL_MAGIC		0x47435053	/* "GCPS" */
-#define GC_PARTIAL_VERSION		3
+#define GC_PARTIAL_VERSION		4
 #define GC_PARTIAL_WEIGHTED		0x0001
 #define GC_PARTIAL_BAD_WEIGHT	0x0002
 #define GC_PARTIAL_IN_SEGMENT	0x0004
 
 /* Per-row columns an aggregate may hand over with its rows */
 #define GC_PARTIAL_MAX_COLUMNS	4
+
+/* Chunk segments one partial state may hand over */
+#define GC_PARTIAL_MAX_PIECES	64
+
+#define GC_PARTIAL_CHUNK_MAGIC	0x47435043	/* "GCPC" */
+#define GC_PARTIAL_CHUNK_HEADER 64
 
 /*
  * The header that starts the serialized state and, when the rows are in a
@@ -77,14 +94,44 @@ typedef struct GcPartialHeader
 	uint16		flags;
 	int32		d;
 	uint32		handle;			/* dsm_handle when IN_SEGMENT */
-	int64		n;
+	int64		n;				/* rows in all */
 	int64		total_weight;
 	int32		columns;		/* per-row 8-byte columns after the rows */
-	int32		reserved;		/* 0 */
+	int32		pieces;			/* chunk segments after the meta section */
+	int64		head_n;			/* rows in the rows section; pieces hold the rest */
 	uint64		meta_bytes;
 	uint64		data_bytes;		/* the whole rows section, columns included */
 	uint64		checksum;
 } GcPartialHeader;
+
+/* A chunk segment as the serialized state names it (unaligned there) */
+typedef struct GcPartialPiece
+{
+	uint32		handle;			/* dsm_handle */
+	uint32		reserved;		/* 0 */
+	int64		count;			/* rows */
+} GcPartialPiece;
+
+/* The start of a chunk segment */
+typedef struct GcPartialChunkHeader
+{
+	uint32		magic;
+	int32		d;
+	int64		capacity;		/* rows the arrays have room for */
+	int64		count;			/* rows used, written when handed over */
+	uint32		weighted;
+	uint32		reserved;
+} GcPartialChunkHeader;
+
+/* A chunk segment as the leader maps it */
+typedef struct GcPartialPieceRows
+{
+	dsm_segment *segment;
+	int64		count;
+	const double *values;
+	const uint64 *hashes;
+	const double *weights;		/* NULL when unweighted */
+} GcPartialPieceRows;
 
 /*
  * The arguments of the aggregate that made a partial state, which the
@@ -111,13 +158,16 @@ typedef struct GcPartialRows
 	int64		null_rows;
 	int64		seen_rows;
 	int			d;				/* 0 when the partial state had no rows */
-	int64		n;
+	int64		n;				/* rows in all */
+	int64		head_n;			/* rows in the rows section */
 	int64		total_weight;
 	bool		weighted;
 	bool		bad_weight;
 	int			columns;
 	const char *data;			/* the rows section */
 	dsm_segment *segment;		/* segment holding data; NULL when inline */
+	int			npieces;		/* chunk segments holding the other rows */
+	GcPartialPieceRows *pieces;
 } GcPartialRows;
 
 /* Segments a combined state has mapped, detached when its context resets */
@@ -133,6 +183,7 @@ extern void gc_partial_init(void);
 extern bool gc_dsm_segment_fits(Size bytes);
 extern bool gc_partial_registry_available(void);
 extern bool gc_partial_collecting(FunctionCallInfo fcinfo, GcInput *input);
+extern bool gc_partial_in_shared_memory(const GcPartialRows *part);
 extern bytea *gc_partial_serialize(GcInput *input, const GcPartialMeta *meta,
 								   const void *const *columns, int ncolumns);
 extern void gc_partial_deserialize(bytea *serialized, GcPartialRows *out);

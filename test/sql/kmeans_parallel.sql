@@ -184,6 +184,32 @@ FROM assign_rows_serial s FULL JOIN assign_rows_parallel p USING (id);
 DROP TABLE assign_cases, assign_serial, assign_parallel, assign_rows_serial, assign_rows_parallel;
 DROP FUNCTION assign_summary(text, int, jsonb);
 
+-- shares large enough that a process writes its rows straight into chunk
+-- segments (chunks from 4 MB on: after about 2,000 rows of d = 256),
+-- which reach the leader beside the rows section: the serial model, and
+-- the serial labels row by row (the ids travel in the rows section)
+CREATE TABLE wide (id int, v float8[]);
+INSERT INTO wide
+SELECT i, ARRAY(SELECT (i % 4) * 10 + sin(i * 0.7 + j) FROM generate_series(1, 256) j)
+FROM generate_series(1, 24000) i;
+ANALYZE wide;
+SET max_parallel_workers_per_gather = 0;
+SELECT kmeans_gpu(v, 4, '{"seed": 7}') AS ws FROM wide \gset
+CREATE TEMP TABLE wide_serial AS
+	SELECT * FROM kmeans_gpu_assign('SELECT id, v FROM wide', 4, '{"seed": 7}');
+SET max_parallel_workers_per_gather = 2;
+EXPLAIN (COSTS OFF) SELECT kmeans_gpu(v, 4, '{"seed": 7}') FROM wide;
+SELECT kmeans_gpu(v, 4, '{"seed": 7}') AS wp FROM wide \gset
+SELECT model_core(:'wp') = model_core(:'ws') AS wide_same, parallel_ok(:'wp') AS wide_parallel,
+	   (:'wp'::kmeans_model)::text::jsonb->>'rows' AS rows;
+CREATE TEMP TABLE wide_parallel AS
+	SELECT * FROM kmeans_gpu_assign('SELECT id, v FROM wide', 4, '{"seed": 7}');
+SELECT count(*) AS rows,
+	   count(*) FILTER (WHERE s.cluster IS DISTINCT FROM p.cluster OR
+							  s.distance IS DISTINCT FROM p.distance) AS differ
+FROM wide_serial s FULL JOIN wide_parallel p USING (id);
+DROP TABLE wide, wide_serial, wide_parallel;
+
 -- the aggregate serves kmeans_gpu_assign alone
 SELECT gpuclust_kmeans_assign_collect(id::bigint, v, 4, NULL) FROM pt;
 \echo :LAST_ERROR_SQLSTATE
