@@ -20,6 +20,11 @@
  * upload finds them page-locked.  Below STAGE_MIN_BYTES of pageable data
  * the driver's staging is used, as starting threads would not pay.
  *
+ * Rows read from vector, halfvec or real[] columns hold float32 values in
+ * doubles (GcRows.float_exact): their staged values are narrowed to
+ * float32 as a lane copies them, cross the bus in half the bytes, and a
+ * kernel widens them back into the double array, exactly.
+ *
  * IDENTIFICATION
  *	  cuda/host_upload.cu
  *
@@ -44,6 +49,7 @@ typedef struct HostCopy
 	void	   *device;
 	const char *host;
 	size_t		bytes;
+	float	   *narrow;			/* staged: doubles go here as floats; NULL: as they are */
 } HostCopy;
 
 /* An upload of rows: page-locked chunks are copied at once, pageable ones wait here */
@@ -103,6 +109,23 @@ lane_fail(Lane *lane, cudaError_t e, const char *call)
 	__atomic_store_n(&lane->staging->failed, 1, __ATOMIC_RELAXED);
 }
 
+/* count doubles, each a float32 value, as floats */
+static void
+narrow_copy(float *__restrict__ dest, const double *__restrict__ src, size_t count)
+{
+	for (size_t i = 0; i < count; i++)
+		dest[i] = (float) src[i];
+}
+
+/* Widen count floats into doubles */
+__global__ static void
+widen_kernel(double *dest, const float *src, size_t count)
+{
+	for (size_t i = (size_t) blockIdx.x * blockDim.x + threadIdx.x; i < count;
+		 i += (size_t) gridDim.x * blockDim.x)
+		dest[i] = (double) src[i];
+}
+
 /* Take pieces until none is left, each through the buffer uploaded longest ago */
 static void
 lane_run(Lane *lane)
@@ -124,8 +147,14 @@ lane_run(Lane *lane)
 			lane_fail(lane, e, "cudaEventSynchronize");
 			break;
 		}
-		memcpy(lane->buffers[b], piece->host, piece->bytes);
-		if ((e = cudaMemcpyAsync(piece->device, lane->buffers[b], piece->bytes,
+		if (piece->narrow)
+			narrow_copy((float *) lane->buffers[b], (const double *) piece->host,
+						piece->bytes / sizeof(double));
+		else
+			memcpy(lane->buffers[b], piece->host, piece->bytes);
+		if ((e = cudaMemcpyAsync(piece->narrow ? (void *) piece->narrow : piece->device,
+								 lane->buffers[b],
+								 piece->narrow ? piece->bytes / 2 : piece->bytes,
 								 cudaMemcpyHostToDevice, lane->stream)) != cudaSuccess)
 		{
 			lane_fail(lane, e, "cudaMemcpyAsync");
@@ -220,8 +249,9 @@ stage(const RowsUpload *up, GcStatus *status, GcError *err)
 			const HostCopy *copy = &up->pageable[i];
 			size_t		bytes = copy->bytes - offset < STAGE_BYTES ? copy->bytes - offset : STAGE_BYTES;
 
-			staging.pieces[staging.npieces++] = HostCopy{(char *) copy->device + offset,
-														 copy->host + offset, bytes};
+			staging.pieces[staging.npieces++] =
+				HostCopy{(char *) copy->device + offset, copy->host + offset, bytes,
+						 copy->narrow ? copy->narrow + offset / sizeof(double) : NULL};
 		}
 	while (nlanes < STAGE_LANES && (size_t) nlanes < staging.npieces)
 	{
@@ -263,11 +293,16 @@ copy_async(const HostCopy *copy, cudaStream_t stream, GcError *err)
 	return GC_OK;
 }
 
-/* Copy bytes from host now where it is page-locked; else add the copy to up's pageable ones */
+/*
+ * Copy bytes from host now where it is page-locked; else add the copy to
+ * up's pageable ones (narrow: where a staged copy of these doubles may go
+ * as floats)
+ */
 static GcStatus
-upload_or_defer(RowsUpload *up, void *device, const void *host, size_t bytes, GcError *err)
+upload_or_defer(RowsUpload *up, void *device, const void *host, size_t bytes, float *narrow,
+				GcError *err)
 {
-	HostCopy	copy = {device, (const char *) host, bytes};
+	HostCopy	copy = {device, (const char *) host, bytes, narrow};
 
 	if (bytes == 0)
 		return GC_OK;
@@ -278,12 +313,31 @@ upload_or_defer(RowsUpload *up, void *device, const void *host, size_t bytes, Gc
 	return GC_OK;
 }
 
+/* Widen the staged copies that went as floats */
+static GcStatus
+widen_narrowed(const RowsUpload *up, GcError *err)
+{
+	for (int i = 0; i < up->npageable; i++)
+	{
+		const HostCopy *copy = &up->pageable[i];
+		size_t		count = copy->bytes / sizeof(double);
+
+		if (copy->narrow == NULL)
+			continue;
+		widen_kernel<<<(unsigned int) ((count + 255) / 256 < 4096 ? (count + 255) / 256 : 4096), 256,
+			0, up->stream>>>((double *) copy->device, copy->narrow, count);
+		GC_CUDA_TRY(cudaGetLastError(), err);
+	}
+	return GC_OK;
+}
+
 GcStatus
 gc_upload_rows(const GcRows *rows, double *values, uint64_t *hashes, double *weights,
-			   cudaStream_t stream, GcError *err)
+			   float *narrow, cudaStream_t stream, GcError *err)
 {
 	RowsUpload	up = {stream, NULL, 0, 0};
 	GcStatus	status = GC_OK;
+	bool		staged = false;
 
 	/* at most three copies a chunk: values, hashes, weights */
 	up.pageable = (HostCopy *) malloc(sizeof(HostCopy) * 3 * (rows->nchunks > 0 ? rows->nchunks : 1));
@@ -293,18 +347,24 @@ gc_upload_rows(const GcRows *rows, double *values, uint64_t *hashes, double *wei
 	{
 		const GcChunk *chunk = &rows->chunks[c];
 
-		status = upload_or_defer(&up, values + (size_t) chunk->first_row * rows->d, chunk->values,
-								 sizeof(double) * rows->d * chunk->count, err);
+		size_t		first = (size_t) chunk->first_row * rows->d;
+
+		status = upload_or_defer(&up, values + first, chunk->values,
+								 sizeof(double) * rows->d * chunk->count,
+								 narrow && rows->float_exact ? narrow + first : NULL, err);
 		if (status == GC_OK)
 			status = upload_or_defer(&up, hashes + chunk->first_row, chunk->hashes,
-									 sizeof(uint64_t) * chunk->count, err);
+									 sizeof(uint64_t) * chunk->count, NULL, err);
 		if (status == GC_OK && weights != NULL)
 			status = upload_or_defer(&up, weights + chunk->first_row, chunk->weights,
-									 sizeof(double) * chunk->count, err);
+									 sizeof(double) * chunk->count, NULL, err);
 	}
-	if (status == GC_OK && up.npageable > 0 &&
-		(up.pageable_bytes < STAGE_MIN_BYTES || !stage(&up, &status, err)))
-		for (int i = 0; status == GC_OK && i < up.npageable; i++)
+	if (status == GC_OK && up.npageable > 0 && up.pageable_bytes >= STAGE_MIN_BYTES)
+		staged = stage(&up, &status, err);
+	if (status == GC_OK && staged)
+		status = widen_narrowed(&up, err);
+	else if (status == GC_OK)
+		for (int i = 0; i < up.npageable && status == GC_OK; i++)
 			status = copy_async(&up.pageable[i], stream, err);
 	free(up.pageable);
 	return status;

@@ -79,7 +79,7 @@ upload(CudaSession *s, GcError *err)
 	for (int e = 0; e < 2; e++)
 		GC_CUDA_TRY(cudaEventCreateWithFlags(&s->chunk_done[e], cudaEventDisableTiming), err);
 
-	if (gc_upload_rows(rows, s->x64, s->hashes, s->weights, s->stream, err) != GC_OK)
+	if (gc_upload_rows(rows, s->x64, s->hashes, s->weights, s->x32, s->stream, err) != GC_OK)
 		return err->status;
 	GC_CUDA_TRY(cudaMemcpyAsync(s->offset, s->frame->offset, sizeof(double) * d,
 								cudaMemcpyHostToDevice, s->stream), err);

@@ -123,7 +123,7 @@ upload(PmCudaSession *s, const GcRows *rows, const double *demand, GcError *err)
 	ALLOC_OR_RETURN(s->winner, 1);
 	GC_CUDA_TRY(cudaHostAlloc((void **) &s->stage, 24 * (size_t) (n > 0 ? n : 1),
 							  cudaHostAllocDefault), err);
-	if (gc_upload_rows(rows, s->x, s->hashes, NULL, s->stream, err) != GC_OK)
+	if (gc_upload_rows(rows, s->x, s->hashes, NULL, NULL, s->stream, err) != GC_OK)
 		return err->status;
 	if (demand != NULL)
 		UPLOAD(s->demand, demand, n);

@@ -177,6 +177,8 @@ typedef struct GcChunk
 	int64_t		count;			/* rows used */
 	int64_t		capacity;		/* rows allocated */
 	bool		borrowed;		/* memory owned elsewhere: never freed here */
+	bool		float_exact;	/* gc_rows_append_chunk: every value is a
+								 * float32 value (GcRows.float_exact) */
 	GcHostFree	free;			/* frees this chunk's arrays */
 } GcChunk;
 
@@ -210,6 +212,9 @@ typedef struct GcRows
 	bool		weighted;		/* rows carry weights (gc_rows_set_weighted) */
 	int64_t		total_weight;	/* sum of the weights (n when unweighted) */
 	bool		bad_weight;		/* some weight is not a whole number in range */
+	bool		float_exact;	/* every value is a float32 value (vector,
+								 * halfvec and real[] rows: an upload may
+								 * move them as float32) */
 	size_t		max_bytes;		/* chunk memory allowed, 0 for no limit */
 	GcHostAlloc alloc;			/* allocator for new chunks */
 	GcHostFree	free;

@@ -38,6 +38,7 @@ gc_rows_init(GcRows *rows, int d, GcHostAlloc alloc, GcHostFree free_fn,
 {
 	memset(rows, 0, sizeof(*rows));
 	rows->d = d;
+	rows->float_exact = true;
 	rows->alloc = alloc;
 	rows->free = free_fn;
 	rows->lo = malloc(sizeof(double) * d);
@@ -174,19 +175,21 @@ gc_rows_reserve(GcRows *rows, GcError *err)
 
 /*
  * Widen the bounding box [lo, hi] to take in x and return x's row hash
- * (gc_row_hash), in one pass over the row.  The comparisons are selects
- * and the hash a sum of independent terms, so the loop vectorises: with
- * AVX-512's 64-bit multiplies it runs five times as fast as the scalar
- * loop on 768-dimensional rows, with AVX2 three times (GC_SIMD_CLONES).
- * Every operation is exact, so every clone gives the same box and hash.
+ * (gc_row_hash), in one pass over the row, clearing *float_exact when a
+ * value is not a float32 value.  The comparisons are selects and the hash
+ * a sum of independent terms, so the loop vectorises: with AVX-512's
+ * 64-bit multiplies it runs five times as fast as the scalar loop on
+ * 768-dimensional rows, with AVX2 three times (GC_SIMD_CLONES).  Every
+ * operation is exact, so every clone gives the same box and hash.
  */
 GC_SIMD_CLONES
 static uint64_t
 widen_box_and_hash(const double *restrict x, double *restrict lo,
-				   double *restrict hi, int d)
+				   double *restrict hi, int d, bool *float_exact)
 {
 	uint64_t	sum = 0;
 	uint64_t	salt = 0;
+	uint64_t	inexact = 0;
 
 	for (int j = 0; j < d; j++)
 	{
@@ -196,7 +199,10 @@ widen_box_and_hash(const double *restrict x, double *restrict lo,
 		hi[j] = v > hi[j] ? v : hi[j];
 		sum += gc_row_hash_term(v, salt);
 		salt += GC_ROW_HASH_SALT_STEP;
+		inexact |= (double) (float) v != v;
 	}
+	if (inexact)
+		*float_exact = false;
 	return gc_row_hash_finish(sum, d);
 }
 
@@ -215,7 +221,8 @@ gc_rows_commit(GcRows *rows)
 		memcpy(rows->lo, x, sizeof(double) * d);
 		memcpy(rows->hi, x, sizeof(double) * d);
 	}
-	chunk->hashes[chunk->count] = widen_box_and_hash(x, rows->lo, rows->hi, d);
+	chunk->hashes[chunk->count] = widen_box_and_hash(x, rows->lo, rows->hi, d,
+													 &rows->float_exact);
 	chunk->count++;
 	rows->n++;
 	rows->total_weight++;
@@ -306,6 +313,7 @@ gc_rows_append_chunk(GcRows *rows, const GcChunk *src, const double *lo,
 	rows->n += src->count;
 	rows->total_weight += total_weight;
 	rows->bad_weight |= bad_weight;
+	rows->float_exact &= src->float_exact;
 	return GC_OK;
 }
 
@@ -382,6 +390,7 @@ gc_rows_release(GcRows *rows)
 	rows->total_weight = 0;
 	rows->weighted = false;
 	rows->bad_weight = false;
+	rows->float_exact = true;
 }
 
 /* Write row i: values (not row i's own), hash and weight */

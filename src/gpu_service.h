@@ -106,6 +106,7 @@ typedef struct GcServiceRequest
 	int64		total_weight;
 	bool		weighted;
 	bool		bad_weight;
+	bool		float_exact;	/* every value a float32 value */
 	bool		has_init;
 	bool		want_labels;
 	bool		want_distances;

@@ -10,19 +10,26 @@
  *
  * - Shared memory (gpuclust in shared_preload_libraries, or PostgreSQL 17
  *   and later, where the registry below lives in a named DSM segment
- *   instead of the main shared memory): the rows are laid out contiguously in one dynamic shared memory segment (header,
- *   bounding box, values, hashes, weights), the segment is pinned so that
- *   it outlives the worker, and the serialized state is a few dozen bytes
- *   naming it.  The leader maps the segment and its row store borrows the
- *   rows in place: nothing is copied again and nothing passes through the
- *   Gather tuple queue.
+ *   instead of the main shared memory): a process writes its chunks of
+ *   rows from 4 MB on straight into chunk segments as it collects them
+ *   (GcChunkPlacement); when the state is serialized, its first, smaller
+ *   chunks are laid out contiguously in one dynamic shared memory segment
+ *   (header, bounding box, values, hashes, weights, per-row columns), and
+ *   the serialized state is a few dozen bytes naming that segment and the
+ *   chunk segments.  Every segment is pinned so that it outlives the
+ *   worker.  The leader maps them and its row store borrows the rows in
+ *   place: nothing is copied again and nothing passes through the Gather
+ *   tuple queue.
  * - Inline (15 and 16 without the preload, tiny states, no segment to be
  *   had, or /dev/shm too full to hold one): the rows are copied into the serialized bytea
  *   itself (at most 1 GB) and the leader copies them into its row store.
  *
- * Lifetime of a segment.  The serializing process records (handle, leader
+ * Lifetime of a segment.  The process making it records (handle, leader
  * pid) in the registry, a small array in the extension's shared memory,
- * then pins the segment and marks the entry pinned.  The leader's
+ * then pins the segment and marks the entry pinned (a chunk segment when
+ * it is made, before a row is written into it; the state's own segment
+ * when it is serialized).  Chunk segments of a state that is reset
+ * without being serialized are unpinned then.  The leader's
  * deserialize function checks that the handle is registered to it (a
  * forged bytea cannot map another session's memory), maps the segment,
  * unpins it and clears the entry: from then on the segment lives exactly
@@ -47,12 +54,16 @@
  * the transaction recorded with them (its local transaction id changed,
  * or it exited).
  *
- * Costs: a worker copies its rows once more (into the segment, freeing its
- * own chunks as it goes); the leader copies nothing, but the rows it
- * borrows are pageable memory, so a GPU upload of them goes through
- * page-locked staging buffers that threads fill in parallel
- * (cuda/host_upload.cu; registering 6 GB of mappings with cudaHostRegister
- * would cost more than that copy).
+ * Costs: a worker copies only its first 4 MB or so of rows once more
+ * (into the state's segment, freeing its own chunks as it goes); the
+ * leader copies nothing, but the rows it borrows are pageable memory, so
+ * a GPU upload of them goes through page-locked staging buffers that
+ * threads fill in parallel (cuda/host_upload.cu; registering 6 GB of
+ * mappings with cudaHostRegister would cost more than that copy).  A
+ * state hands over at most GC_PARTIAL_MAX_PIECES chunk segments (256 MB
+ * each at most: 16 GB); past that, or when a chunk segment cannot be had,
+ * the process allocates its later chunks itself and copies every row into
+ * the state's segment, as it did before chunk segments.
  *
  * IDENTIFICATION
  *	  src/partial_state.c
@@ -798,7 +809,8 @@ gc_partial_serialize(GcInput *input, const GcPartialMeta *meta,
 		header.pieces = src.pieces;
 		header.total_weight = rows->total_weight;
 		header.flags = (rows->weighted ? GC_PARTIAL_WEIGHTED : 0) |
-			(rows->bad_weight ? GC_PARTIAL_BAD_WEIGHT : 0);
+			(rows->bad_weight ? GC_PARTIAL_BAD_WEIGHT : 0) |
+			(rows->float_exact ? GC_PARTIAL_FLOAT_EXACT : 0);
 		header.columns = ncolumns;
 		header.data_bytes = rows_bytes(rows->d, src.head_n, rows->weighted) +
 			sizeof(uint64) * (uint64) rows->n * ncolumns;
@@ -1025,6 +1037,7 @@ gc_partial_deserialize(bytea *serialized, GcPartialRows *out)
 	out->total_weight = header.total_weight;
 	out->weighted = (header.flags & GC_PARTIAL_WEIGHTED) != 0;
 	out->bad_weight = (header.flags & GC_PARTIAL_BAD_WEIGHT) != 0;
+	out->float_exact = (header.flags & GC_PARTIAL_FLOAT_EXACT) != 0;
 	out->columns = header.columns;
 	p += sizeof(header) + header.meta_bytes;
 	map_pieces(&header, p, out);
@@ -1321,6 +1334,7 @@ append_rows(GcRows *rows, const GcPartialRows *part, GcPartialSegments *keep)
 	if (part->head_n > 0)
 	{
 		head_chunk(rows, part, &chunk);
+		chunk.float_exact = part->float_exact;
 		append_chunk(rows, &chunk, lo, hi, &weight, part->bad_weight);
 	}
 	for (int i = 0; i < part->npieces; i++)
@@ -1331,6 +1345,7 @@ append_rows(GcRows *rows, const GcPartialRows *part, GcPartialSegments *keep)
 		chunk.weights = (double *) part->pieces[i].weights;
 		chunk.count = part->pieces[i].count;
 		chunk.borrowed = true;
+		chunk.float_exact = part->float_exact;
 		if (chunk.count > 0)
 			append_chunk(rows, &chunk, lo, hi, &weight, part->bad_weight);
 	}

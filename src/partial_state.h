@@ -72,6 +72,7 @@
 #define GC_PARTIAL_WEIGHTED		0x0001
 #define GC_PARTIAL_BAD_WEIGHT	0x0002
 #define GC_PARTIAL_IN_SEGMENT	0x0004
+#define GC_PARTIAL_FLOAT_EXACT	0x0008	/* every value a float32 value */
 
 /* Per-row columns an aggregate may hand over with its rows */
 #define GC_PARTIAL_MAX_COLUMNS	4
@@ -163,6 +164,7 @@ typedef struct GcPartialRows
 	int64		total_weight;
 	bool		weighted;
 	bool		bad_weight;
+	bool		float_exact;
 	int			columns;
 	const char *data;			/* the rows section */
 	dsm_segment *segment;		/* segment holding data; NULL when inline */

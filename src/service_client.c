@@ -162,6 +162,7 @@ fill_request(GcServiceRequest *req, const GcServiceFit *fit, int slot)
 	req->total_weight = rows->total_weight;
 	req->weighted = rows->weighted;
 	req->bad_weight = rows->bad_weight;
+	req->float_exact = rows->float_exact;
 	req->phase = GC_PHASE_QUEUED;
 	describe_rows(req, fit);
 	if (req->has_init)

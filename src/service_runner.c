@@ -91,6 +91,7 @@ borrow_rows(GcServiceJob *job, GcRows *rows, GcError *err)
 		chunk.weights = req->weighted ? (double *) (base + chunks[c].weights) : NULL;
 		chunk.count = chunk.capacity = chunks[c].count;
 		chunk.borrowed = true;
+		chunk.float_exact = req->float_exact;
 		if (gc_rows_append_chunk(rows, &chunk,
 								 GC_REQUEST_ARRAY(req, off_lo, double),
 								 GC_REQUEST_ARRAY(req, off_hi, double),

@@ -1144,6 +1144,113 @@ run_allocator_switch_case(void)
 		  "allocator switch: each chunk freed by its own allocator", "rowstore");
 }
 
+/* A chunk placement that takes chunks from malloc until it has placed limit */
+typedef struct TestPlacement
+{
+	int			placed;
+	int			limit;
+	size_t		smallest;		/* bytes of the smallest chunk offered */
+	size_t		largest;
+	void	   *blocks[64];
+} TestPlacement;
+
+static bool
+test_place(void *arg, GcChunk *chunk, int d, bool weighted)
+{
+	TestPlacement *tp = (TestPlacement *) arg;
+	size_t		row_bytes = sizeof(double) * d + sizeof(uint64_t) + (weighted ? sizeof(double) : 0);
+	size_t		bytes = (size_t) chunk->capacity * row_bytes;
+	char	   *block;
+
+	if (tp->placed == tp->limit || (block = malloc(bytes)) == NULL)
+		return false;
+	tp->smallest = tp->placed == 0 || bytes < tp->smallest ? bytes : tp->smallest;
+	tp->largest = bytes > tp->largest ? bytes : tp->largest;
+	tp->blocks[tp->placed++] = block;
+	chunk->values = (double *) block;
+	chunk->hashes = (uint64_t *) (block + sizeof(double) * d * chunk->capacity);
+	chunk->weights = NULL;
+	return true;
+}
+
+/*
+ * A store's placement (GcChunkPlacement): chunks from min_bytes on are
+ * offered and placed, growing to max_bytes, and never freed by the store;
+ * the first refusal ends placement, later chunks come from the store's
+ * allocator; the rows read back unchanged.  And float_exact: true while
+ * every value is a float32 value, cleared by one that is not or by a chunk
+ * appended without the promise.
+ */
+static void
+run_placement_case(void)
+{
+	GcRows		rows;
+	GcError		err = {0};
+	TestPlacement tp = {0, 3, 0, 0, {0}};
+	int			d = 16;
+	int64_t		n = 200000;		/* 27 MB of rows */
+	bool		same = true;
+	int			placed_chunks = 0,
+				after_refusal = 0;
+	GcChunk		chunk = {0};
+	double		values[16] = {0};
+	uint64_t	hash = 0;
+
+	gc_rows_init(&rows, d, plain_alloc, free, &err);
+	rows.placement.place = test_place;
+	rows.placement.arg = &tp;
+	rows.placement.min_bytes = (size_t) 1 << 20;
+	rows.placement.max_bytes = (size_t) 4 << 20;
+	for (int64_t i = 0; i < n; i++)
+	{
+		double	   *slot = gc_rows_reserve(&rows, &err);
+
+		for (int j = 0; j < d; j++)
+			slot[j] = (double) (float) (i * 0.25 + j);
+		gc_rows_commit(&rows);
+	}
+	for (int c = 0; c < rows.nchunks; c++)
+	{
+		placed_chunks += rows.chunks[c].borrowed;
+		after_refusal += placed_chunks == tp.limit && !rows.chunks[c].borrowed;
+	}
+	for (int64_t i = 0; i < n; i++)
+		for (int j = 0; j < d; j++)
+			same &= gc_rows_get(&rows, i)[j] == (double) (float) (i * 0.25 + j);
+	check(same, "placement: rows read back", "rowstore");
+	check(placed_chunks == tp.limit && tp.smallest + 1024 >= rows.placement.min_bytes &&
+		  tp.smallest < rows.placement.min_bytes * 2 &&
+		  tp.largest <= rows.placement.max_bytes && tp.largest + 1024 >= rows.placement.max_bytes,
+		  "placement: chunks from min_bytes on placed, up to max_bytes", "rowstore");
+	check(after_refusal > 0 && rows.placement.place == NULL,
+		  "placement: a refusal ends it, the store allocates the rest", "rowstore");
+	check(rows.float_exact, "float_exact: float32 values", "rowstore");
+	chunk.values = values;
+	chunk.hashes = &hash;
+	chunk.count = 1;
+	chunk.borrowed = true;
+	chunk.float_exact = true;
+	gc_rows_append_chunk(&rows, &chunk, values, values, 1, false, &err);
+	check(rows.float_exact, "float_exact: a chunk appended with the promise keeps it", "rowstore");
+	{
+		double	   *slot = gc_rows_reserve(&rows, &err);
+
+		for (int j = 0; j < d; j++)
+			slot[j] = j == 5 ? 0.1 : 1.0;
+		gc_rows_commit(&rows);
+	}
+	check(!rows.float_exact, "float_exact: one double that is no float32 value clears it", "rowstore");
+	gc_rows_release(&rows);
+	for (int b = 0; b < tp.placed; b++)
+		free(tp.blocks[b]);
+
+	gc_rows_init(&rows, d, plain_alloc, free, &err);
+	chunk.float_exact = false;
+	gc_rows_append_chunk(&rows, &chunk, values, values, 1, false, &err);
+	check(!rows.float_exact, "float_exact: a chunk appended without the promise clears it", "rowstore");
+	gc_rows_release(&rows);
+}
+
 #ifdef GC_WITH_CUDA
 /* Whether ptr is page-locked host memory that CUDA knows */
 static bool
@@ -1230,15 +1337,19 @@ run_pin_ahead_case(void)
  * Uploads from pageable memory past the size where helper threads stage
  * them (host_upload.cu: 256 MB): rows in malloc'd chunks, and rows whose
  * first chunks are malloc'd and the rest page-locked, fit to the same
- * centroids and labels as the same rows all page-locked
+ * centroids and labels as the same rows all page-locked.  With
+ * float_values every value is rounded to a float32 value first, and the
+ * staged values cross as floats (GcRows.float_exact); without, they are
+ * doubles that must cross whole.
  */
 static void
-run_staged_upload_case(void)
+run_staged_upload_case(bool float_values)
 {
 	int64_t		n = 48000;
 	int			d = 1024,
 				k = 8;
-	const char *config = "n=48000 d=1024 k=8 (393 MB of rows)";
+	const char *config = float_values ? "n=48000 d=1024 k=8 (393 MB of rows), float32 values" :
+		"n=48000 d=1024 k=8 (393 MB of rows)";
 	double	   *centres = malloc(sizeof(double) * k * d);
 	int		   *truth = malloc(sizeof(int) * n);
 	double	   *x;
@@ -1251,6 +1362,8 @@ run_staged_upload_case(void)
 
 	rng_state = 4242;
 	x = make_data(n, d, k, 0.5, centres, truth);
+	for (int64_t i = 0; float_values && i < n * d; i++)
+		x[i] = (double) (float) x[i];
 	load_rows(&pinned, x, n, d, NULL, gc_cuda_host_alloc, gc_cuda_host_free);
 	load_rows(&pageable, x, n, d, NULL, plain_alloc, free);
 	gc_rows_init(&mixed, d, plain_alloc, free, &err);
@@ -1271,6 +1384,8 @@ run_staged_upload_case(void)
 	check(loaded && !is_pinned(mixed.chunks[0].values) &&
 		  is_pinned(mixed.chunks[mixed.nchunks - 1].values),
 		  "staged upload: the mixed store holds both kinds of memory", config);
+	check(pageable.float_exact == float_values && mixed.float_exact == float_values,
+		  "staged upload: the stores know whether every value is a float32 value", config);
 
 	reference = fit_with(&gc_kmeans_cuda_backend, &pinned, k, 11, GC_ALGORITHM_LLOYD,
 						 GC_PRECISION_FLOAT32, 10, 0.0);
@@ -1618,6 +1733,7 @@ main(int argc, char **argv)
 	run_progress_case(&gc_kmeans_cpu_backend, "progress cpu");
 	run_restart_labels_case(&gc_kmeans_cpu_backend, "restarts cpu");
 	run_allocator_switch_case();
+	run_placement_case();
 	for (int d = 1; d <= 17; d++)
 		run_row_hash_case(d);
 	run_row_hash_case(768);
@@ -1631,7 +1747,8 @@ main(int argc, char **argv)
 			run_progress_case(&gc_kmeans_cuda_backend, "progress gpu");
 			run_restart_labels_case(&gc_kmeans_cuda_backend, "restarts gpu");
 			run_pin_ahead_case();
-			run_staged_upload_case();
+			run_staged_upload_case(false);
+			run_staged_upload_case(true);
 		}
 	}
 #endif
