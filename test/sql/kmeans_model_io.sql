@@ -144,7 +144,8 @@ SELECT count(*) AS crafted_rows FROM io_crafted;
 COPY (SELECT 1 WHERE false) TO PROGRAM :'io_cleanup';
 
 --
--- A large model (120 kB) is stored compressed, and reads back whole
+-- A large model (120 kB) is stored out of line uncompressed (STORAGE
+-- external), and reads back whole
 --
 CREATE TABLE io_big AS
 SELECT jsonb_build_object(
@@ -153,7 +154,7 @@ SELECT jsonb_build_object(
 		'centroids', (SELECT jsonb_agg((SELECT jsonb_agg(c * 1000 + j + 0.125) FROM generate_series(1, 50) j)
 									   ORDER BY c)
 					  FROM generate_series(0, 299) c))::text::kmeans_model AS m;
-SELECT pg_column_compression(m) IS NOT NULL AS compressed,
+SELECT pg_column_compression(m) IS NULL AS uncompressed, pg_column_size(m) > 120000 AS whole_size,
 	   (m::jsonb->>'k')::int AS k, (m::jsonb->>'d')::int AS d,
 	   m::text::kmeans_model::text = m::text AS round_trip
 FROM io_big;
