@@ -227,6 +227,9 @@ extern GcStatus gc_rows_init(GcRows *rows, int d, GcHostAlloc alloc,
 extern void gc_rows_set_allocator(GcRows *rows, GcHostAlloc alloc,
 								  GcHostFree free);
 extern double *gc_rows_reserve(GcRows *rows, GcError *err);
+/* A chunk's arrays for capacity rows from the store's allocator */
+extern GcStatus gc_rows_alloc_arrays(const GcRows *rows, GcChunk *chunk, int64_t capacity,
+									 GcError *err);
 extern void gc_rows_commit(GcRows *rows);
 /* Weighted rows: call before the first row, then commit with a weight */
 extern void gc_rows_set_weighted(GcRows *rows);

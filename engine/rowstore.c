@@ -123,11 +123,23 @@ add_chunk(GcRows *rows, GcError *err)
 		bytes = GC_MAX_CHUNK_BYTES;
 		chunk->capacity = (int64_t) (bytes / row_bytes);
 	}
+	if (gc_rows_alloc_arrays(rows, chunk, chunk->capacity, err) != GC_OK)
+		return err->status;
+	rows->nchunks++;
+	return GC_OK;
+}
+
+/*
+ * Allocate the arrays of a chunk of capacity rows with the store's
+ * allocator (freeing what was had when one fails)
+ */
+GcStatus
+gc_rows_alloc_arrays(const GcRows *rows, GcChunk *chunk, int64_t capacity, GcError *err)
+{
 	chunk->free = rows->free;
-	chunk->values = rows->alloc(sizeof(double) * rows->d * chunk->capacity);
-	chunk->hashes = rows->alloc(sizeof(uint64_t) * chunk->capacity);
-	if (rows->weighted)
-		chunk->weights = rows->alloc(sizeof(double) * chunk->capacity);
+	chunk->values = rows->alloc(sizeof(double) * rows->d * capacity);
+	chunk->hashes = rows->alloc(sizeof(uint64_t) * capacity);
+	chunk->weights = rows->weighted ? rows->alloc(sizeof(double) * capacity) : NULL;
 	if (chunk->values == NULL || chunk->hashes == NULL ||
 		(rows->weighted && chunk->weights == NULL))
 	{
@@ -137,11 +149,13 @@ add_chunk(GcRows *rows, GcError *err)
 			rows->free(chunk->hashes);
 		if (chunk->weights)
 			rows->free(chunk->weights);
+		chunk->values = NULL;
+		chunk->hashes = NULL;
+		chunk->weights = NULL;
 		return gc_fail(err, GC_ERR_HOST_MEMORY,
-					   "could not allocate %zu bytes of host memory for rows",
-					   bytes);
+					   "could not allocate host memory for %lld rows",
+					   (long long) capacity);
 	}
-	rows->nchunks++;
 	return GC_OK;
 }
 

@@ -117,6 +117,16 @@ PG_FUNCTION_INFO_V1(gpuclust_partial_deserialfn);
 #define GC_PLACE_MAX_BYTES		((Size) 256 << 20)
 
 /*
+ * Chunk segments are made only while the registry holds fewer entries
+ * than the server has backends: PostgreSQL's table of DSM segments has a
+ * fixed number of slots plus a few a backend for every segment of every
+ * session (dsm.c), and a parallel hash join, say, fails where none is
+ * free, so gpuclust's rows keep to a share of it (a 1M x 768 query with 8
+ * workers makes about 70 chunk segments)
+ */
+#define GC_PLACE_MAX_ENTRIES	MaxBackends
+
+/*
  * Freeing the pages of the segments a query borrowed (release_pages_ahead):
  * threads at most, and the least bytes for which it pays
  */
@@ -575,6 +585,31 @@ gc_dsm_segment_fits(Size bytes)
 	return (uint64) fs.f_bavail * fs.f_frsize >= (uint64) bytes + ((uint64) 16 << 20);
 }
 
+/*
+ * A new segment of bytes, registered (not yet pinned) to the leader in
+ * *slot; NULL when no segment or registry slot is free, or /dev/shm
+ * cannot hold it
+ */
+static dsm_segment *
+create_registered(Size bytes, int *slot)
+{
+	dsm_segment *segment;
+
+	if (!gc_dsm_segment_fits(bytes))
+		return NULL;
+	sweep_stale_entries();
+	segment = dsm_create(bytes, DSM_CREATE_NULL_IF_MAXSEGMENTS);
+	if (segment == NULL)
+		return NULL;
+	*slot = registry_insert(dsm_segment_handle(segment));
+	if (*slot < 0)
+	{
+		dsm_detach(segment);
+		return NULL;
+	}
+	return segment;
+}
+
 /* Bytes of a chunk segment for capacity rows */
 static Size
 chunk_segment_bytes(int d, int64 capacity, bool weighted)
@@ -610,18 +645,10 @@ place_in_segment(void *arg, GcChunk *chunk, int d, bool weighted)
 	dsm_segment *segment;
 	int			slot;
 
-	if (placed->count == GC_PARTIAL_MAX_PIECES || !gc_dsm_segment_fits(bytes))
+	if (placed->count == GC_PARTIAL_MAX_PIECES ||
+		pg_atomic_read_u32(&registry->used) >= (uint32) GC_PLACE_MAX_ENTRIES ||
+		(segment = create_registered(bytes, &slot)) == NULL)
 		return false;
-	sweep_stale_entries();
-	segment = dsm_create(bytes, DSM_CREATE_NULL_IF_MAXSEGMENTS);
-	if (segment == NULL)
-		return false;
-	slot = registry_insert(dsm_segment_handle(segment));
-	if (slot < 0)
-	{
-		dsm_detach(segment);
-		return false;
-	}
 	dsm_pin_segment(segment);
 	registry_mark_pinned(slot);
 	placed->segments[placed->count] = segment;
@@ -689,19 +716,9 @@ serialize_to_segment(const PartialSource *src, GcPartialHeader *header)
 	int			slot;
 	char	   *base;
 
-	if (!gc_dsm_segment_fits(sizeof(GcPartialHeader) + header->data_bytes))
-		return false;
-	sweep_stale_entries();
-	segment = dsm_create(sizeof(GcPartialHeader) + header->data_bytes,
-						 DSM_CREATE_NULL_IF_MAXSEGMENTS);
+	segment = create_registered(sizeof(GcPartialHeader) + header->data_bytes, &slot);
 	if (segment == NULL)
 		return false;
-	slot = registry_insert(dsm_segment_handle(segment));
-	if (slot < 0)
-	{
-		dsm_detach(segment);
-		return false;
-	}
 	header->flags |= GC_PARTIAL_IN_SEGMENT;
 	header->handle = dsm_segment_handle(segment);
 	header->checksum = header_checksum(header);
@@ -1265,6 +1282,7 @@ head_chunk(GcRows *rows, const GcPartialRows *part, GcChunk *chunk)
 	const char *values = part->data + sizeof(double) * 2 * d;
 	const char *hashes = values + sizeof(double) * d * n;
 	const char *weights = hashes + sizeof(uint64) * n;
+	GcError		err = {0};
 
 	memset(chunk, 0, sizeof(*chunk));
 	chunk->count = part->head_n;
@@ -1277,24 +1295,12 @@ head_chunk(GcRows *rows, const GcPartialRows *part, GcChunk *chunk)
 		chunk->borrowed = true;
 		return;
 	}
-	chunk->values = rows->alloc(sizeof(double) * d * n);
-	chunk->hashes = rows->alloc(sizeof(uint64) * n);
-	chunk->weights = part->weighted ? rows->alloc(sizeof(double) * n) : NULL;
-	if (chunk->values == NULL || chunk->hashes == NULL ||
-		(part->weighted && chunk->weights == NULL))
-	{
-		if (chunk->values)
-			rows->free(chunk->values);
-		if (chunk->hashes)
-			rows->free(chunk->hashes);
-		if (chunk->weights)
-			rows->free(chunk->weights);
+	if (gc_rows_alloc_arrays(rows, chunk, part->head_n, &err) != GC_OK)
 		ereport(ERROR,
 				(errcode(ERRCODE_OUT_OF_MEMORY),
 				 errmsg("out of host memory in gpuclust"),
 				 errdetail("Could not allocate memory for " INT64_FORMAT " rows of a partial state.",
 						   part->head_n)));
-	}
 	memcpy(chunk->values, values, sizeof(double) * d * n);
 	memcpy(chunk->hashes, hashes, sizeof(uint64) * n);
 	if (part->weighted)
