@@ -985,12 +985,15 @@ map_pieces(const GcPartialHeader *header, const char *p, GcPartialRows *out)
 		if (piece.reserved != 0 || piece.count < 0 || piece.count > header->n - rows)
 			corrupt_state("Its chunk segments do not agree with it.");
 		view->segment = map_registered(piece.handle);
+		if (dsm_segment_map_length(view->segment) < GC_PARTIAL_CHUNK_HEADER)
+			corrupt_state("Its chunk segments do not agree with it.");
 		memcpy(&head, dsm_segment_address(view->segment), sizeof(head));
+		/* a chunk's room may pass the share's rows: it was made to double the last chunk */
 		if (head.magic != GC_PARTIAL_CHUNK_MAGIC || head.d != header->d ||
 			head.weighted != (uint32) weighted || head.count != piece.count ||
-			head.capacity < head.count || head.capacity > header->n ||
-			dsm_segment_map_length(view->segment) <
-			chunk_segment_bytes(head.d, head.capacity, weighted))
+			head.capacity < head.count ||
+			head.capacity > (int64) ((dsm_segment_map_length(view->segment) - GC_PARTIAL_CHUNK_HEADER) /
+									 (sizeof(double) * (head.d + (weighted ? 1 : 0)) + sizeof(uint64))))
 			corrupt_state("Its chunk segments do not agree with it.");
 		chunk_arrays(dsm_segment_address(view->segment), head.d, head.capacity, weighted, &chunk);
 		view->count = piece.count;

@@ -210,6 +210,31 @@ SELECT count(*) AS rows,
 FROM wide_serial s FULL JOIN wide_parallel p USING (id);
 DROP TABLE wide, wide_serial, wide_parallel;
 
+-- a share whose last chunk segment holds one row: with d = 8 a process's
+-- own chunks hold 115,570 rows (64 kB doubling, up to the first chunk of 4
+-- MB and more, which goes to a chunk segment with room for 116,480), so a
+-- partition of 115,571 rows leaves a chunk segment with more room than the
+-- share has rows, and one of 115,570 none; partitionwise aggregation makes
+-- these shares in one process, row for row
+SET max_parallel_workers_per_gather = 0;
+CREATE TABLE edge (id int, v float8[]) PARTITION BY RANGE (id);
+CREATE TABLE edge_1 PARTITION OF edge FOR VALUES FROM (MINVALUE) TO (115571);
+CREATE TABLE edge_2 PARTITION OF edge FOR VALUES FROM (115571) TO (MAXVALUE);
+INSERT INTO edge
+SELECT i, ARRAY[(i % 4) * 10 + sin(i), cos(i), sin(i * 0.5), cos(i * 0.5),
+				sin(i * 0.25), cos(i * 0.25), sin(i * 0.125), (i % 3)::float8]
+FROM generate_series(0, 115571 + 115570 - 1) i;
+ANALYZE edge;
+SELECT kmeans_gpu(v, 4, '{"seed": 5}') AS es FROM edge \gset
+SET enable_partitionwise_aggregate = on;
+EXPLAIN (COSTS OFF) SELECT kmeans_gpu(v, 4, '{"seed": 5}') FROM edge;
+SELECT model_core(kmeans_gpu(v, 4, '{"seed": 5}')) = model_core(:'es') AS edge_same,
+	   (kmeans_gpu(v, 4, '{"seed": 5}')::text::jsonb->>'partial_states')::int AS partial_states
+FROM edge;
+RESET enable_partitionwise_aggregate;
+DROP TABLE edge;
+SET max_parallel_workers_per_gather = 2;
+
 -- the aggregate serves kmeans_gpu_assign alone
 SELECT gpuclust_kmeans_assign_collect(id::bigint, v, 4, NULL) FROM pt;
 \echo :LAST_ERROR_SQLSTATE
