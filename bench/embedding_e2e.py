@@ -126,7 +126,8 @@ def fit(cur, table, k, options, label, workers=0):
     return emit(phase="kmeans_gpu", table=table, variant=label, workers=workers, options=options,
                 ms=ms, json_ms=json_ms, timings=model.get("timings_ms"), inertia=model.get("inertia"),
                 iterations=model.get("iterations"), kernel=model.get("kernel"),
-                device=model.get("device"), partial_states=model.get("partial_states"))
+                device=model.get("device"), path=model.get("path"),
+                partial_states=model.get("partial_states"))
 
 
 def assign_into_table(cur, table, k, options, workers=None):
