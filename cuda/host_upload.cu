@@ -353,7 +353,6 @@ gc_upload_rows(const GcRows *rows, double *values, uint64_t *hashes, double *wei
 	for (int c = 0; status == GC_OK && c < rows->nchunks; c++)
 	{
 		const GcChunk *chunk = &rows->chunks[c];
-
 		size_t		first = (size_t) chunk->first_row * rows->d;
 
 		status = upload_or_defer(&up, values + first, chunk->values,

@@ -476,13 +476,18 @@ header_checksum(const GcPartialHeader *header)
 							   GC_PARTIAL_MAGIC);
 }
 
+/* Bytes a row takes: its values, its hash and its weight when weighted */
+static uint64
+row_bytes(int d, bool weighted)
+{
+	return sizeof(double) * (uint64) d + sizeof(uint64) + (weighted ? sizeof(double) : 0);
+}
+
 /* Bytes of the rows section before its columns: box, values, hashes, weights */
 static uint64
 rows_bytes(int d, int64 n, bool weighted)
 {
-	return sizeof(double) * 2 * (uint64) d +
-		(uint64) n * (sizeof(double) * (uint64) d + sizeof(uint64) +
-					  (weighted ? sizeof(double) : 0));
+	return sizeof(double) * 2 * (uint64) d + (uint64) n * row_bytes(d, weighted);
 }
 
 /*
@@ -614,8 +619,7 @@ create_registered(Size bytes, int *slot)
 static Size
 chunk_segment_bytes(int d, int64 capacity, bool weighted)
 {
-	return GC_PARTIAL_CHUNK_HEADER +
-		(Size) capacity * (sizeof(double) * d + sizeof(uint64) + (weighted ? sizeof(double) : 0));
+	return GC_PARTIAL_CHUNK_HEADER + (Size) capacity * row_bytes(d, weighted);
 }
 
 /* Point chunk's arrays into a chunk segment at base */
@@ -993,7 +997,7 @@ map_pieces(const GcPartialHeader *header, const char *p, GcPartialRows *out)
 			head.weighted != (uint32) weighted || head.count != piece.count ||
 			head.capacity < head.count ||
 			head.capacity > (int64) ((dsm_segment_map_length(view->segment) - GC_PARTIAL_CHUNK_HEADER) /
-									 (sizeof(double) * (head.d + (weighted ? 1 : 0)) + sizeof(uint64))))
+									 row_bytes(head.d, weighted)))
 			corrupt_state("Its chunk segments do not agree with it.");
 		chunk_arrays(dsm_segment_address(view->segment), head.d, head.capacity, weighted, &chunk);
 		view->count = piece.count;
