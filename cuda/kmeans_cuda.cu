@@ -158,6 +158,8 @@ cuda_close(void *session)
 		s->retired->close(s->retired_state);
 	if (s->pruned)
 		gc_pruned_close(s->pruned);
+	if (s->bounded)
+		gc_bounded_close(s->bounded);
 	if (s->status_host)
 		cudaFreeHost(s->status_host);
 	for (int e = 0; e < 3; e++)
@@ -244,17 +246,16 @@ refresh_centroids(CudaSession *s, GcError *err)
 }
 
 /*
- * Lloyd's labeling of every row with the session's labeler, in chunks of
- * rows of about GC_POLL_WORK_GPU units of k d each (cancel by work,
- * engine/common.c): while one chunk runs, the host waits for the end of
- * the one before it and polls the interrupt hook, so the device never
- * idles for the poll.  On a stop the chunk in flight finishes before
- * close frees what it reads (close synchronises the stream).  k-means||
- * labels its samples with it, on a copy of the session.
+ * Every row labelled by labeler, in chunks of rows of about
+ * GC_POLL_WORK_GPU units of k d each (cancel by work, engine/common.c):
+ * while one chunk runs, the host waits for the end of the one before it
+ * and polls the interrupt hook, so the device never idles for the poll.
+ * On a stop the chunk in flight finishes before close frees what it reads
+ * (close synchronises the stream).
  */
 GcStatus
-gc_label_points(CudaSession *s, unsigned long long *changed, IterationStatus *status,
-				GcError *err)
+gc_label_in_chunks(CudaSession *s, const Labeler *labeler, void *state,
+				   unsigned long long *changed, IterationStatus *status, GcError *err)
 {
 	int64_t		rows = gc_poll_gpu_items((int64_t) s->k * s->d, GC_POLL_MIN_GPU_ROWS, s->n);
 	int			chunk = 0;
@@ -263,8 +264,7 @@ gc_label_points(CudaSession *s, unsigned long long *changed, IterationStatus *st
 	{
 		int64_t		count = s->n - first < rows ? s->n - first : rows;
 
-		if (s->labeler->label(s, s->labeler_state, first, count, changed, status,
-							  err) != GC_OK)
+		if (labeler->label(s, state, first, count, changed, status, err) != GC_OK)
 			return err->status;
 		if (count == s->n)
 			break;
@@ -277,6 +277,19 @@ gc_label_points(CudaSession *s, unsigned long long *changed, IterationStatus *st
 		}
 	}
 	return GC_OK;
+}
+
+/*
+ * Lloyd's labeling of every row with the session's labeler; the bounds of
+ * bounded labeling no longer hold.  k-means|| labels its samples with it,
+ * on a copy of the session.
+ */
+GcStatus
+gc_label_points(CudaSession *s, unsigned long long *changed, IterationStatus *status,
+				GcError *err)
+{
+	gc_bounded_forget(s->bounded);
+	return gc_label_in_chunks(s, s->labeler, s->labeler_state, changed, status, err);
 }
 
 /*
@@ -309,6 +322,7 @@ hand_over(CudaSession *s, GcKernel kernel, GcError *err)
 {
 	const Labeler *next = gc_labeler(kernel);
 
+	gc_bounded_forget(s->bounded);
 	if (next != s->labeler)
 	{
 		if (s->retired_state && s->retired->close)
@@ -326,6 +340,19 @@ hand_over(CudaSession *s, GcKernel kernel, GcError *err)
 	return GC_OK;
 }
 
+/*
+ * Whether Lloyd's iterations label with drift bounds: under algorithm
+ * auto, with the register kernel (the other kernels' shapes are wide,
+ * where bounds decide little, or tensor-core, where a distance is cheap),
+ * from k = GC_BOUNDED_MIN_K (labeler_bounded.cu has the measurements)
+ */
+static bool
+bounds_may_pay(const CudaSession *s)
+{
+	return s->params->algorithm == GC_ALGORITHM_AUTO && s->kernel == GC_KERNEL_REGISTER &&
+		s->k >= GC_BOUNDED_MIN_K;
+}
+
 static GcStatus
 cuda_begin(void *session, const double *centroids, GcRestartPlan *plan, GcError *err)
 {
@@ -337,6 +364,9 @@ cuda_begin(void *session, const double *centroids, GcRestartPlan *plan, GcError 
 		s->kernel = s->labeler->restart(s, s->labeler_state);
 	plan->kernel = gc_kernel_name(s->kernel);
 	s->iteration = 0;
+	gc_bounded_forget(s->bounded);
+	if (bounds_may_pay(s) && gc_bounded_begin(s, &s->bounded, err) != GC_OK)
+		return err->status;
 	GC_CUDA_TRY(cudaMemsetAsync(s->labels, 0xff, sizeof(int32_t) * s->n, s->stream), err);
 	if ((status = load_centroids(s, centroids, err)) != GC_OK)
 		return status;
@@ -387,6 +417,7 @@ cuda_step(void *session, int64_t pruned_rows, GcStepStatus *out, GcError *err)
 {
 	CudaSession *s = (CudaSession *) session;
 	bool		pruned = pruned_rows > 0;
+	bool		bounded = !pruned && s->bounded != NULL && bounds_may_pay(s);
 	size_t		kd = (size_t) s->k * s->d;
 	GcStatus	labelled;
 	IterationStatus st;
@@ -402,7 +433,12 @@ cuda_step(void *session, int64_t pruned_rows, GcStepStatus *out, GcError *err)
 								cudaMemcpyDeviceToDevice, s->stream), err);
 	GC_CUDA_TRY(cudaEventRecord(s->phase[0], s->stream), err);
 	if (pruned)
+	{
+		gc_bounded_forget(s->bounded);
 		labelled = gc_pruned_label(s, s->pruned, pruned_rows, s->status, err);
+	}
+	else if (bounded)
+		labelled = gc_bounded_label(s, s->bounded, s->status, err);
 	else
 		labelled = gc_label_points(s, &s->status->changed, s->status, err);
 	if (labelled == GC_OK)
@@ -428,7 +464,8 @@ cuda_step(void *session, int64_t pruned_rows, GcStepStatus *out, GcError *err)
 	out->max_shift2 = max_shift2;
 	out->pruned_work = (double) st.work;
 	out->distances = pruned ?
-		(double) st.work + (double) (s->n - pruned_rows) * s->k : (double) s->n * s->k;
+		(double) st.work + (double) (s->n - pruned_rows) * s->k :
+		bounded ? (double) st.work : (double) s->n * s->k;
 	out->rechecked = (double) (gc_kernel_is_screen(s->kernel) ? st.screened : st.doubtful);
 	out->exact_checked = (double) st.doubtful;
 	out->labeling_ms = label_ms;
@@ -443,6 +480,7 @@ cuda_order_rows(void *session, bool by_work, GcError *err)
 {
 	CudaSession *s = (CudaSession *) session;
 
+	gc_bounded_forget(s->bounded);
 	return gc_pruned_order_rows(s, s->pruned, by_work, err);
 }
 
@@ -516,6 +554,7 @@ cuda_set_precision(void *session, GcPrecision precision, GcError *err)
 	CudaSession *s = (CudaSession *) session;
 
 	s->labeling_params.precision = precision;
+	gc_bounded_forget(s->bounded);
 	if (s->labeler_state && s->labeler->close)
 		s->labeler->close(s->labeler_state);
 	s->labeler_state = NULL;

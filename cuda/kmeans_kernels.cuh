@@ -210,6 +210,24 @@ GcStatus	launch_gather_rows(const T *src, const int32_t *order, int64_t n,
 							   int width, bool inverse, T *dst,
 							   cudaStream_t stream, GcError *err);
 
+/* labeling_bounded.cu: drift bounds over the register kernel (d <= GC_REGISTER_MAX_DIM) */
+#define GC_BOUNDED_MIN_K 100
+GcStatus	launch_centroid_drift(const float *c32, float *last, int k, int d,
+								  float *drift, float *separation, float *top,
+								  int *top_c, cudaStream_t stream, GcError *err);
+GcStatus	launch_bounds_check(const float *x32, const float *c32, int64_t n, int d,
+								const int32_t *labels, const float *drift,
+								const float *separation, const float *top, const int *top_c, float *upper,
+								float *lower, int32_t *list, unsigned int *list_count,
+								unsigned long long *work, cudaStream_t stream,
+								GcError *err);
+GcStatus	launch_bounded_scan(const float *x32, const float *c32, int64_t first,
+								int64_t count, int d, int k, const int32_t *list,
+								const unsigned int *list_count, int32_t *labels,
+								float *upper, float *lower, unsigned long long *changed,
+								unsigned long long *work, cudaStream_t stream,
+								GcError *err);
+
 /* update.cu */
 GcStatus	launch_centre_rows(const double *x64, const double *offset,
 							   int64_t n, int d, float *x32,

@@ -77,6 +77,8 @@ typedef struct CudaSession
 
 	/* pruned labeling (labeler_pruned.cu), opened on first use */
 	void	   *pruned;
+	/* Lloyd's labeling with drift bounds (labeler_bounded.cu), opened at a restart */
+	void	   *bounded;
 } CudaSession;
 
 /*
@@ -103,6 +105,14 @@ typedef struct Labeler
 	GcKernel	(*review) (CudaSession *s, void *state, const IterationStatus *status);
 	void		(*close) (void *state);
 } Labeler;
+
+/*
+ * kmeans_cuda.cu: every row labelled by labeler (positions 0 .. n - 1 of
+ * its choosing), in chunks with a poll for cancel between them
+ */
+extern GcStatus gc_label_in_chunks(CudaSession *s, const struct Labeler *labeler,
+								   void *state, unsigned long long *changed,
+								   IterationStatus *status, GcError *err);
 
 /* labelers.cu: the labeler of a kernel, and the kernel for a fit */
 extern const Labeler *gc_labeler(GcKernel kernel);
@@ -136,6 +146,17 @@ extern GcStatus gc_pruned_label(CudaSession *s, void *state, int64_t rows,
 extern GcStatus gc_pruned_order_rows(CudaSession *s, void *state, bool by_work,
 									 GcError *err);
 extern void gc_pruned_close(void *state);
+
+/*
+ * labeler_bounded.cu: Lloyd's labeling of every row with drift bounds, the
+ * register kernel's labels.  begin (at a restart) leaves *state NULL where
+ * its buffers do not fit; forget makes the next pass a full one
+ */
+extern GcStatus gc_bounded_begin(CudaSession *s, void **state, GcError *err);
+extern GcStatus gc_bounded_label(CudaSession *s, void *state, IterationStatus *status,
+								 GcError *err);
+extern void gc_bounded_forget(void *state);
+extern void gc_bounded_close(void *state);
 
 /*
  * seeding_parallel.cu: k-means|| seeding, its nearest-sample passes run

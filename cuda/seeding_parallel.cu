@@ -280,6 +280,7 @@ label_batch(CudaSession *s, ParallelBuffers *b, int64_t m, GcError *err)
 	sub.retired = NULL;
 	sub.retired_state = NULL;
 	sub.pruned = NULL;
+	sub.bounded = NULL;
 	status = labeler->open(&sub, &state, err);
 	if (status == GC_OK)
 		status = labeler->refresh(&sub, state, err);

@@ -11,7 +11,8 @@
  *	  harness.c, and the GPU benchmark runner in kmeans_bench.c.
  *	  engine_test runs the checks, ending with "N passed, N failed";
  *	  engine_test quick runs a subset on fewer rows (for compute-sanitizer),
- *	  engine_test quick N its Nth case alone (a process per case).
+ *	  engine_test quick N its Nth case alone (a process per case);
+ *	  engine_test bounded the GPU's drift-bound cases alone.
  *
  * IDENTIFICATION
  *	  test/engine/engine_test.c
@@ -809,6 +810,91 @@ run_hybrid_rule_cases(void)
 		  strcmp(gc_kernel_name(GC_KERNEL_FLOAT64), "float64") == 0,
 		  "kernel names as results report them", config);
 }
+
+#ifdef GC_WITH_CUDA
+/*
+ * Drift bounds (cuda/labeling_bounded.cu): under algorithm auto the GPU's
+ * register-kernel shapes from k = 100 label with bounds, which must give
+ * the fit of Lloyd's labeling by the register kernel itself (algorithm
+ * lloyd) to the bit, while skipping most distances over a long run on
+ * uniform data, where the centroids creep; with restarts too (n_init 3:
+ * the bounds of one restart never reach the next); and the same fit from
+ * the rows in reverse order.  k = 1500 at d = 8 spans two centroid tiles.
+ */
+static void
+run_bounded_case(int64_t n, int d, int k, int n_init)
+{
+	char		config[80];
+	GpuBlobs	blobs;
+	GcRows		reversed;
+	int64_t    *order = malloc(sizeof(int64_t) * n);
+	Fit			fits[3];		/* lloyd, auto, auto on the reversed rows */
+	int64_t		reordered = 0;
+
+	snprintf(config, sizeof(config), "bounded n=%lld d=%d k=%d n_init=%d", (long long) n, d, k,
+			 n_init);
+	if (!gpu_blobs_open(&blobs, n, d, k, -1.0, (uint64_t) n + d + k))
+	{
+		free(order);
+		return;
+	}
+	for (int64_t i = 0; i < n; i++)
+		order[i] = n - 1 - i;
+	load_rows(&reversed, blobs.x, n, d, order, gc_cuda_host_alloc, gc_cuda_host_free);
+	for (int f = 0; f < 3; f++)
+	{
+		GcKmeansParams params = {0};
+		GcError		err = {0};
+
+		params.k = k;
+		params.max_iter = 120;
+		params.tol = 0.0;
+		params.algorithm = f == 0 ? GC_ALGORITHM_LLOYD : GC_ALGORITHM_AUTO;
+		params.precision = GC_PRECISION_FLOAT32;
+		params.init = GC_INIT_KMEANSPP;
+		params.seed = 5;
+		params.n_init = n_init;
+		fits[f].centroids = malloc(sizeof(double) * k * d);
+		fits[f].sizes = malloc(sizeof(int64_t) * k);
+		fits[f].labels = malloc(sizeof(int32_t) * n);
+		memset(&fits[f].result, 0, sizeof(fits[f].result));
+		fits[f].result.centroids = fits[f].centroids;
+		fits[f].result.sizes = fits[f].sizes;
+		fits[f].result.labels = fits[f].labels;
+		fits[f].status = gc_kmeans_fit(&gc_kmeans_cuda_backend,
+									   f == 2 ? &reversed : &blobs.pinned, &params,
+									   &fits[f].result, &err);
+		check(fits[f].status == GC_OK, "gpu fit", config);
+	}
+	check(fits[0].result.iterations > 40, "a long run (more than 40 iterations)", config);
+	check_same_fit(&fits[0], &fits[1], n, k, d, "gpu auto, bounded", config);
+	check(fits[0].result.skipped_fraction == 0.0, "lloyd computes every distance", config);
+	printf("  %s: auto skipped %.3f of the distances in %d iterations\n", config,
+		   fits[1].result.skipped_fraction, fits[1].result.iterations);
+	check(fits[1].result.skipped_fraction > (d <= 8 ? 0.5 : 0.2),
+		  d <= 8 ? "the bounds skip most distances" : "the bounds skip distances", config);
+	for (int64_t i = 0; i < n; i++)
+		reordered += fits[2].labels[i] != fits[1].labels[order[i]];
+	check(reordered == 0 &&
+		  memcmp(fits[1].centroids, fits[2].centroids, sizeof(double) * k * d) == 0 &&
+		  fits[1].result.iterations == fits[2].result.iterations,
+		  "reversed rows: the same labels, centroids and iterations", config);
+	for (int f = 0; f < 3; f++)
+		free_fit(&fits[f]);
+	gc_rows_release(&reversed);
+	free(order);
+	gpu_blobs_close(&blobs);
+}
+
+static void
+run_bounded_cases(void)
+{
+	run_bounded_case(400000, 8, 100, 1);
+	run_bounded_case(100000, 3, 100, 3);
+	run_bounded_case(60000, 32, 100, 1);
+	run_bounded_case(90000, 8, 1500, 1);
+}
+#endif
 
 /*
  * Rows gathered from partial stores (as parallel workers' shares reach the
@@ -1689,6 +1775,14 @@ main(int argc, char **argv)
 		return failed != 0;
 	}
 
+#ifdef GC_WITH_CUDA
+	if (argc > 1 && strcmp(argv[1], "bounded") == 0)
+	{
+		run_bounded_cases();
+		printf("%d passed, %d failed\n", passed, failed);
+		return failed != 0;
+	}
+#endif
 	for (size_t a = 0; a < sizeof(dims) / sizeof(dims[0]); a++)
 		run_case(4000, dims[a], 10);
 	for (size_t b = 0; b < sizeof(ks) / sizeof(ks[0]); b++)
@@ -1749,6 +1843,7 @@ main(int argc, char **argv)
 			run_pin_ahead_case();
 			run_staged_upload_case(false);
 			run_staged_upload_case(true);
+			run_bounded_cases();
 		}
 	}
 #endif

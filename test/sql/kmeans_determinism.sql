@@ -48,6 +48,19 @@ SELECT init,
 	   det_strip(asc_m) = det_strip(shuffled_m) AS shuffled_same
 FROM det_orders ORDER BY init COLLATE "C";
 
+-- k = 120 (on the GPU, drift bounds label from k = 100; on the CPU, the
+-- pruned walk): algorithm auto gives algorithm lloyd's model but for what
+-- it skipped, in any row order
+SELECT det_strip(a) - 'distances_skipped' - 'algorithm'
+	   = det_strip(b) - 'distances_skipped' - 'algorithm' AS auto_is_lloyd,
+	   det_strip(a) = det_strip(c) AS desc_same,
+	   (a::jsonb->>'distances_skipped')::float8 > 0.3 AS skipped,
+	   (b::jsonb->>'distances_skipped')::float8 = 0 AS lloyd_skipped_none
+FROM (SELECT kmeans_gpu(v, 120, '{"tol": 0, "max_iter": 60}' ORDER BY id) AS a,
+			 kmeans_gpu(v, 120, '{"tol": 0, "max_iter": 60, "algorithm": "lloyd"}') AS b,
+			 kmeans_gpu(v, 120, '{"tol": 0, "max_iter": 60}' ORDER BY id DESC) AS c
+	  FROM det_pts) s;
+
 -- the seed defaults to 0, and NULL options are the defaults
 SELECT det_strip(a) = det_strip(b) AS seed0_is_default,
 	   det_strip(a) = det_strip(c) AS empty_options,
