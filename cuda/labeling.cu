@@ -6,7 +6,8 @@
  *
  *	  - d <= 32: one thread per point, the point held in registers (padded
  *		to a power of two), centroids streamed through shared memory in
- *		tiles and read as broadcasts; distances as sum (x - c)^2.
+ *		tiles and read as broadcasts; distances as sum (x - c)^2
+ *		(register_scan.cuh, which drift bounds share).
  *	  - d > 32: the distance in the shape of a matrix product, tiled in
  *		shared memory (64 points x 64 centroids x 16 dimensions per step,
  *		4 x 4 results per thread), accumulating (x - c)^2 rather than x.c so
@@ -29,6 +30,7 @@
 #include <math.h>
 
 #include "kmeans_kernels.cuh"
+#include "register_scan.cuh"
 #include "cuda_check.cuh"
 
 #define REGISTER_THREADS 256
@@ -61,44 +63,12 @@ assign_points_register_kernel(const T *__restrict__ x,
 	__shared__ __align__(16) T tile[tile_k * DP];
 	int64_t		i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x;
 	T			p[DP];
-	T			best = sizeof(T) == sizeof(float) ? (T) FLT_MAX : (T) DBL_MAX;
+	T			best = sizeof(T) == sizeof(float) ? (T) FLT_MAX : (T) DBL_MAX,
+				unused = 0;
 	int			best_c = 0;
 
-#pragma unroll
-	for (int j = 0; j < DP; j++)
-		p[j] = (i < n && j < d) ? x[i * d + j] : (T) 0;
-
-	for (int c0 = 0; c0 < k; c0 += tile_k)
-	{
-		int			tk = min(tile_k, k - c0);
-
-		__syncthreads();
-		for (int t = threadIdx.x; t < tk * DP; t += blockDim.x)
-		{
-			int			c = t / DP,
-						j = t % DP;
-
-			tile[t] = j < d ? centroids[(int64_t) (c0 + c) * d + j] : (T) 0;
-		}
-		__syncthreads();
-		for (int c = 0; c < tk; c++)
-		{
-			T			s = 0;
-
-#pragma unroll
-			for (int j = 0; j < DP; j++)
-			{
-				T			t = p[j] - tile[c * DP + j];
-
-				s = fma(t, t, s);
-			}
-			if (s < best)
-			{
-				best = s;
-				best_c = c0 + c;
-			}
-		}
-	}
+	register_load_point<T, DP>(x, i, i < n, d, p);
+	register_scan<T, DP, false>(centroids, tile, tile_k, p, d, k, best, best_c, unused);
 	count_changed(i < n && labels[i] != best_c, changed);
 	if (i < n)
 		labels[i] = best_c;

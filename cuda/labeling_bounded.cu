@@ -18,11 +18,10 @@
  *		undecided are listed (one atomic per warp);
  *	  - bounded_scan: the listed points (or every point, when the bounds
  *		are new), a block's worth at a time over a grid of a few blocks per
- *		multiprocessor, against every centroid exactly as the register
- *		kernel computes (labeling.cu: the point in registers padded to DP,
- *		the same tiles, fma in dimension order, the lowest index on ties),
- *		so that the labels are the register kernel's; it keeps the nearest
- *		and second-nearest squared distances, from which U and L are reset.
+ *		multiprocessor, against every centroid through the register
+ *		kernel's own scan (register_scan.cuh), so that the labels are the
+ *		register kernel's; it keeps the nearest and second-nearest squared
+ *		distances, from which U and L are reset.
  *
  *	  The bounds are rigorous in float: with s the float sum of d squared
  *	  float differences, |s - D^2| <= (d + 2) 2^-24 D^2 (about 2e-6 at d =
@@ -42,6 +41,7 @@
 #include <math.h>
 
 #include "kmeans_kernels.cuh"
+#include "register_scan.cuh"
 #include "cuda_check.cuh"
 
 #define BOUNDED_THREADS 256
@@ -278,51 +278,15 @@ scan_point(const float *__restrict__ x, const float *__restrict__ centroids, flo
 		   float *__restrict__ upper, float *__restrict__ lower,
 		   unsigned long long *changed, unsigned long long *work)
 {
-	constexpr int tile_k = BOUNDED_TILE_FLOATS / DP;
 	float		p[DP];
 	float		best = FLT_MAX,
 				second = FLT_MAX;
 	int			best_c = 0;
 	unsigned	mask;
 
-#pragma unroll
-	for (int j = 0; j < DP; j++)
-		p[j] = (live && j < d) ? x[i * d + j] : 0.0f;
-
-	for (int c0 = 0; c0 < k; c0 += tile_k)
-	{
-		int			tk = min(tile_k, k - c0);
-
-		__syncthreads();
-		for (int t = threadIdx.x; t < tk * DP; t += blockDim.x)
-		{
-			int			c = t / DP,
-						j = t % DP;
-
-			tile[t] = j < d ? centroids[(int64_t) (c0 + c) * d + j] : 0.0f;
-		}
-		__syncthreads();
-		for (int c = 0; c < tk; c++)
-		{
-			float		s = 0;
-
-#pragma unroll
-			for (int j = 0; j < DP; j++)
-			{
-				float		t = p[j] - tile[c * DP + j];
-
-				s = fmaf(t, t, s);
-			}
-			if (s < best)
-			{
-				second = best;
-				best = s;
-				best_c = c0 + c;
-			}
-			else if (s < second)
-				second = s;
-		}
-	}
+	register_load_point<float, DP>(x, i, live, d, p);
+	register_scan<float, DP, true>(centroids, tile, BOUNDED_TILE_FLOATS / DP, p, d, k, best,
+								   best_c, second);
 	mask = __ballot_sync(0xffffffffu, live && labels[i] != best_c);
 	if ((threadIdx.x & 31) == 0 && mask != 0)
 		atomicAdd(changed, (unsigned long long) __popc(mask));
