@@ -206,6 +206,8 @@ gpu_budget(int g)
  *   ld <= d + 31 floats (4 d + 124), the screen's group partials (16 x
  *   GC_TENSOR_MAX_GROUPS = 128), norms and lists of doubts (20); the
  *   bf16 labeler's half-width rows and partials are less;
+ * - drift bounds beside the pruned labeler (labeler_bounded.cu: two
+ *   bounds and a list entry, 12);
  * - greedy seeding's distances: the minimum and its candidates', the
  *   latter only where they fit beside the data (8 + 8 min(d, 2 + ln k)),
  *   bounded here by 8 + 8 min(d, 32);
@@ -225,7 +227,7 @@ estimate_gpu_bytes(const GcServiceRequest *req)
 				seeding = 8 + 8 * Min(d, 32),
 				pruned_k = Min(k, 4096);
 
-	return (Size) (n * (12 * d + 40 + Max(pruned, tensor) + seeding) +
+	return (Size) (n * (12 * d + 40 + Max(pruned, tensor) + 12 + seeding) +
 				   k * d * 48 + pruned_k * pruned_k * 12 + (64 << 20));
 }
 
