@@ -322,7 +322,6 @@ hand_over(CudaSession *s, GcKernel kernel, GcError *err)
 {
 	const Labeler *next = gc_labeler(kernel);
 
-	gc_bounded_forget(s->bounded);
 	if (next != s->labeler)
 	{
 		if (s->retired_state && s->retired->close)
@@ -365,7 +364,7 @@ cuda_begin(void *session, const double *centroids, GcRestartPlan *plan, GcError 
 	plan->kernel = gc_kernel_name(s->kernel);
 	s->iteration = 0;
 	gc_bounded_forget(s->bounded);
-	if (bounds_may_pay(s) && gc_bounded_begin(s, &s->bounded, err) != GC_OK)
+	if (bounds_may_pay(s) && gc_bounded_open(s, &s->bounded, err) != GC_OK)
 		return err->status;
 	GC_CUDA_TRY(cudaMemsetAsync(s->labels, 0xff, sizeof(int32_t) * s->n, s->stream), err);
 	if ((status = load_centroids(s, centroids, err)) != GC_OK)
@@ -554,7 +553,6 @@ cuda_set_precision(void *session, GcPrecision precision, GcError *err)
 	CudaSession *s = (CudaSession *) session;
 
 	s->labeling_params.precision = precision;
-	gc_bounded_forget(s->bounded);
 	if (s->labeler_state && s->labeler->close)
 		s->labeler->close(s->labeler_state);
 	s->labeler_state = NULL;

@@ -217,8 +217,9 @@ GcStatus	launch_centroid_drift(const float *c32, float *last, int k, int d,
 								  int *top_c, cudaStream_t stream, GcError *err);
 GcStatus	launch_bounds_check(const float *x32, const float *c32, int64_t n, int d,
 								const int32_t *labels, const float *drift,
-								const float *separation, const float *top, const int *top_c, float *upper,
-								float *lower, int32_t *list, unsigned int *list_count,
+								const float *separation, const float *top,
+								const int *top_c, float *upper, float *lower,
+								int32_t *list, unsigned int *list_count,
 								unsigned long long *work, cudaStream_t stream,
 								GcError *err);
 GcStatus	launch_bounded_scan(const float *x32, const float *c32, int64_t first,

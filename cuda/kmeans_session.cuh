@@ -149,10 +149,10 @@ extern void gc_pruned_close(void *state);
 
 /*
  * labeler_bounded.cu: Lloyd's labeling of every row with drift bounds, the
- * register kernel's labels.  begin (at a restart) leaves *state NULL where
- * its buffers do not fit; forget makes the next pass a full one
+ * register kernel's labels.  open leaves *state NULL where its buffers do
+ * not fit; forget makes the next pass a full one
  */
-extern GcStatus gc_bounded_begin(CudaSession *s, void **state, GcError *err);
+extern GcStatus gc_bounded_open(CudaSession *s, void **state, GcError *err);
 extern GcStatus gc_bounded_label(CudaSession *s, void *state, IterationStatus *status,
 								 GcError *err);
 extern void gc_bounded_forget(void *state);

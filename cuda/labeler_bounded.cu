@@ -57,21 +57,15 @@ typedef struct BoundedState
 	bool		listed;			/* this pass labels the listed points, not every row */
 } BoundedState;
 
-/*
- * At a restart: its buffers, on first use (*state stays NULL if they do
- * not fit), and no bounds yet
- */
+/* Its buffers, on first use; *state stays NULL if they do not fit */
 GcStatus
-gc_bounded_begin(CudaSession *s, void **state, GcError *err)
+gc_bounded_open(CudaSession *s, void **state, GcError *err)
 {
-	BoundedState *b = (BoundedState *) *state;
+	BoundedState *b;
 	GcError		ignored = {GC_OK};
 
-	if (b != NULL)
-	{
-		b->labelled_at = -1;
+	if (*state != NULL)
 		return GC_OK;
-	}
 	STATE_OR_RETURN(b, BoundedState);
 	b->labelled_at = -1;
 	if (device_alloc(&b->upper, (size_t) s->n, &ignored) != GC_OK ||
@@ -123,7 +117,7 @@ gc_bounded_label(CudaSession *s, void *state, IterationStatus *status, GcError *
 {
 	BoundedState *b = (BoundedState *) state;
 
-	b->listed = b->labelled_at >= 1 && b->labelled_at == s->iteration - 1;
+	b->listed = b->labelled_at == s->iteration - 1;
 	if (launch_centroid_drift(s->c32, b->c32_last, s->k, s->d, b->drift, b->separation,
 							  b->top, b->top_c, s->stream, err) != GC_OK)
 		return err->status;

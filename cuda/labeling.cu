@@ -258,21 +258,9 @@ static bool
 launch_register_for(const T *x, const T *centroids, int64_t n, int d, int k,
 					int32_t *labels, unsigned long long *changed, cudaStream_t stream)
 {
-	if (d <= 1)
-		launch_register<T, 1>(x, centroids, n, d, k, labels, changed, stream);
-	else if (d <= 2)
-		launch_register<T, 2>(x, centroids, n, d, k, labels, changed, stream);
-	else if (d <= 4)
-		launch_register<T, 4>(x, centroids, n, d, k, labels, changed, stream);
-	else if (d <= 8)
-		launch_register<T, 8>(x, centroids, n, d, k, labels, changed, stream);
-	else if (d <= 16)
-		launch_register<T, 16>(x, centroids, n, d, k, labels, changed, stream);
-	else if (d <= GC_REGISTER_MAX_DIM)
-		launch_register<T, 32>(x, centroids, n, d, k, labels, changed, stream);
-	else
-		return false;
-	return true;
+	return register_padded(d, [&](auto dp) {
+		launch_register<T, decltype(dp)::value>(x, centroids, n, d, k, labels, changed, stream);
+	});
 }
 
 GcStatus

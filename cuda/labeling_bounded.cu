@@ -253,9 +253,8 @@ bounds_check_kernel(const float *__restrict__ x32, const float *__restrict__ c32
 GcStatus
 launch_bounds_check(const float *x32, const float *c32, int64_t n, int d,
 					const int32_t *labels, const float *drift, const float *separation,
-					const float *top,
-					const int *top_c, float *upper, float *lower, int32_t *list,
-					unsigned int *list_count, unsigned long long *work,
+					const float *top, const int *top_c, float *upper, float *lower,
+					int32_t *list, unsigned int *list_count, unsigned long long *work,
 					cudaStream_t stream, GcError *err)
 {
 	unsigned	blocks = (unsigned) ((n + BOUNDED_THREADS - 1) / BOUNDED_THREADS);
@@ -363,19 +362,11 @@ launch_bounded_scan(const float *x32, const float *c32, int64_t first, int64_t c
 	GC_CUDA_TRY(cudaGetDevice(&device), err);
 	GC_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), err);
 	grid_limit = (int64_t) sms * SCAN_BLOCKS_PER_SM;
-	if (d <= 1)
-		launch_scan<1>(x32, c32, first, count, d, k, list, list_count, labels, upper, lower, changed, work, grid_limit, stream);
-	else if (d <= 2)
-		launch_scan<2>(x32, c32, first, count, d, k, list, list_count, labels, upper, lower, changed, work, grid_limit, stream);
-	else if (d <= 4)
-		launch_scan<4>(x32, c32, first, count, d, k, list, list_count, labels, upper, lower, changed, work, grid_limit, stream);
-	else if (d <= 8)
-		launch_scan<8>(x32, c32, first, count, d, k, list, list_count, labels, upper, lower, changed, work, grid_limit, stream);
-	else if (d <= 16)
-		launch_scan<16>(x32, c32, first, count, d, k, list, list_count, labels, upper, lower, changed, work, grid_limit, stream);
-	else if (d <= GC_REGISTER_MAX_DIM)
-		launch_scan<32>(x32, c32, first, count, d, k, list, list_count, labels, upper, lower, changed, work, grid_limit, stream);
-	else
+	if (!register_padded(d, [&](auto dp) {
+			launch_scan<decltype(dp)::value>(x32, c32, first, count, d, k, list, list_count,
+											 labels, upper, lower, changed, work, grid_limit,
+											 stream);
+		}))
 		return gc_fail(err, GC_ERR_DEVICE, "bounded labeling takes at most %d dimensions",
 					   GC_REGISTER_MAX_DIM);
 	GC_CUDA_LAUNCHED("bounded_scan", err);

@@ -19,6 +19,36 @@
 #define GC_REGISTER_SCAN_CUH
 
 #include <stdint.h>
+#include <type_traits>
+
+#include "kmeans_kernels.cuh"
+
+/*
+ * launch(std::integral_constant<int, DP>()) with DP the padded dimension
+ * of d (1, 2, 4, 8, 16 or 32); false, with nothing called, above
+ * GC_REGISTER_MAX_DIM.  Both callers pad alike, so a row's distances are
+ * the same sums in either.
+ */
+template <typename Launch>
+static inline bool
+register_padded(int d, Launch &&launch)
+{
+	if (d <= 1)
+		launch(std::integral_constant<int, 1>());
+	else if (d <= 2)
+		launch(std::integral_constant<int, 2>());
+	else if (d <= 4)
+		launch(std::integral_constant<int, 4>());
+	else if (d <= 8)
+		launch(std::integral_constant<int, 8>());
+	else if (d <= 16)
+		launch(std::integral_constant<int, 16>());
+	else if (d <= GC_REGISTER_MAX_DIM)
+		launch(std::integral_constant<int, GC_REGISTER_MAX_DIM>());
+	else
+		return false;
+	return true;
+}
 
 /* Row i of x (d values) into p, zeros past d and where the thread has no row */
 template <typename T, int DP>
