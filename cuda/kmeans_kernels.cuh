@@ -40,6 +40,42 @@ gc_warp_sum_u128(gc_u128 v)
 }
 
 
+/* The least of v over the warp, in every lane */
+__device__ __forceinline__ unsigned long long
+gc_warp_min_u64(unsigned long long v)
+{
+	for (int off = 16; off > 0; off >>= 1)
+	{
+		unsigned long long o = __shfl_xor_sync(0xffffffffu, v, off);
+
+		v = o < v ? o : v;
+	}
+	return v;
+}
+
+/*
+ * One round of a warp's k-means++ race (the seedings'): every lane of the
+ * warp calls it together, each bidding for row i of draw u and weight w
+ * when bidding, and *leader, the least key so far, is the warp's, the same
+ * in every lane.  A lane takes the logarithm only where gc_race_outbid
+ * cannot rule its bid out against that leader, and a warp whose lanes all
+ * bid from rows of higher index than the leader's (a grid-stride loop
+ * taken a warp at a time) skips it unless one of them may win: on uniform
+ * rows most rounds of a long race pay for the draws alone.  The warp's
+ * minimum is taken only when some lane beat the leader, so the leader
+ * ends the same as a minimum over every key.
+ */
+__device__ __forceinline__ void
+gc_warp_race(unsigned long long *leader, bool bidding, double u, double w, int64_t i)
+{
+	unsigned long long key = GC_RACE_NONE;
+
+	if (bidding && !gc_race_outbid(u, w, __uint_as_float((unsigned int) (*leader >> 32))))
+		key = gc_race_key(u, w, i);
+	if (__any_sync(0xffffffffu, key < *leader))
+		*leader = gc_warp_min_u64(key < *leader ? key : *leader);
+}
+
 /* labeling.cu: largest dimension labelled with the point in registers */
 #define GC_REGISTER_MAX_DIM 32
 

@@ -5,10 +5,12 @@
  *	  an exponential race so that it is independent of row order and equal
  *	  to the CPU reference's draw: at step t each row updates its squared
  *	  distance to the nearest chosen centre (in double, without FMA, its
- *	  terms staged with coalesced reads: staged_terms.cuh) and
- *	  bids gc_race_key(u(row, seed, t), weight * distance); a block minimum and one
- *	  atomicMin per block pick the winner into race[t], which step t + 1
- *	  reads on the device, so the k steps need no round trip to the host.
+ *	  terms staged with coalesced reads: staged_terms.cuh) and bids
+ *	  gc_race_key(u(row, seed, t), weight * distance), its logarithm
+ *	  skipped where a bound shows the bid cannot win (gc_warp_race); a
+ *	  block minimum and one atomicMin per block pick the winner into
+ *	  race[t], which step t + 1 reads on the device, so the k steps need no
+ *	  round trip to the host.
  *
  * IDENTIFICATION
  *	  cuda/seeding.cu
@@ -23,18 +25,10 @@
 #define SEED_THREADS 256
 #define SEED_COLUMNS 16			/* a row's terms staged at a time: a line */
 
-__device__ __forceinline__ unsigned long long
-warp_min(unsigned long long v)
-{
-	for (int off = 16; off > 0; off >>= 1)
-	{
-		unsigned long long o = __shfl_down_sync(0xffffffffu, v, off);
-
-		v = o < v ? o : v;
-	}
-	return v;
-}
-
+/*
+ * Step t: a block's rows, SEED_THREADS at a time, each warp racing its
+ * lanes' rows together (gc_warp_race); the block's least key into race[t]
+ */
 __global__ void
 __launch_bounds__(SEED_THREADS)
 kmeanspp_step_kernel(const double *__restrict__ x64,
@@ -55,35 +49,36 @@ kmeanspp_step_kernel(const double *__restrict__ x64,
 		int64_t		i = base + threadIdx.x;
 		int			rows = n - base < SEED_THREADS ? (int) (n - base) : SEED_THREADS;
 		bool		mine = threadIdx.x < rows;
-		double		w = 1.0;
-		unsigned long long key;
+		double		w = 1.0,
+					u = 1.0;
 
 		if (t > 0)
 		{
 			double		d2 = staged_sqdist(staged, x64 + base * d, rows, d, centre, mine);
 
-			if (!mine)
-				continue;
-			if (t == 1 || d2 < mind2[i])
-				mind2[i] = d2;
-			w = mind2[i];
+			if (mine)
+			{
+				if (t == 1 || d2 < mind2[i])
+					mind2[i] = d2;
+				w = mind2[i];
+			}
 		}
-		else if (!mine)
-			continue;
-		if (weights != NULL)
-			w = __dmul_rn(w, weights[i]);
-		key = gc_race_key(gc_unit_draw(hashes[i], seed, (uint64_t) t),
-						  gc_race_weight(w, inertia_exp), i);
-		best = key < best ? key : best;
+		if (mine)
+		{
+			if (weights != NULL)
+				w = __dmul_rn(w, weights[i]);
+			w = gc_race_weight(w, inertia_exp);
+			u = gc_unit_draw(hashes[i], seed, (uint64_t) t);
+		}
+		gc_warp_race(&best, mine, u, w, i);
 	}
-	best = warp_min(best);
 	if ((threadIdx.x & 31) == 0)
 		warp_best[threadIdx.x >> 5] = best;
 	__syncthreads();
 	if (threadIdx.x < 32)
 	{
 		best = threadIdx.x < SEED_THREADS / 32 ? warp_best[threadIdx.x] : GC_RACE_NONE;
-		best = warp_min(best);
+		best = gc_warp_min_u64(best);
 		if (threadIdx.x == 0)
 			atomicMin(&race[t], best);
 	}

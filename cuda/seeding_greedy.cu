@@ -9,9 +9,10 @@
  *
  *	- races: every row folds the previous step's centre into its squared
  *	  distance D^2 (mind2) and bids gc_race_key(u(row, seed, stream(t, j)),
- *	  weight * D^2) for each candidate j; a block minimum per candidate and
- *	  one atomicMin per block and candidate leave candidate j in
- *	  race[t L + j];
+ *	  weight * D^2) for each candidate j, a warp at a time and without the
+ *	  logarithm where a bound shows the bid cannot win (gc_warp_race); a
+ *	  block minimum per candidate and one atomicMin per block and
+ *	  candidate leave candidate j in race[t L + j];
  *	- potentials: one pass over the rows computes each row's distances to
  *	  all the candidates (up to GREEDY_GROUP of them per pass: rows are read
  *	  once per step for L <= 8; rows and candidates staged through shared
@@ -42,6 +43,17 @@
 #define GREEDY_SMALL_SPLIT 4	/* their potential pass: threads per row, 256 a block */
 #define GREEDY_GROUP 8			/* candidates per pass over the rows */
 #define GREEDY_BLOCKS 1024		/* most blocks (and partials) per pass */
+#ifndef GREEDY_RACE_BLOCKS_PER_SM
+/*
+ * Race blocks per multiprocessor: fewer blocks than the potential pass's
+ * give each warp more rows, so that its leader rules out more logarithms,
+ * and leave fewer atomicMins per candidate.  On the H100, greedy seeding
+ * at 4M x 8, k = 100 took 53.9 ms with the potential pass's grid (1,024
+ * blocks), 51.6 with 4 blocks an SM and 50.1 with 2; at 1M x 8, k =
+ * 1,000: 187.1, 174.8 and 165.2 (bench/results/race-skip-h100.md)
+ */
+#define GREEDY_RACE_BLOCKS_PER_SM 2
+#endif
 #define GREEDY_STAGED 4096		/* row values a potential pass stages at once (32 kB) */
 #define GREEDY_LOADS 16			/* loads in flight per thread while staging */
 
@@ -54,22 +66,12 @@ potential_shared_bytes(int rows)
 	return sizeof(double) * ((size_t) rows * (columns + 1) + (size_t) GREEDY_GROUP * columns);
 }
 
-__device__ __forceinline__ unsigned long long
-greedy_warp_min(unsigned long long v)
-{
-	for (int off = 16; off > 0; off >>= 1)
-	{
-		unsigned long long o = __shfl_down_sync(0xffffffffu, v, off);
-
-		v = o < v ? o : v;
-	}
-	return v;
-}
-
 /*
  * Races of step t's candidates group * GREEDY_GROUP onwards (count of
  * them), one block row per group (blockIdx.y).  Blocks of group 0 store
- * D^2 into mind2; the others compute the same value.
+ * D^2 into mind2; the others compute the same value.  A warp's lanes take
+ * consecutive rows and race together (gc_warp_race), so every lane's
+ * leader is its warp's.
  */
 __global__ void
 greedy_race_kernel(const double *__restrict__ x64, const uint64_t *__restrict__ hashes,
@@ -91,48 +93,48 @@ greedy_race_kernel(const double *__restrict__ x64, const uint64_t *__restrict__ 
 #pragma unroll
 	for (int jj = 0; jj < GREEDY_GROUP; jj++)
 		best[jj] = GC_RACE_NONE;
-	for (int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; i < n;
-		 i += (int64_t) gridDim.x * blockDim.x)
+	/* whole warps go round the loop together: they race together */
+	for (int64_t base = (int64_t) blockIdx.x * blockDim.x + (threadIdx.x & ~31); base < n;
+		 base += (int64_t) gridDim.x * blockDim.x)
 	{
+		int64_t		i = base + (threadIdx.x & 31);
+		bool		mine = i < n;
 		double		w = 1.0;
+		uint64_t	hash = 0;
 
-		if (t > 0)
+		if (mine)
 		{
-			double		m;
-
-			if (stored != NULL)
-				m = stored[i];
-			else
+			if (t > 0)
 			{
-				m = gc_sqdist_exact(x64 + i * d, previous, d);
-				if (t > 1 && mind2[i] < m)
-					m = mind2[i];
+				double		m;
+
+				if (stored != NULL)
+					m = stored[i];
+				else
+				{
+					m = gc_sqdist_exact(x64 + i * d, previous, d);
+					if (t > 1 && mind2[i] < m)
+						m = mind2[i];
+				}
+				if (blockIdx.y == 0)
+					mind2[i] = m;
+				w = m;
 			}
-			if (blockIdx.y == 0)
-				mind2[i] = m;
-			w = m;
+			if (weights != NULL)
+				w = __dmul_rn(w, weights[i]);
+			w = gc_race_weight(w, inertia_exp);
+			hash = hashes[i];
 		}
-		if (weights != NULL)
-			w = __dmul_rn(w, weights[i]);
-		w = gc_race_weight(w, inertia_exp);
 #pragma unroll
 		for (int jj = 0; jj < GREEDY_GROUP; jj++)
 			if (jj < count)
-			{
-				unsigned long long key =
-					gc_race_key(gc_unit_draw(hashes[i], seed, gc_seed_stream(t, first + jj)), w, i);
-
-				best[jj] = key < best[jj] ? key : best[jj];
-			}
+				gc_warp_race(&best[jj], mine,
+							 gc_unit_draw(hash, seed, gc_seed_stream(t, first + jj)), w, i);
 	}
+	if ((threadIdx.x & 31) == 0)
 #pragma unroll
-	for (int jj = 0; jj < GREEDY_GROUP; jj++)
-	{
-		unsigned long long b = greedy_warp_min(best[jj]);
-
-		if ((threadIdx.x & 31) == 0)
-			warp_best[threadIdx.x >> 5][jj] = b;
-	}
+		for (int jj = 0; jj < GREEDY_GROUP; jj++)
+			warp_best[threadIdx.x >> 5][jj] = best[jj];
 	__syncthreads();
 	if (threadIdx.x < count)
 	{
@@ -386,7 +388,8 @@ run_steps(const double *x64, const uint64_t *hashes, const double *weights,
 				split = 1,		/* threads per row in the potential pass */
 				sms = 0,
 				device = 0,
-				nblocks;
+				nblocks,
+				race_blocks;
 	long long  *chosen_host;
 	decltype(&greedy_potential_kernel<1>) potential = greedy_potential_kernel<1>;
 	/* a step is about (L + 1) n d units: poll after GC_POLL_WORK_GPU of them */
@@ -410,6 +413,7 @@ run_steps(const double *x64, const uint64_t *hashes, const double *weights,
 
 	if (nblocks > GREEDY_BLOCKS)
 		nblocks = GREEDY_BLOCKS;
+	race_blocks = nblocks < sms * GREEDY_RACE_BLOCKS_PER_SM ? nblocks : sms * GREEDY_RACE_BLOCKS_PER_SM;
 	ALLOC_OR_RETURN(b->mind2, (size_t) n);
 	ALLOC_OR_RETURN(b->race, (size_t) k * L);
 	ALLOC_OR_RETURN(b->partials, (size_t) nblocks * L);
@@ -427,7 +431,7 @@ run_steps(const double *x64, const uint64_t *hashes, const double *weights,
 	{
 		int			step_candidates = t == 0 ? 1 : L;
 		int			groups = (step_candidates + GREEDY_GROUP - 1) / GREEDY_GROUP;
-		dim3		race_grid(nblocks, groups);
+		dim3		race_grid(race_blocks, groups);
 
 		greedy_race_kernel<<<race_grid, threads, 0, stream>>>(
 			x64, hashes, weights, n, d, seed, t, L, step_candidates, inertia_exp, b->chosen,

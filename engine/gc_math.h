@@ -163,6 +163,20 @@ gc_race_key(double u, double w, int64_t index)
 #define GC_RACE_NONE UINT64_MAX
 
 /*
+ * Whether a bid of draw u and weight w cannot beat a leader whose key is
+ * worth leader (a float; NaN or infinity where there is none), so that
+ * its logarithm need not be taken: -log(u) >= 1 - u, and a bound above
+ * the leader by far more than the rounding of either side (1e-6 against
+ * about 1e-15) means the key is at least the leader's.  Rows bid in index
+ * order, so the later row also loses a tie.
+ */
+GC_HD bool
+gc_race_outbid(double u, double w, float leader)
+{
+	return w >= 0.0 && (1.0 - u) > (double) leader * w * (1.0 + 1e-6);
+}
+
+/*
  * A k-means++ bid's weight (a squared distance times the row's weight)
  * relative to the frame, for gc_race_key: w 2^(inertia_exp - 125), about
  * w over the bounding box's squared diagonal times the rows' total weight.

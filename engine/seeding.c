@@ -108,7 +108,7 @@ race_pass(const GcRows *rows, uint64_t seed,
 		  int t, int candidates, const double *previous, int inertia_exp,
 		  double *mind2, uint64_t *best, GcPoll *poll, GcError *err)
 {
-	double		leader[GC_MAX_INIT_CANDIDATES];	/* best[j]'s bid */
+	float		leader[GC_MAX_INIT_CANDIDATES];	/* best[j]'s bid */
 
 	for (int j = 0; j < candidates; j++)
 	{
@@ -144,22 +144,15 @@ race_pass(const GcRows *rows, uint64_t seed,
 				double		u = gc_unit_draw(chunk->hashes[i], seed, gc_seed_stream(t, j));
 				uint64_t	key;
 
-				/*
-				 * -log(u) >= 1 - u: a bid that bound puts clearly above the
-				 * best so far cannot win (nor tie, rows coming in index
-				 * order), and needs no logarithm
-				 */
-				if (w >= 0.0 && (1.0 - u) > leader[j] * w * (1.0 + 1e-6))
+				if (gc_race_outbid(u, w, leader[j]))
 					continue;
 				key = gc_race_key(u, w, row);
 				if (key < best[j])
 				{
 					uint32_t	bits = (uint32_t) (key >> 32);
-					float		value;
 
-					memcpy(&value, &bits, sizeof(value));
 					best[j] = key;
-					leader[j] = value;
+					memcpy(&leader[j], &bits, sizeof(leader[j]));
 				}
 			}
 		}
