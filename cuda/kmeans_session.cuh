@@ -117,6 +117,7 @@ extern GcStatus gc_label_in_chunks(CudaSession *s, const struct Labeler *labeler
 /* labelers.cu: the labeler of a kernel, and the kernel for a fit */
 extern const Labeler *gc_labeler(GcKernel kernel);
 extern GcKernel gc_choose_kernel(const GcKmeansParams *params, int d, int k);
+extern GcKernel gc_exact_screen_kernel(int d);
 /* the precision auto starts from for this shape */
 extern GcPrecision gc_auto_precision(int d, int k);
 /* whether the kernel's labeling can share an iteration with pruning */

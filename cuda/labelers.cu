@@ -106,6 +106,13 @@ screen_kernel(GcKernel forced, int d)
 	return GC_KERNEL_TENSOR_SCREENED;
 }
 
+/* The exact float32 labeler's screen for rows of d values, as auto picks it */
+GcKernel
+gc_exact_screen_kernel(int d)
+{
+	return screen_kernel(GC_KERNEL_AUTO, d);
+}
+
 /*
  * The Lloyd labeling kernel for this precision and shape.  A forced
  * float32 kernel (params->kernel) lets the benchmarks measure one against

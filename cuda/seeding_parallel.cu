@@ -12,8 +12,9 @@
  *	  the list and sorts it by hash, which makes the order of the
  *	  candidates independent of the rows' order and of the atomics';
  *	- label: the round's samples become the centroids of a labeling by the
- *	  exact tensor labeler (labeler_tensor.cu, forced to the TF32 screen
- *	  with its 3xTF32 and double checks): the nearest sample of every row,
+ *	  exact tensor labeler (labeler_tensor.cu: its TF32 screen, on wgmma
+ *	  where the fit's would be, with its 3xTF32 and double checks, whatever
+ *	  the fit's precision): the nearest sample of every row,
  *	  the exact arg-min of the exact double distances, lowest index on
  *	  ties, as the CPU's gc_nearest_centroid finds it;
  *	- nearest: each row computes its exact distance to that sample
@@ -264,7 +265,8 @@ static GcStatus
 label_batch(CudaSession *s, ParallelBuffers *b, int64_t m, GcError *err)
 {
 	CudaSession sub = *s;
-	const Labeler *labeler = gc_labeler(GC_KERNEL_TENSOR_SCREENED);
+	GcKernel	screen = gc_exact_screen_kernel(s->d);
+	const Labeler *labeler = gc_labeler(screen);
 	void	   *state = NULL;
 	GcStatus	status;
 
@@ -274,7 +276,7 @@ label_batch(CudaSession *s, ParallelBuffers *b, int64_t m, GcError *err)
 	sub.c32 = b->c32;
 	sub.cnorm = b->cnorm;
 	sub.labels = b->labels;
-	sub.kernel = GC_KERNEL_TENSOR_SCREENED;
+	sub.kernel = screen;
 	sub.labeler = labeler;
 	sub.labeler_state = NULL;
 	sub.retired = NULL;
