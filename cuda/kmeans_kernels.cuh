@@ -7,7 +7,9 @@
  *	  (tensor cores), labeling_pruned.cu (Wu & Hong), update.cu (centroid
  *	  update, scoring, layout), seeding.cu (plain k-means++) and
  *	  seeding_greedy.cu (greedy k-means++, which seeding_parallel.cu's
- *	  k-means|| also calls); the labelers (labeler_*.cu) call them.
+ *	  k-means|| also calls); the labelers (labeler_*.cu) call them.  Also
+ *	  the device helpers the seedings share: a warp's 128-bit sum and a
+ *	  warp's round of the k-means++ race (gc_warp_race).
  *
  * IDENTIFICATION
  *	  cuda/kmeans_kernels.cuh
