@@ -146,6 +146,19 @@ greedy_race_kernel(const double *__restrict__ x64, const uint64_t *__restrict__ 
 	}
 }
 
+/* (r, c) moved blockDim.x elements on in rows of width elements, without a division */
+__device__ __forceinline__ void
+step_element(int &r, int &c, int step_rows, int step_columns, int width)
+{
+	r += step_rows;
+	c += step_columns;
+	if (c >= width)
+	{
+		c -= width;
+		r++;
+	}
+}
+
 /*
  * Columns j0 .. j0 + width - 1 of rows rows of x64 into dst (row r at
  * dst + r * dst_stride): the rows first_row onwards, or rows_at[r] where
@@ -157,29 +170,31 @@ __device__ __forceinline__ void
 stage_columns(double *dst, int dst_stride, const double *__restrict__ x64, int d,
 			  int64_t first_row, const int64_t *rows_at, int rows, int j0, int width)
 {
-	int			total = rows * width;
+	int			total = rows * width,
+				step_rows = blockDim.x / width, /* blockDim.x elements on */
+				step_columns = blockDim.x - step_rows * width,
+				r = threadIdx.x / width,	/* the thread's next element */
+				c = threadIdx.x - r * width;
 
 	for (int e0 = threadIdx.x; e0 < total; e0 += GREEDY_LOADS * blockDim.x)
 	{
 		double		v[GREEDY_LOADS];
+		int			load_r = r,
+					load_c = c;
 
 #pragma unroll
 		for (int u = 0; u < GREEDY_LOADS; u++)
 		{
-			int			e = e0 + u * blockDim.x,
-						r = e / width;
-
-			if (e < total)
-				v[u] = x64[(rows_at != NULL ? rows_at[r] : first_row + r) * d + j0 + (e - r * width)];
+			if (e0 + u * (int) blockDim.x < total)
+				v[u] = x64[(rows_at != NULL ? rows_at[load_r] : first_row + load_r) * d + j0 + load_c];
+			step_element(load_r, load_c, step_rows, step_columns, width);
 		}
 #pragma unroll
 		for (int u = 0; u < GREEDY_LOADS; u++)
 		{
-			int			e = e0 + u * blockDim.x,
-						r = e / width;
-
-			if (e < total)
-				dst[r * dst_stride + (e - r * width)] = v[u];
+			if (e0 + u * (int) blockDim.x < total)
+				dst[r * dst_stride + c] = v[u];
+			step_element(r, c, step_rows, step_columns, width);
 		}
 	}
 }
@@ -284,10 +299,11 @@ greedy_potential_kernel(const double *__restrict__ x64, const double *__restrict
 				if (share + SPLIT * u < count)
 				{
 					double		v = m < s[u] ? m : s[u];
+					gc_u128		q = gc_quantize_wide(v, inertia_exp);
 
 					if (cand_d2 != NULL)
 						cand_d2[(int64_t) (first + share + SPLIT * u) * n + i] = v;
-					total[u] += gc_quantize_wide(v, inertia_exp) * w;
+					total[u] += weights != NULL ? q * w : q;
 				}
 		}
 	}

@@ -300,22 +300,33 @@ gc_unit_normalize(double *x, int d)
  * Inertia is summed exactly, so that it does not depend on the order of
  * the rows: each squared distance x >= 0 becomes the 128-bit integer
  * floor(x * 2^unit_exp), built from x's 53-bit mantissa by shifts alone.
+ * The mantissa and exponent are read from x's bits (the value frexp and a
+ * conversion would give, without either: greedy seeding quantises n L
+ * values a step), a subnormal's without the implicit bit; +infinity
+ * saturates.
  */
 typedef unsigned __int128 gc_u128;
 
 GC_HD gc_u128
 gc_quantize_wide(double x, int unit_exp)
 {
-	int			e;
-	double		m;
+	uint64_t	bits;
 	uint64_t	mantissa;
+	int			biased;
 	int			shift;
 
 	if (!(x > 0.0))
 		return 0;
-	m = frexp(x, &e);			/* x = m 2^e, m in [0.5, 1) */
-	mantissa = (uint64_t) (m * 9007199254740992.0);	/* exact: m 2^53 */
-	shift = e - 53 + unit_exp;
+	bits = gc_double_bits(x);
+	biased = (int) (bits >> 52);	/* the sign bit is 0 */
+	mantissa = bits & ((UINT64_C(1) << 52) - 1);
+	if (biased == 0x7ff)
+		return ~(gc_u128) 0;
+	if (biased != 0)
+		mantissa |= UINT64_C(1) << 52;
+	else
+		biased = 1;
+	shift = biased - 1075 + unit_exp;	/* x = mantissa 2^(biased - 1075) */
 	if (shift >= 0)
 		return (gc_u128) mantissa << shift;
 	if (shift <= -64)

@@ -19,6 +19,7 @@
  *
  *-------------------------------------------------------------------------
  */
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1646,6 +1647,73 @@ run_quick(void)
 #endif
 }
 
+/* floor(x 2^unit_exp) through frexp and a conversion: gc_quantize_wide's definition */
+static gc_u128
+quantize_by_frexp(double x, int unit_exp)
+{
+	int			e;
+	double		m;
+	uint64_t	mantissa;
+	int			shift;
+
+	if (!(x > 0.0))
+		return 0;
+	m = frexp(x, &e);
+	mantissa = (uint64_t) (m * 9007199254740992.0);
+	shift = e - 53 + unit_exp;
+	if (shift >= 0)
+		return (gc_u128) mantissa << shift;
+	if (shift <= -64)
+		return 0;
+	return mantissa >> (-shift);
+}
+
+/*
+ * gc_quantize_wide reads the mantissa and exponent from x's bits: the same
+ * integers as frexp gives, for normal and subnormal x, zero and negative
+ * values, at unit exponents from the subnormals' to the largest that keep
+ * the result below 2^127
+ */
+static void
+run_quantize_case(void)
+{
+	uint64_t	state = 7;
+	int64_t		differ = 0,
+				tried = 0;
+	static const double edges[] = {0.0, -0.0, -1.0, 1.0, 0.5, DBL_MIN, DBL_MIN / 2.0,
+	4.9406564584124654e-324, DBL_MAX, 3.0, 1e-300, 1e300};
+
+	for (int i = 0; i < 200000 + (int) (sizeof(edges) / sizeof(edges[0])); i++)
+	{
+		double		x;
+		int			e;
+
+		state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+		if (i < (int) (sizeof(edges) / sizeof(edges[0])))
+			x = edges[i];
+		else
+		{
+			uint64_t	bits = (state >> 1) % UINT64_C(0x7ff0000000000000);	/* finite, >= 0 */
+
+			if (i % 4 == 0)
+				bits %= UINT64_C(1) << 52; /* subnormal */
+			memcpy(&x, &bits, sizeof(x));
+		}
+		(void) frexp(x, &e);
+		for (int unit_exp = -1100; unit_exp <= 1200; unit_exp += 37)
+		{
+			if (x > 0.0 && e + unit_exp > 126)
+				continue;
+			tried++;
+			differ += gc_quantize_wide(x, unit_exp) != quantize_by_frexp(x, unit_exp);
+		}
+	}
+	check(tried > 1000000 && differ == 0, "quantised from the bits as through frexp",
+		  "quantize");
+	check(gc_quantize_wide(INFINITY, 0) == ~(gc_u128) 0, "+infinity saturates", "quantize");
+	check(gc_quantize_wide(NAN, 0) == 0, "NaN quantises to 0", "quantize");
+}
+
 /*
  * The row store's one-pass bounding box and hash (vectorised, a clone per
  * instruction set) agree with the reference: gc_row_hash of every row, and
@@ -1831,6 +1899,7 @@ main(int argc, char **argv)
 	for (int d = 1; d <= 17; d++)
 		run_row_hash_case(d);
 	run_row_hash_case(768);
+	run_quantize_case();
 	run_permute_case(40009, 3);
 #ifdef GC_WITH_CUDA
 	{
