@@ -72,7 +72,7 @@ gc_warp_race(unsigned long long *leader, bool bidding, double u, double w, int64
 {
 	unsigned long long key = GC_RACE_NONE;
 
-	if (bidding && !gc_race_outbid(u, w, __uint_as_float((unsigned int) (*leader >> 32))))
+	if (bidding && !gc_race_outbid(u, w, *leader))
 		key = gc_race_key(u, w, i);
 	if (__any_sync(0xffffffffu, key < *leader))
 		*leader = gc_warp_min_u64(key < *leader ? key : *leader);

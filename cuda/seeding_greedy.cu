@@ -43,7 +43,6 @@
 #define GREEDY_SMALL_SPLIT 4	/* their potential pass: threads per row, 256 a block */
 #define GREEDY_GROUP 8			/* candidates per pass over the rows */
 #define GREEDY_BLOCKS 1024		/* most blocks (and partials) per pass */
-#ifndef GREEDY_RACE_BLOCKS_PER_SM
 /*
  * Race blocks per multiprocessor: fewer blocks than the potential pass's
  * give each warp more rows, so that its leader rules out more logarithms,
@@ -53,7 +52,6 @@
  * 1,000: 187.1, 174.8 and 165.2 (bench/results/race-skip-h100.md)
  */
 #define GREEDY_RACE_BLOCKS_PER_SM 2
-#endif
 #define GREEDY_STAGED 4096		/* row values a potential pass stages at once (32 kB) */
 #define GREEDY_LOADS 16			/* loads in flight per thread while staging */
 

@@ -163,17 +163,26 @@ gc_race_key(double u, double w, int64_t index)
 #define GC_RACE_NONE UINT64_MAX
 
 /*
- * Whether a bid of draw u and weight w cannot beat a leader whose key is
- * worth leader (a float; NaN or infinity where there is none), so that
- * its logarithm need not be taken: -log(u) >= 1 - u, and a bound above
- * the leader by far more than the rounding of either side (1e-6 against
- * about 1e-15) means the key is at least the leader's.  Rows bid in index
- * order, so the later row also loses a tie.
+ * Whether a bid of draw u and weight w cannot beat the leader, the least
+ * key so far (GC_RACE_NONE where there is none), so that its logarithm
+ * need not be taken: -log(u) >= 1 - u, and a bound above the leader's
+ * value by far more than the rounding of either side (1e-6 against about
+ * 1e-15) means the key is at least the leader's.  Rows bid in index order,
+ * so the later row also loses a tie.  No leader reads as NaN: every bid
+ * is taken.
  */
 GC_HD bool
-gc_race_outbid(double u, double w, float leader)
+gc_race_outbid(double u, double w, uint64_t leader)
 {
-	return w >= 0.0 && (1.0 - u) > (double) leader * w * (1.0 + 1e-6);
+	uint32_t	bits = (uint32_t) (leader >> 32);
+	float		value;
+
+#ifdef __CUDA_ARCH__
+	value = __uint_as_float(bits);
+#else
+	memcpy(&value, &bits, sizeof(value));
+#endif
+	return w >= 0.0 && (1.0 - u) > (double) value * w * (1.0 + 1e-6);
 }
 
 /*

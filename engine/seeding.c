@@ -108,13 +108,8 @@ race_pass(const GcRows *rows, uint64_t seed,
 		  int t, int candidates, const double *previous, int inertia_exp,
 		  double *mind2, uint64_t *best, GcPoll *poll, GcError *err)
 {
-	float		leader[GC_MAX_INIT_CANDIDATES];	/* best[j]'s bid */
-
 	for (int j = 0; j < candidates; j++)
-	{
 		best[j] = GC_RACE_NONE;
-		leader[j] = INFINITY;
-	}
 	for (int ci = 0; ci < rows->nchunks; ci++)
 	{
 		const GcChunk *chunk = &rows->chunks[ci];
@@ -144,16 +139,11 @@ race_pass(const GcRows *rows, uint64_t seed,
 				double		u = gc_unit_draw(chunk->hashes[i], seed, gc_seed_stream(t, j));
 				uint64_t	key;
 
-				if (gc_race_outbid(u, w, leader[j]))
+				if (gc_race_outbid(u, w, best[j]))
 					continue;
 				key = gc_race_key(u, w, row);
 				if (key < best[j])
-				{
-					uint32_t	bits = (uint32_t) (key >> 32);
-
 					best[j] = key;
-					memcpy(&leader[j], &bits, sizeof(leader[j]));
-				}
 			}
 		}
 	}
