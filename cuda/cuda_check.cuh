@@ -47,6 +47,12 @@ gc_cuda_fail(GcError *err, cudaError_t e, const char *call, const char *file, in
  */
 #define GC_CUDA_MAX_DEVICES 64
 
+/*
+ * device.cu: the current device's multiprocessor count, which sizes the
+ * persistent grids, asked of the driver once per device
+ */
+GcStatus	gc_cuda_multiprocessors(int *count, GcError *err);
+
 /* cudaMalloc of count elements (at least one), as a status */
 template <typename T>
 static inline GcStatus

@@ -3,7 +3,8 @@
  * device.cu
  *	  Device management: whether a usable GPU exists (asked once per
  *	  backend process), making gpuclust.gpu_id current, opening every GPU
- *	  for the GPU service, and describing the current one.  The row
+ *	  for the GPU service, and describing the current one and its
+ *	  multiprocessor count.  The row
  *	  store's page-locked host memory is pinned_memory.cu's.
  *
  * IDENTIFICATION
@@ -18,6 +19,26 @@
 
 static int	device_count = -1;	/* -1 until asked */
 static char no_device_reason[200];
+
+/*
+ * Cached per device and published atomically: the GPU service's runner
+ * threads launch on several devices at once
+ */
+GcStatus
+gc_cuda_multiprocessors(int *count, GcError *err)
+{
+	static int	known[GC_CUDA_MAX_DEVICES];	/* 0 until asked */
+	int			device = 0;
+
+	GC_CUDA_TRY(cudaGetDevice(&device), err);
+	*count = device < GC_CUDA_MAX_DEVICES ? __atomic_load_n(&known[device], __ATOMIC_RELAXED) : 0;
+	if (*count > 0)
+		return GC_OK;
+	GC_CUDA_TRY(cudaDeviceGetAttribute(count, cudaDevAttrMultiProcessorCount, device), err);
+	if (device < GC_CUDA_MAX_DEVICES)
+		__atomic_store_n(&known[device], *count, __ATOMIC_RELAXED);
+	return GC_OK;
+}
 
 extern "C" bool
 gc_cuda_use_device(int gpu_id, char *why, size_t whylen)

@@ -355,12 +355,11 @@ launch_bounded_scan(const float *x32, const float *c32, int64_t first, int64_t c
 					unsigned long long *changed, unsigned long long *work,
 					cudaStream_t stream, GcError *err)
 {
-	int			device = 0,
-				sms = 0;
+	int			sms = 0;
 	int64_t		grid_limit;
 
-	GC_CUDA_TRY(cudaGetDevice(&device), err);
-	GC_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), err);
+	if (gc_cuda_multiprocessors(&sms, err) != GC_OK)
+		return err->status;
 	grid_limit = (int64_t) sms * SCAN_BLOCKS_PER_SM;
 	if (!register_padded(d, [&](auto dp) {
 			launch_scan<decltype(dp)::value>(x32, c32, first, count, d, k, list, list_count,

@@ -268,11 +268,12 @@ launch_pruned(const float *x32, const float *c32, const float *icd_ranked,
 	size_t		shared_bytes = sizeof(float) * (size_t) k * (DP + 1);
 	int64_t		blocks_needed = (n + PRUNED_BLOCK - 1) / PRUNED_BLOCK;
 
-	/* asked per launch, not cached: the GPU service launches on several devices from several threads */
+	/* the shared-memory limit asked per launch: the GPU service launches on several devices */
 	GC_CUDA_TRY(cudaGetDevice(&device), err);
 	GC_CUDA_TRY(cudaDeviceGetAttribute(&shared_limit,
 									   cudaDevAttrMaxSharedMemoryPerBlockOptin, device), err);
-	GC_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), err);
+	if (gc_cuda_multiprocessors(&sms, err) != GC_OK)
+		return err->status;
 	if (DP > 0 && shared_bytes <= (size_t) shared_limit)
 	{
 		int			per_sm = (int) (shared_limit / shared_bytes);

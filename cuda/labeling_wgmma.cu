@@ -137,24 +137,6 @@ launch_wgmma_half_norms(const float *cnorm, int k, float *half_norms, cudaStream
 	return GC_OK;
 }
 
-/*
- * The multiprocessor count of device (the persistent grid's size), asked
- * of the driver once per device
- */
-static GcStatus
-multiprocessors(int device, int *count, GcError *err)
-{
-	static int	known[GC_CUDA_MAX_DEVICES];	/* 0 until asked */
-
-	*count = device < GC_CUDA_MAX_DEVICES ? __atomic_load_n(&known[device], __ATOMIC_RELAXED) : 0;
-	if (*count > 0)
-		return GC_OK;
-	GC_CUDA_TRY(cudaDeviceGetAttribute(count, cudaDevAttrMultiProcessorCount, device), err);
-	if (device < GC_CUDA_MAX_DEVICES)
-		__atomic_store_n(&known[device], *count, __ATOMIC_RELAXED);
-	return GC_OK;
-}
-
 template <typename Elem, bool SCREEN>
 static GcStatus
 launch_elem(const WgmmaOperands *ops, const WgmmaArgs &args, cudaStream_t stream, GcError *err)
@@ -171,7 +153,7 @@ launch_elem(const WgmmaOperands *ops, const WgmmaArgs &args, cudaStream_t stream
 	unsigned long long bit;
 
 	GC_CUDA_TRY(cudaGetDevice(&device), err);
-	if (multiprocessors(device, &blocks, err) != GC_OK)
+	if (gc_cuda_multiprocessors(&blocks, err) != GC_OK)
 		return err->status;
 	bit = device < GC_CUDA_MAX_DEVICES ? 1ULL << device : 0;
 	if (bit == 0 || (__atomic_load_n(&configured, __ATOMIC_ACQUIRE) & bit) == 0)

@@ -401,7 +401,6 @@ run_steps(const double *x64, const uint64_t *hashes, const double *weights,
 	int			threads = GREEDY_THREADS,	/* rows per block */
 				split = 1,		/* threads per row in the potential pass */
 				sms = 0,
-				device = 0,
 				nblocks,
 				race_blocks;
 	long long  *chosen_host;
@@ -415,8 +414,8 @@ run_steps(const double *x64, const uint64_t *hashes, const double *weights,
 	 * leave most idle and each step would wait on a few; their potential
 	 * pass gives each row GREEDY_SMALL_SPLIT threads
 	 */
-	GC_CUDA_TRY(cudaGetDevice(&device), err);
-	GC_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), err);
+	if (gc_cuda_multiprocessors(&sms, err) != GC_OK)
+		return err->status;
 	if (n < (int64_t) sms * GREEDY_THREADS)
 	{
 		threads = GREEDY_SMALL_THREADS;

@@ -46,17 +46,6 @@ grid_for(int64_t work, int threads, int cap)
 	return (int) (blocks < cap ? (blocks > 0 ? blocks : 1) : cap);
 }
 
-static int
-multiprocessors(void)
-{
-	int			device = 0,
-				sms = 0;
-
-	cudaGetDevice(&device);
-	cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-	return sms > 0 ? sms : 1;
-}
-
 __global__ void
 centre_rows_kernel(const double *__restrict__ x64, const double *__restrict__ offset,
 				   int64_t total, int d, float *__restrict__ x32)
@@ -189,9 +178,12 @@ launch_accumulate_clusters(const double *x64, const double *weights,
 	size_t		shared_bytes = sizeof(unsigned long long) * (size_t) k * (d + 1);
 	int64_t		total = n * d;		/* at most; the kernels stop at the moved count */
 	int			device = 0,
-				shared_limit = 0;
+				shared_limit = 0,
+				sms = 0;
 
 	GC_CUDA_TRY(cudaGetDevice(&device), err);
+	if (gc_cuda_multiprocessors(&sms, err) != GC_OK)
+		return err->status;
 	if (device < GC_CUDA_MAX_DEVICES)
 		shared_limit = __atomic_load_n(&shared_limits[device], __ATOMIC_ACQUIRE);
 	if (shared_limit <= 0)
@@ -206,12 +198,12 @@ launch_accumulate_clusters(const double *x64, const double *weights,
 			__atomic_store_n(&shared_limits[device], shared_limit, __ATOMIC_RELEASE);
 	}
 	GC_CUDA_TRY(cudaMemsetAsync(moved_count, 0, sizeof(unsigned int), stream), err);
-	collect_moved_kernel<<<grid_for(n, ELEMENT_THREADS, 4 * multiprocessors()), ELEMENT_THREADS, 0, stream>>>(
+	collect_moved_kernel<<<grid_for(n, ELEMENT_THREADS, 4 * sms), ELEMENT_THREADS, 0, stream>>>(
 		labels, old_labels, n, moved, moved_count);
 	GC_CUDA_LAUNCHED("collect_moved", err);
 	/* sums and counts are contiguous, so a shared flush covers both */
 	if (shared_bytes <= (size_t) shared_limit && counts == sums + (size_t) k * d)
-		accumulate_clusters_kernel<true><<<grid_for(total, ELEMENT_THREADS, 2 * multiprocessors()),
+		accumulate_clusters_kernel<true><<<grid_for(total, ELEMENT_THREADS, 2 * sms),
 			ELEMENT_THREADS, shared_bytes, stream>>>(x64, weights, labels, old_labels, moved,
 													 moved_count, offset, scale, d, k, sums, counts);
 	else
