@@ -20,10 +20,13 @@
  * upload finds them page-locked.  Below STAGE_MIN_BYTES of pageable data
  * the driver's staging is used, as starting threads would not pay.
  *
- * Rows read from vector, halfvec or real[] columns hold float32 values in
- * doubles (GcRows.float_exact): their staged values are narrowed to
- * float32 as a lane copies them, cross the bus in half the bytes, and a
- * kernel widens them back into the double array, exactly.  A lane's copy
+ * Rows read from vector, halfvec or real[] columns are float32 values.  A
+ * narrow store (GcRows.narrow, the k-means aggregates' Euclidean fits)
+ * holds them as such, and they cross the bus as they are; in a store of
+ * doubles (GcRows.float_exact) their staged values are narrowed to
+ * float32 as a lane copies them.  Either way they cross the bus in half
+ * the bytes, and a kernel widens them into the double array, exactly.
+ * Narrowing as it copies, a lane's copy
  * is then bound by the reads of one core: on the H100 machine (16 cores)
  * 6 lanes moved the 6 GB of 1M x 768 float32 rows in 168-234 ms, hardly
  * less than whole doubles had taken, so there are as many lanes as
@@ -320,6 +323,18 @@ upload_or_defer(RowsUpload *up, void *device, const void *host, size_t bytes, fl
 	return GC_OK;
 }
 
+/* Widen count floats at src into the doubles at dest, on stream */
+static GcStatus
+widen(double *dest, const float *src, size_t count, cudaStream_t stream, GcError *err)
+{
+	if (count == 0)
+		return GC_OK;
+	widen_kernel<<<(unsigned int) ((count + 255) / 256 < 4096 ? (count + 255) / 256 : 4096), 256,
+		0, stream>>>(dest, src, count);
+	GC_CUDA_TRY(cudaGetLastError(), err);
+	return GC_OK;
+}
+
 /* Widen the staged copies that went as floats */
 static GcStatus
 widen_narrowed(const RowsUpload *up, GcError *err)
@@ -327,13 +342,11 @@ widen_narrowed(const RowsUpload *up, GcError *err)
 	for (int i = 0; i < up->npageable; i++)
 	{
 		const HostCopy *copy = &up->pageable[i];
-		size_t		count = copy->bytes / sizeof(double);
 
-		if (copy->narrow == NULL)
-			continue;
-		widen_kernel<<<(unsigned int) ((count + 255) / 256 < 4096 ? (count + 255) / 256 : 4096), 256,
-			0, up->stream>>>((double *) copy->device, copy->narrow, count);
-		GC_CUDA_TRY(cudaGetLastError(), err);
+		if (copy->narrow != NULL &&
+			widen((double *) copy->device, copy->narrow, copy->bytes / sizeof(double),
+				  up->stream, err) != GC_OK)
+			return err->status;
 	}
 	return GC_OK;
 }
@@ -346,6 +359,8 @@ gc_upload_rows(const GcRows *rows, double *values, uint64_t *hashes, double *wei
 	GcStatus	status = GC_OK;
 	bool		staged = false;
 
+	if (rows->narrow && narrow == NULL)
+		return gc_fail(err, GC_ERR_DEVICE, "float32 rows need a device buffer of floats to upload into");
 	/* at most three copies a chunk: values, hashes, weights */
 	up.pageable = (HostCopy *) malloc(sizeof(HostCopy) * 3 * (rows->nchunks > 0 ? rows->nchunks : 1));
 	if (up.pageable == NULL)
@@ -355,9 +370,13 @@ gc_upload_rows(const GcRows *rows, double *values, uint64_t *hashes, double *wei
 		const GcChunk *chunk = &rows->chunks[c];
 		size_t		first = (size_t) chunk->first_row * rows->d;
 
-		status = upload_or_defer(&up, values + first, chunk->values,
-								 sizeof(double) * rows->d * chunk->count,
-								 narrow && rows->float_exact ? narrow + first : NULL, err);
+		if (rows->narrow)
+			status = upload_or_defer(&up, narrow + first, chunk->narrow_values,
+									 sizeof(float) * rows->d * chunk->count, NULL, err);
+		else
+			status = upload_or_defer(&up, values + first, chunk->values,
+									 sizeof(double) * rows->d * chunk->count,
+									 narrow && rows->float_exact ? narrow + first : NULL, err);
 		if (status == GC_OK)
 			status = upload_or_defer(&up, hashes + chunk->first_row, chunk->hashes,
 									 sizeof(uint64_t) * chunk->count, NULL, err);
@@ -372,6 +391,8 @@ gc_upload_rows(const GcRows *rows, double *values, uint64_t *hashes, double *wei
 	else if (status == GC_OK)
 		for (int i = 0; i < up.npageable && status == GC_OK; i++)
 			status = copy_async(&up.pageable[i], stream, err);
+	if (status == GC_OK && rows->narrow)
+		status = widen(values, narrow, (size_t) rows->n * rows->d, stream, err);
 	free(up.pageable);
 	return status;
 }

@@ -22,9 +22,11 @@
  * asynchronously on stream, pageable ones through page-locked staging
  * buffers that helper threads fill.  When it returns, the pageable copies
  * are done and the others are queued on stream ahead of what follows there.
- * narrow (NULL: none) is device room for n * d floats, overwritten: where
- * every value is a float32 value (rows->float_exact), staged values travel
- * as float32 into it and are widened into values on stream.
+ * narrow (NULL: none) is device room for n * d floats, overwritten: a
+ * narrow store's rows (rows->narrow, which needs it) are copied into it as
+ * they are, and where every value of a store of doubles is a float32 value
+ * (rows->float_exact) staged values travel as float32 into it; both are
+ * widened into values on stream.
  */
 extern GcStatus gc_upload_rows(const GcRows *rows, double *values, uint64_t *hashes,
 							   double *weights, float *narrow, cudaStream_t stream,

@@ -662,6 +662,7 @@ extern "C" const GcKmeansBackend gc_kmeans_cuda_backend = {
 	"gpu",
 	&gc_hybrid_gpu_rules,
 	false,						/* the driver polls after each status read */
+	true,						/* narrow rows go up as float32 (host_upload.cu) */
 	cuda_open,
 	cuda_seed_kmeanspp,
 	cuda_seed_kmeans_parallel,

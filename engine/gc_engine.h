@@ -170,7 +170,8 @@ typedef void (*GcHostFree) (void *ptr);
 
 typedef struct GcChunk
 {
-	double	   *values;			/* capacity * d values, row-major */
+	double	   *values;			/* capacity * d values, row-major; NULL when narrow */
+	float	   *narrow_values;	/* the same as float32 in a narrow store (GcRows.narrow) */
 	uint64_t   *hashes;			/* capacity row hashes */
 	double	   *weights;		/* capacity row weights; NULL when unweighted */
 	int64_t		first_row;		/* index of this chunk's first row */
@@ -190,7 +191,8 @@ typedef struct GcChunk
  * every chunk itself.  Chunks of at least min_bytes are offered, and
  * placed chunks grow to max_bytes.
  */
-typedef bool (*GcPlaceChunk) (void *arg, GcChunk *chunk, int d, bool weighted);
+struct GcRows;
+typedef bool (*GcPlaceChunk) (void *arg, GcChunk *chunk, const struct GcRows *rows);
 
 typedef struct GcChunkPlacement
 {
@@ -215,6 +217,7 @@ typedef struct GcRows
 	bool		float_exact;	/* every value is a float32 value (vector,
 								 * halfvec and real[] rows: an upload may
 								 * move them as float32) */
+	bool		narrow;			/* values held as float32 (gc_rows_set_narrow) */
 	size_t		max_bytes;		/* chunk memory allowed, 0 for no limit */
 	GcHostAlloc alloc;			/* allocator for new chunks */
 	GcHostFree	free;
@@ -227,6 +230,43 @@ extern GcStatus gc_rows_init(GcRows *rows, int d, GcHostAlloc alloc,
 extern void gc_rows_set_allocator(GcRows *rows, GcHostAlloc alloc,
 								  GcHostFree free);
 extern double *gc_rows_reserve(GcRows *rows, GcError *err);
+
+/*
+ * Narrow stores.  Rows whose values are all float32 values (vector,
+ * halfvec and real[] columns under the Euclidean metric) can be held as
+ * float32: half the bytes to write while collecting, to hand from a
+ * parallel worker to its leader and to upload, and twice the rows within
+ * a memory limit.  Their hashes and bounding box are those of the same
+ * values held as doubles, so a fit gives the same clusters either way.
+ * The GPU backend reads them as they are (GcKmeansBackend.reads_narrow);
+ * the engine's other readers want doubles (gc_rows_get, a chunk's
+ * values), and gc_rows_widen gives them those first.
+ */
+/* Hold the rows as float32; only allowed while the store is empty */
+extern void gc_rows_set_narrow(GcRows *rows);
+/* A narrow store's slot for the next row; gc_rows_commit makes it count */
+extern float *gc_rows_reserve_narrow(GcRows *rows, GcError *err);
+/* Turn a narrow store into one of doubles, chunk by chunk */
+extern GcStatus gc_rows_widen(GcRows *rows, GcError *err);
+/* Row i's values as doubles into out, from a store of either width */
+extern void gc_rows_copy_row(const GcRows *rows, int64_t i, double *out);
+/* Bytes a row takes in a chunk: its values, its hash and its weight */
+extern size_t gc_row_bytes(int d, bool narrow, bool weighted);
+
+/* A chunk's values, whichever their width */
+static inline void *
+gc_chunk_values(const GcChunk *chunk)
+{
+	return chunk->narrow_values ? (void *) chunk->narrow_values : (void *) chunk->values;
+}
+
+/* Point a chunk at values of the width narrow says */
+static inline void
+gc_chunk_set_values(GcChunk *chunk, void *values, bool narrow)
+{
+	chunk->values = narrow ? NULL : (double *) values;
+	chunk->narrow_values = narrow ? (float *) values : NULL;
+}
 /* A chunk's arrays for capacity rows from the store's allocator */
 extern GcStatus gc_rows_alloc_arrays(const GcRows *rows, GcChunk *chunk, int64_t capacity,
 									 GcError *err);
@@ -525,6 +565,8 @@ typedef struct GcKmeansBackend
 	const GcHybridRules *hybrid;
 	/* step polls the interrupt hook itself; else the driver, once per iteration */
 	bool		step_polls;
+	/* open reads narrow stores as they are; else gc_kmeans_fit widens them */
+	bool		reads_narrow;
 	GcStatus	(*open) (const GcRows *rows, const GcFrame *frame,
 						 const GcKmeansParams *params, void **session,
 						 GcError *err);
@@ -584,9 +626,13 @@ gc_chunk_weight(const GcChunk *chunk, int64_t i)
 	return chunk->weights ? (int64_t) chunk->weights[i] : 1;
 }
 
-/* Runs n_init restarts on backend and fills result with the best. */
+/*
+ * Runs n_init restarts on backend and fills result with the best; a
+ * narrow store is widened first (gc_rows_widen) for a backend that reads
+ * doubles only.
+ */
 extern GcStatus gc_kmeans_fit(const GcKmeansBackend *backend,
-							  const GcRows *rows,
+							  GcRows *rows,
 							  const GcKmeansParams *params,
 							  GcKmeansResult *result, GcError *err);
 

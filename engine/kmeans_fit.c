@@ -157,9 +157,11 @@ initial_centroids(const GcKmeansBackend *backend, void *session,
 	else
 		status = backend->seed_kmeanspp(session, params, seed, chosen, err);
 	for (int c = 0; status == GC_OK && c < k; c++)
-		if (!gc_copy_polled(centroids + (size_t) c * d, gc_rows_get(rows, chosen[c]),
-							sizeof(double) * d, &poll))
+	{
+		gc_rows_copy_row(rows, chosen[c], centroids + (size_t) c * d);
+		if (gc_poll(&poll, (int64_t) (sizeof(double) * d)))
 			status = gc_fail(err, GC_INTERRUPTED, "interrupted during seeding");
+	}
 	free(chosen);
 	return status;
 }
@@ -274,7 +276,7 @@ frame_fits_float32(const GcFrame *frame)
 }
 
 GcStatus
-gc_kmeans_fit(const GcKmeansBackend *backend, const GcRows *rows,
+gc_kmeans_fit(const GcKmeansBackend *backend, GcRows *rows,
 			  const GcKmeansParams *asked, GcKmeansResult *result,
 			  GcError *err)
 {
@@ -296,6 +298,8 @@ gc_kmeans_fit(const GcKmeansBackend *backend, const GcRows *rows,
 	if (rows->bad_weight)
 		return gc_fail(err, GC_ERR_RANGE,
 					   "row weights must be whole numbers from 1 to 2^53, summing below 2^62");
+	if (!backend->reads_narrow && gc_rows_widen(rows, err) != GC_OK)
+		return err->status;
 	status = gc_frame_init(&frame, rows, err);
 	if (status != GC_OK)
 		return status;

@@ -103,8 +103,7 @@ draw_sample(const GcRows *rows, int m, int64_t *sample, double *x, GcError *err)
 		return status;
 	qsort(sample, m, sizeof(int64_t), compare_rows);
 	for (int i = 0; i < m; i++)
-		memcpy(x + (size_t) i * rows->d, gc_rows_get(rows, sample[i]),
-			   sizeof(double) * rows->d);
+		gc_rows_copy_row(rows, sample[i], x + (size_t) i * rows->d);
 	return GC_OK;
 }
 

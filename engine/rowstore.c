@@ -3,8 +3,8 @@
  * rowstore.c
  *	  The row store: rows appended one by one into chunks of host memory
  *	  (page-locked when the GPU will read them; the allocator may change
- *	  between chunks), with a content hash and the bounding box maintained
- *	  as rows arrive.
+ *	  between chunks), as doubles or, in a narrow store, as float32, with a
+ *	  content hash and the bounding box maintained as rows arrive.
  *
  * Chunks double from GC_FIRST_CHUNK_BYTES up to GC_MAX_CHUNK_BYTES, so a
  * ten-row query allocates kilobytes and four million rows need a handful
@@ -13,6 +13,9 @@
  * join a store with gc_rows_append_chunk, borrowed in place; a store's
  * placement (GcChunkPlacement) may put its large chunks elsewhere from
  * the start (a parallel worker's, in shared memory the leader borrows).
+ * A narrow store's hashes and box are computed from its floats widened to
+ * doubles, so they equal those of the same rows held as doubles, and
+ * gc_rows_widen turns it into that store for the readers of doubles.
  *
  * IDENTIFICATION
  *	  engine/rowstore.c
@@ -60,7 +63,7 @@ placed_chunk(GcRows *rows, GcChunk *chunk, size_t bytes)
 {
 	if (rows->placement.place == NULL || bytes < rows->placement.min_bytes)
 		return false;
-	if (rows->placement.place(rows->placement.arg, chunk, rows->d, rows->weighted))
+	if (rows->placement.place(rows->placement.arg, chunk, rows))
 	{
 		chunk->borrowed = true;
 		chunk->free = NULL;
@@ -77,8 +80,7 @@ placed_chunk(GcRows *rows, GcChunk *chunk, size_t bytes)
 static GcStatus
 add_chunk(GcRows *rows, GcError *err)
 {
-	size_t		row_bytes = sizeof(double) * rows->d + sizeof(uint64_t) +
-		(rows->weighted ? sizeof(double) : 0);
+	size_t		row_bytes = gc_row_bytes(rows->d, rows->narrow, rows->weighted);
 	size_t		bytes = GC_FIRST_CHUNK_BYTES;
 	size_t		cap = rows->placement.place ? rows->placement.max_bytes : GC_MAX_CHUNK_BYTES;
 	GcChunk    *chunk;
@@ -136,20 +138,23 @@ add_chunk(GcRows *rows, GcError *err)
 GcStatus
 gc_rows_alloc_arrays(const GcRows *rows, GcChunk *chunk, int64_t capacity, GcError *err)
 {
+	size_t		value_bytes = rows->narrow ? sizeof(float) : sizeof(double);
+	void	   *values = rows->alloc(value_bytes * rows->d * capacity);
+
 	chunk->free = rows->free;
-	chunk->values = rows->alloc(sizeof(double) * rows->d * capacity);
+	gc_chunk_set_values(chunk, values, rows->narrow);
 	chunk->hashes = rows->alloc(sizeof(uint64_t) * capacity);
 	chunk->weights = rows->weighted ? rows->alloc(sizeof(double) * capacity) : NULL;
-	if (chunk->values == NULL || chunk->hashes == NULL ||
+	if (values == NULL || chunk->hashes == NULL ||
 		(rows->weighted && chunk->weights == NULL))
 	{
-		if (chunk->values)
-			rows->free(chunk->values);
+		if (values)
+			rows->free(values);
 		if (chunk->hashes)
 			rows->free(chunk->hashes);
 		if (chunk->weights)
 			rows->free(chunk->weights);
-		chunk->values = NULL;
+		gc_chunk_set_values(chunk, NULL, rows->narrow);
 		chunk->hashes = NULL;
 		chunk->weights = NULL;
 		return gc_fail(err, GC_ERR_HOST_MEMORY,
@@ -170,11 +175,27 @@ gc_rows_set_allocator(GcRows *rows, GcHostAlloc alloc, GcHostFree free_fn)
 	rows->free = free_fn;
 }
 
+size_t
+gc_row_bytes(int d, bool narrow, bool weighted)
+{
+	return (narrow ? sizeof(float) : sizeof(double)) * (size_t) d + sizeof(uint64_t) +
+		(weighted ? sizeof(double) : 0);
+}
+
 /*
- * Return the slot for the next row; gc_rows_commit makes it count
+ * Hold the rows as float32 (gc_engine.h, "Narrow stores"); only allowed
+ * while the store is empty
  */
-double *
-gc_rows_reserve(GcRows *rows, GcError *err)
+void
+gc_rows_set_narrow(GcRows *rows)
+{
+	if (rows->nchunks == 0)
+		rows->narrow = true;
+}
+
+/* The chunk the next row goes into, added when the last one is full */
+static GcChunk *
+chunk_with_room(GcRows *rows, GcError *err)
 {
 	GcChunk    *chunk = rows->nchunks ? &rows->chunks[rows->nchunks - 1] : NULL;
 
@@ -184,7 +205,27 @@ gc_rows_reserve(GcRows *rows, GcError *err)
 			return NULL;
 		chunk = &rows->chunks[rows->nchunks - 1];
 	}
-	return chunk->values + (size_t) chunk->count * rows->d;
+	return chunk;
+}
+
+/*
+ * Return the slot for the next row of a store of doubles; gc_rows_commit
+ * makes it count
+ */
+double *
+gc_rows_reserve(GcRows *rows, GcError *err)
+{
+	GcChunk    *chunk = chunk_with_room(rows, err);
+
+	return chunk ? chunk->values + (size_t) chunk->count * rows->d : NULL;
+}
+
+float *
+gc_rows_reserve_narrow(GcRows *rows, GcError *err)
+{
+	GcChunk    *chunk = chunk_with_room(rows, err);
+
+	return chunk ? chunk->narrow_values + (size_t) chunk->count * rows->d : NULL;
 }
 
 /*
@@ -196,9 +237,8 @@ gc_rows_reserve(GcRows *rows, GcError *err)
  * 768-dimensional rows, with AVX2 three times (GC_SIMD_CLONES).  Every
  * operation is exact, so every clone gives the same box and hash.
  */
-GC_SIMD_CLONES
-static uint64_t
-widen_box_and_hash(const double *restrict x, double *restrict lo,
+static inline __attribute__((always_inline)) uint64_t
+widen_box_and_hash(const void *restrict x, bool narrow, double *restrict lo,
 				   double *restrict hi, int d, bool *float_exact)
 {
 	uint64_t	sum = 0;
@@ -207,7 +247,7 @@ widen_box_and_hash(const double *restrict x, double *restrict lo,
 
 	for (int j = 0; j < d; j++)
 	{
-		double		v = x[j];
+		double		v = narrow ? (double) ((const float *) x)[j] : ((const double *) x)[j];
 
 		lo[j] = v < lo[j] ? v : lo[j];
 		hi[j] = v > hi[j] ? v : hi[j];
@@ -220,6 +260,23 @@ widen_box_and_hash(const double *restrict x, double *restrict lo,
 	return gc_row_hash_finish(sum, d);
 }
 
+/* widen_box_and_hash of a row of doubles and of a row of floats, cloned */
+GC_SIMD_CLONES
+static uint64_t
+wide_row_box_and_hash(const double *restrict x, double *restrict lo,
+					  double *restrict hi, int d, bool *float_exact)
+{
+	return widen_box_and_hash(x, false, lo, hi, d, float_exact);
+}
+
+GC_SIMD_CLONES
+static uint64_t
+narrow_row_box_and_hash(const float *restrict x, double *restrict lo,
+						double *restrict hi, int d, bool *float_exact)
+{
+	return widen_box_and_hash(x, true, lo, hi, d, float_exact);
+}
+
 /*
  * Account for the row written into the reserved slot
  */
@@ -227,16 +284,18 @@ void
 gc_rows_commit(GcRows *rows)
 {
 	GcChunk    *chunk = &rows->chunks[rows->nchunks - 1];
-	const double *x = chunk->values + (size_t) chunk->count * rows->d;
+	size_t		at = (size_t) chunk->count * rows->d;
 	int			d = rows->d;
 
 	if (rows->n == 0)
-	{
-		memcpy(rows->lo, x, sizeof(double) * d);
-		memcpy(rows->hi, x, sizeof(double) * d);
-	}
-	chunk->hashes[chunk->count] = widen_box_and_hash(x, rows->lo, rows->hi, d,
-													 &rows->float_exact);
+		for (int j = 0; j < d; j++)
+			rows->lo[j] = rows->hi[j] =
+				rows->narrow ? (double) chunk->narrow_values[at + j] : chunk->values[at + j];
+	chunk->hashes[chunk->count] = rows->narrow ?
+		narrow_row_box_and_hash(chunk->narrow_values + at, rows->lo, rows->hi, d,
+								&rows->float_exact) :
+		wide_row_box_and_hash(chunk->values + at, rows->lo, rows->hi, d,
+							  &rows->float_exact);
 	chunk->count++;
 	rows->n++;
 	rows->total_weight++;
@@ -352,12 +411,70 @@ chunk_of(const GcRows *rows, int64_t i)
 	return &rows->chunks[lo];
 }
 
+/* Row i of a store of doubles */
 const double *
 gc_rows_get(const GcRows *rows, int64_t i)
 {
 	const GcChunk *chunk = chunk_of(rows, i);
 
 	return chunk->values + (size_t) (i - chunk->first_row) * rows->d;
+}
+
+void
+gc_rows_copy_row(const GcRows *rows, int64_t i, double *out)
+{
+	const GcChunk *chunk = chunk_of(rows, i);
+	size_t		at = (size_t) (i - chunk->first_row) * rows->d;
+
+	if (!rows->narrow)
+		memcpy(out, chunk->values + at, sizeof(double) * rows->d);
+	else
+		for (int j = 0; j < rows->d; j++)
+			out[j] = chunk->narrow_values[at + j];
+}
+
+/*
+ * Replace each chunk of floats with one of doubles from the store's
+ * allocator (hashes and weights copied too, so that the new chunk owns
+ * all its arrays), freeing the old one unless it is borrowed: the rows
+ * held at once grow by one chunk's, not by the store's
+ */
+GcStatus
+gc_rows_widen(GcRows *rows, GcError *err)
+{
+	if (!rows->narrow)
+		return GC_OK;
+	for (int c = 0; c < rows->nchunks; c++)
+	{
+		GcChunk    *chunk = &rows->chunks[c];
+		GcChunk		wide = *chunk;
+		size_t		count = (size_t) chunk->count;
+
+		rows->narrow = false;
+		if (gc_rows_alloc_arrays(rows, &wide, chunk->count > 0 ? chunk->count : 1, err) != GC_OK)
+		{
+			rows->narrow = true;
+			return err->status;
+		}
+		rows->narrow = true;
+		for (size_t v = 0; v < count * rows->d; v++)
+			wide.values[v] = chunk->narrow_values[v];
+		memcpy(wide.hashes, chunk->hashes, sizeof(uint64_t) * count);
+		if (chunk->weights)
+			memcpy(wide.weights, chunk->weights, sizeof(double) * count);
+		if (!chunk->borrowed)
+		{
+			chunk->free(chunk->narrow_values);
+			chunk->free(chunk->hashes);
+			if (chunk->weights)
+				chunk->free(chunk->weights);
+		}
+		wide.capacity = chunk->count;	/* full: later rows go to a new chunk */
+		wide.borrowed = false;
+		*chunk = wide;
+	}
+	rows->narrow = false;
+	return GC_OK;
 }
 
 uint64_t
@@ -389,7 +506,7 @@ gc_rows_release(GcRows *rows)
 	{
 		if (rows->chunks[c].borrowed)
 			continue;
-		rows->chunks[c].free(rows->chunks[c].values);
+		rows->chunks[c].free(gc_chunk_values(&rows->chunks[c]));
 		rows->chunks[c].free(rows->chunks[c].hashes);
 		if (rows->chunks[c].weights)
 			rows->chunks[c].free(rows->chunks[c].weights);
@@ -405,6 +522,7 @@ gc_rows_release(GcRows *rows)
 	rows->weighted = false;
 	rows->bad_weight = false;
 	rows->float_exact = true;
+	rows->narrow = false;
 }
 
 /* Write row i: values (not row i's own), hash and weight */
@@ -428,8 +546,11 @@ put_row(GcRows *rows, int64_t i, const double *values, uint64_t hash, double wei
 GcStatus
 gc_rows_permute(GcRows *rows, int64_t *order, GcError *err)
 {
-	double	   *values = malloc(sizeof(double) * rows->d);
+	double	   *values;
 
+	if (gc_rows_widen(rows, err) != GC_OK)
+		return err->status;
+	values = malloc(sizeof(double) * rows->d);
 	if (values == NULL)
 		return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory reordering rows");
 	for (int64_t i = 0; i < rows->n; i++)

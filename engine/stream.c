@@ -74,7 +74,7 @@ gc_stream_release(GcStream *s)
  * that took no row gets weight 0
  */
 static GcStatus
-reduce_rows(GcStream *s, const GcKmeansBackend *backend, const GcRows *rows,
+reduce_rows(GcStream *s, const GcKmeansBackend *backend, GcRows *rows,
 			double *centroids, double *weights, GcError *err)
 {
 	GcKmeansParams params = {0};

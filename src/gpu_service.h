@@ -107,6 +107,7 @@ typedef struct GcServiceRequest
 	bool		weighted;
 	bool		bad_weight;
 	bool		float_exact;	/* every value a float32 value */
+	bool		narrow;			/* values held as float32 (GcRows.narrow) */
 	bool		has_init;
 	bool		want_labels;
 	bool		want_distances;

@@ -177,12 +177,14 @@ typedef struct GcVectorView
 extern void gc_vector_view(Datum datum, Oid format, int64 rowno,
 						   GcVectorView *view);
 extern void gc_vector_copy(const GcVectorView *view, double *out, int64 rowno);
+extern void gc_vector_copy_narrow(const GcVectorView *view, float *out, int64 rowno);
 extern void gc_vector_view_release(GcVectorView *view);
 
 /* pgvector_input.c: pgvector's vector and halfvec, read in place */
 extern void gc_pgvector_view(struct varlena *packed, Oid format, int64 rowno,
 							 GcVectorView *view);
 extern bool gc_halfvec_copy(const char *restrict data, int d, double *restrict out);
+extern bool gc_halfvec_copy_narrow(const char *restrict data, int d, float *restrict out);
 extern Oid	gc_vector_format_of_type(Oid typid);
 extern const char *gc_vector_format_name(Oid format);
 extern Oid	gc_vector_format_by_name(const char *name, int len);

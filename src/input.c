@@ -210,15 +210,33 @@ reject_element(int64 rowno, int j, double v)
 			 errhint("Remove or replace NaN and infinite values before clustering.")));
 }
 
+/* Reject a vector's first element that is not finite or is out of range */
+static void
+reject_bad_values(const double *x, int d, int64 rowno)
+{
+	for (int j = 0; j < d; j++)
+	{
+		if (!isfinite(x[j]))
+			reject_element(rowno, j, x[j]);
+		if (fabs(x[j]) > GC_MAX_MAGNITUDE)
+			ereport(ERROR,
+					(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+					 errmsg("vector in row " INT64_FORMAT " has a value out of range", rowno),
+					 errdetail("Element %d is %g; magnitudes above %g are not supported.",
+							   j + 1, x[j], GC_MAX_MAGNITUDE),
+					 errhint("Rescale the vectors so that squared distances stay finite.")));
+	}
+}
+
 /*
- * Widen d float4 values (possibly unaligned) into out; true when one is
- * NaN or infinite.  The test is on the bits, folded with OR so that the loop
- * vectorises: adding one to an exponent field of all ones carries into the
- * sign bit, and into nothing else.
+ * Copy d float4 values (possibly unaligned) into out, as doubles or as
+ * floats (narrow); true when one is NaN or infinite.  The test is on the
+ * bits, folded with OR so that the loop vectorises: adding one to an
+ * exponent field of all ones carries into the sign bit, and into nothing
+ * else.
  */
-GC_SIMD_CLONES
-static bool
-float4_copy(const char *restrict data, int d, double *restrict out)
+static inline __attribute__((always_inline)) bool
+float4_copy_to(const char *restrict data, int d, void *restrict out, bool narrow)
 {
 	uint32		carry = 0;
 
@@ -229,10 +247,69 @@ float4_copy(const char *restrict data, int d, double *restrict out)
 
 		memcpy(&bits, data + sizeof(float) * j, sizeof(bits));
 		memcpy(&f, &bits, sizeof(f));
-		out[j] = f;
+		if (narrow)
+			((float *) out)[j] = f;
+		else
+			((double *) out)[j] = f;
 		carry |= (bits & 0x7f800000) + 0x00800000;
 	}
 	return (carry & 0x80000000) != 0;
+}
+
+GC_SIMD_CLONES
+static bool
+float4_copy(const char *restrict data, int d, double *restrict out)
+{
+	return float4_copy_to(data, d, out, false);
+}
+
+GC_SIMD_CLONES
+static bool
+float4_copy_narrow(const char *restrict data, int d, float *restrict out)
+{
+	return float4_copy_to(data, d, out, true);
+}
+
+/* Reject a vector with a NULL element */
+static void
+reject_null_elements(const GcVectorView *view, int64 rowno)
+{
+	if (view->nulls == NULL)
+		return;
+	for (int j = 0; j < view->d; j++)
+		if (!(view->nulls[j / 8] & (1 << (j % 8))))
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("vector in row " INT64_FORMAT " has a NULL element", rowno),
+					 errdetail("Element %d is NULL.", j + 1),
+					 errhint("Remove or impute NULL elements before clustering.")));
+}
+
+/*
+ * Copy a real[], vector or halfvec's elements as float32 into out (a
+ * narrow store's row), rejecting what gc_vector_copy rejects
+ */
+void
+gc_vector_copy_narrow(const GcVectorView *view, float *out, int64 rowno)
+{
+	int			d = view->d;
+	bool		bad;
+
+	reject_null_elements(view, rowno);
+	if (view->elemtype == GC_PGVECTOR_HALFVEC)
+		bad = gc_halfvec_copy_narrow(view->data, d, out);
+	else if (view->elemtype == FLOAT4OID)
+		bad = float4_copy_narrow(view->data, d, out);
+	else
+		elog(ERROR, "vector element type %u is not held as float32", view->elemtype);
+	if (bad)
+	{
+		double	   *wide = palloc(sizeof(double) * d);
+
+		for (int j = 0; j < d; j++)
+			wide[j] = out[j];
+		reject_bad_values(wide, d, rowno);
+	}
 }
 
 /*
@@ -247,16 +324,7 @@ gc_vector_copy(const GcVectorView *view, double *out, int64 rowno)
 	int			d = view->d;
 	bool		bad;
 
-	if (view->nulls)
-	{
-		for (int j = 0; j < d; j++)
-			if (!(view->nulls[j / 8] & (1 << (j % 8))))
-				ereport(ERROR,
-						(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-						 errmsg("vector in row " INT64_FORMAT " has a NULL element", rowno),
-						 errdetail("Element %d is NULL.", j + 1),
-						 errhint("Remove or impute NULL elements before clustering.")));
-	}
+	reject_null_elements(view, rowno);
 	if (view->elemtype == FLOAT8OID)
 	{
 		memcpy(out, view->data, sizeof(double) * d);
@@ -275,20 +343,8 @@ gc_vector_copy(const GcVectorView *view, double *out, int64 rowno)
 		for (int j = 0; j < d && !bad; j++)
 			bad = !(fabs(out[j]) <= GC_MAX_MAGNITUDE);
 	}
-	if (!bad)
-		return;
-	for (int j = 0; j < d; j++)
-	{
-		if (!isfinite(out[j]))
-			reject_element(rowno, j, out[j]);
-		if (fabs(out[j]) > GC_MAX_MAGNITUDE)
-			ereport(ERROR,
-					(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-					 errmsg("vector in row " INT64_FORMAT " has a value out of range", rowno),
-					 errdetail("Element %d is %g; magnitudes above %g are not supported.",
-							   j + 1, out[j], GC_MAX_MAGNITUDE),
-					 errhint("Rescale the vectors so that squared distances stay finite.")));
-	}
+	if (bad)
+		reject_bad_values(out, d, rowno);
 }
 
 /* The device in the progress view: undecided while auto waits */
@@ -312,7 +368,6 @@ gc_input_add(GcInput *input, Datum vector, Oid format)
 	int64		rowno = ++input->seen_rows;
 	GcVectorView view;
 	GcError		err = {0};
-	double	   *slot;
 	int			d;
 
 	gc_vector_view(vector, format, rowno, &view);
@@ -331,6 +386,9 @@ gc_input_add(GcInput *input, Datum vector, Oid format)
 		input->started = true;
 		input->first_rowno = rowno;
 		input->format = format == GC_NUMERIC_ARRAY ? view.elemtype : format;
+		if (input->fit == GC_FIT_KMEANS && !input->unit &&
+			(format == FLOAT4OID || format == GC_PGVECTOR_VECTOR || format == GC_PGVECTOR_HALFVEC))
+			gc_rows_set_narrow(&input->rows);
 		input->progress = gc_progress_begin(input->fit);
 		report_device(input);
 	}
@@ -345,12 +403,24 @@ gc_input_add(GcInput *input, Datum vector, Oid format)
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("cannot cluster more than " INT64_FORMAT " rows", GC_MAX_ROWS)));
 
-	slot = gc_rows_reserve(&input->rows, &err);
-	if (slot == NULL)
-		gc_raise(&err);
-	gc_vector_copy(&view, slot, rowno);
-	if (input->unit)
-		gc_input_normalize(slot, d, rowno);
+	if (input->rows.narrow)
+	{
+		float	   *narrow_slot = gc_rows_reserve_narrow(&input->rows, &err);
+
+		if (narrow_slot == NULL)
+			gc_raise(&err);
+		gc_vector_copy_narrow(&view, narrow_slot, rowno);
+	}
+	else
+	{
+		double	   *slot = gc_rows_reserve(&input->rows, &err);
+
+		if (slot == NULL)
+			gc_raise(&err);
+		gc_vector_copy(&view, slot, rowno);
+		if (input->unit)
+			gc_input_normalize(slot, d, rowno);
+	}
 	gc_rows_commit(&input->rows);
 	gc_vector_view_release(&view);
 	if ((input->rows.n & 1023) == 0)

@@ -476,18 +476,11 @@ header_checksum(const GcPartialHeader *header)
 							   GC_PARTIAL_MAGIC);
 }
 
-/* Bytes a row takes: its values, its hash and its weight when weighted */
-static uint64
-row_bytes(int d, bool weighted)
-{
-	return sizeof(double) * (uint64) d + sizeof(uint64) + (weighted ? sizeof(double) : 0);
-}
-
 /* Bytes of the rows section before its columns: box, values, hashes, weights */
 static uint64
-rows_bytes(int d, int64 n, bool weighted)
+rows_bytes(int d, int64 n, bool narrow, bool weighted)
 {
-	return sizeof(double) * 2 * (uint64) d + (uint64) n * row_bytes(d, weighted);
+	return sizeof(double) * 2 * (uint64) d + (uint64) n * gc_row_bytes(d, narrow, weighted);
 }
 
 /*
@@ -521,7 +514,7 @@ split_rows(PartialSource *src)
 	bool		last = placed != NULL && placed->count > 0 && first >= 0;
 
 	for (int i = 0; last && i < placed->count; i++)
-		last = (const char *) rows->chunks[first + i].values ==
+		last = (const char *) gc_chunk_values(&rows->chunks[first + i]) ==
 			(const char *) dsm_segment_address(placed->segments[i]) + GC_PARTIAL_CHUNK_HEADER;
 	src->head_chunks = last ? first : rows->nchunks;
 	src->head_n = last ? rows->chunks[first].first_row : rows->n;
@@ -537,10 +530,11 @@ write_rows(const PartialSource *src, char *dest)
 {
 	GcRows	   *rows = src->rows;
 	int			d = rows->d;
+	Size		value_bytes = rows->narrow ? sizeof(float) : sizeof(double);
 	char	   *values = dest + sizeof(double) * 2 * d;
-	char	   *hashes = values + sizeof(double) * (Size) d * src->head_n;
+	char	   *hashes = values + value_bytes * (Size) d * src->head_n;
 	char	   *weights = hashes + sizeof(uint64) * (Size) src->head_n;
-	char	   *columns = dest + rows_bytes(d, src->head_n, rows->weighted);
+	char	   *columns = dest + rows_bytes(d, src->head_n, rows->narrow, rows->weighted);
 
 	memcpy(dest, rows->lo, sizeof(double) * d);
 	memcpy(dest + sizeof(double) * d, rows->hi, sizeof(double) * d);
@@ -549,9 +543,9 @@ write_rows(const PartialSource *src, char *dest)
 		GcChunk    *chunk = &rows->chunks[c];
 		Size		count = (Size) chunk->count;
 
-		memcpy(values, chunk->values, sizeof(double) * d * count);
+		memcpy(values, gc_chunk_values(chunk), value_bytes * d * count);
 		memcpy(hashes, chunk->hashes, sizeof(uint64) * count);
-		values += sizeof(double) * d * count;
+		values += value_bytes * d * count;
 		hashes += sizeof(uint64) * count;
 		if (rows->weighted)
 		{
@@ -560,7 +554,7 @@ write_rows(const PartialSource *src, char *dest)
 		}
 		if (!chunk->borrowed)
 		{
-			rows->free(chunk->values);
+			rows->free(gc_chunk_values(chunk));
 			rows->free(chunk->hashes);
 			if (chunk->weights)
 				rows->free(chunk->weights);
@@ -615,21 +609,17 @@ create_registered(Size bytes, int *slot)
 	return segment;
 }
 
-/* Bytes of a chunk segment for capacity rows */
-static Size
-chunk_segment_bytes(int d, int64 capacity, bool weighted)
-{
-	return GC_PARTIAL_CHUNK_HEADER + (Size) capacity * row_bytes(d, weighted);
-}
-
-/* Point chunk's arrays into a chunk segment at base */
+/* Point chunk's arrays into a chunk segment at base, whose header says their shape */
 static void
-chunk_arrays(const char *base, int d, int64 capacity, bool weighted, GcChunk *chunk)
+chunk_arrays(const char *base, const GcPartialChunkHeader *head, GcChunk *chunk)
 {
 	const char *values = base + GC_PARTIAL_CHUNK_HEADER;
-	const char *hashes = values + sizeof(double) * d * (Size) capacity;
+	const char *hashes = values + (head->narrow ? sizeof(float) : sizeof(double)) *
+		head->d * (Size) head->capacity;
+	bool		weighted = head->weighted != 0;
+	int64		capacity = head->capacity;
 
-	chunk->values = (double *) values;
+	gc_chunk_set_values(chunk, (void *) values, head->narrow != 0);
 	chunk->hashes = (uint64_t *) hashes;
 	chunk->weights = weighted ? (double *) (hashes + sizeof(uint64) * (Size) capacity) : NULL;
 }
@@ -641,10 +631,11 @@ chunk_arrays(const char *base, int d, int64 capacity, bool weighted, GcChunk *ch
  * registry slot is free, or /dev/shm cannot hold it
  */
 static bool
-place_in_segment(void *arg, GcChunk *chunk, int d, bool weighted)
+place_in_segment(void *arg, GcChunk *chunk, const GcRows *rows)
 {
 	PlacedChunks *placed = (PlacedChunks *) arg;
-	Size		bytes = chunk_segment_bytes(d, chunk->capacity, weighted);
+	Size		bytes = GC_PARTIAL_CHUNK_HEADER +
+		(Size) chunk->capacity * gc_row_bytes(rows->d, rows->narrow, rows->weighted);
 	GcPartialChunkHeader head = {0};
 	dsm_segment *segment;
 	int			slot;
@@ -661,12 +652,13 @@ place_in_segment(void *arg, GcChunk *chunk, int d, bool weighted)
 	placed->count++;
 
 	head.magic = GC_PARTIAL_CHUNK_MAGIC;
-	head.d = d;
+	head.d = rows->d;
 	head.capacity = chunk->capacity;
-	head.weighted = weighted;
+	head.weighted = rows->weighted;
+	head.narrow = rows->narrow;
 	memcpy(dsm_segment_address(segment), &head, sizeof(head));
 	prefault_for_writing(segment);
-	chunk_arrays(dsm_segment_address(segment), d, chunk->capacity, weighted, chunk);
+	chunk_arrays(dsm_segment_address(segment), &head, chunk);
 	return true;
 }
 
@@ -831,9 +823,10 @@ gc_partial_serialize(GcInput *input, const GcPartialMeta *meta,
 		header.total_weight = rows->total_weight;
 		header.flags = (rows->weighted ? GC_PARTIAL_WEIGHTED : 0) |
 			(rows->bad_weight ? GC_PARTIAL_BAD_WEIGHT : 0) |
-			(rows->float_exact ? GC_PARTIAL_FLOAT_EXACT : 0);
+			(rows->float_exact ? GC_PARTIAL_FLOAT_EXACT : 0) |
+			(rows->narrow ? GC_PARTIAL_NARROW : 0);
 		header.columns = ncolumns;
-		header.data_bytes = rows_bytes(rows->d, src.head_n, rows->weighted) +
+		header.data_bytes = rows_bytes(rows->d, src.head_n, rows->narrow, rows->weighted) +
 			sizeof(uint64) * (uint64) rows->n * ncolumns;
 	}
 	pieces_bytes = sizeof(GcPartialPiece) * header.pieces;
@@ -896,6 +889,7 @@ header_sizes_agree(const GcPartialHeader *header, Size len)
 {
 	bool		in_segment = (header->flags & GC_PARTIAL_IN_SEGMENT) != 0;
 	bool		weighted = (header->flags & GC_PARTIAL_WEIGHTED) != 0;
+	bool		narrow = (header->flags & GC_PARTIAL_NARROW) != 0;
 
 	if (header->n < 0 || header->d < 0 || header->d > GC_MAX_DIM ||
 		(header->n > 0) != (header->d > 0) ||
@@ -909,7 +903,7 @@ header_sizes_agree(const GcPartialHeader *header, Size len)
 		return false;
 	if (header->n > 0 &&
 		(header->n > (int64) (MaxAllocHugeSize / sizeof(double) / (header->d + header->columns)) ||
-		 header->data_bytes != rows_bytes(header->d, header->head_n, weighted) +
+		 header->data_bytes != rows_bytes(header->d, header->head_n, narrow, weighted) +
 		 sizeof(uint64) * (uint64) header->n * header->columns))
 		return false;
 	return len == sizeof(*header) + header->meta_bytes +
@@ -975,6 +969,7 @@ map_pieces(const GcPartialHeader *header, const char *p, GcPartialRows *out)
 {
 	int64		rows = header->head_n;
 	bool		weighted = (header->flags & GC_PARTIAL_WEIGHTED) != 0;
+	bool		narrow = (header->flags & GC_PARTIAL_NARROW) != 0;
 
 	out->npieces = header->pieces;
 	out->pieces = palloc0(sizeof(GcPartialPieceRows) * Max(header->pieces, 1));
@@ -994,14 +989,14 @@ map_pieces(const GcPartialHeader *header, const char *p, GcPartialRows *out)
 		memcpy(&head, dsm_segment_address(view->segment), sizeof(head));
 		/* a chunk's room may pass the share's rows: it was made to double the last chunk */
 		if (head.magic != GC_PARTIAL_CHUNK_MAGIC || head.d != header->d ||
-			head.weighted != (uint32) weighted || head.count != piece.count ||
-			head.capacity < head.count ||
+			head.weighted != (uint32) weighted || head.narrow != (uint32) narrow ||
+			head.count != piece.count || head.capacity < head.count ||
 			head.capacity > (int64) ((dsm_segment_map_length(view->segment) - GC_PARTIAL_CHUNK_HEADER) /
-									 row_bytes(head.d, weighted)))
+									 gc_row_bytes(head.d, narrow, weighted)))
 			corrupt_state("Its chunk segments do not agree with it.");
-		chunk_arrays(dsm_segment_address(view->segment), head.d, head.capacity, weighted, &chunk);
+		chunk_arrays(dsm_segment_address(view->segment), &head, &chunk);
 		view->count = piece.count;
-		view->values = chunk.values;
+		view->values = gc_chunk_values(&chunk);
 		view->hashes = chunk.hashes;
 		view->weights = chunk.weights;
 		rows += piece.count;
@@ -1062,6 +1057,7 @@ gc_partial_deserialize(bytea *serialized, GcPartialRows *out)
 	out->weighted = (header.flags & GC_PARTIAL_WEIGHTED) != 0;
 	out->bad_weight = (header.flags & GC_PARTIAL_BAD_WEIGHT) != 0;
 	out->float_exact = (header.flags & GC_PARTIAL_FLOAT_EXACT) != 0;
+	out->narrow = (header.flags & GC_PARTIAL_NARROW) != 0;
 	out->columns = header.columns;
 	p += sizeof(header) + header.meta_bytes;
 	map_pieces(&header, p, out);
@@ -1116,7 +1112,7 @@ const char *
 gc_partial_column(const GcPartialRows *part, int column)
 {
 	Assert(column >= 0 && column < part->columns);
-	return part->data + rows_bytes(part->d, part->head_n, part->weighted) +
+	return part->data + rows_bytes(part->d, part->head_n, part->narrow, part->weighted) +
 		sizeof(uint64) * (Size) part->n * column;
 }
 
@@ -1267,7 +1263,7 @@ append_chunk(GcRows *rows, GcChunk *chunk, const double *lo, const double *hi,
 	{
 		if (!chunk->borrowed)
 		{
-			rows->free(chunk->values);
+			rows->free(gc_chunk_values(chunk));
 			rows->free(chunk->hashes);
 			if (chunk->weights)
 				rows->free(chunk->weights);
@@ -1286,8 +1282,9 @@ head_chunk(GcRows *rows, const GcPartialRows *part, GcChunk *chunk)
 {
 	int			d = part->d;
 	Size		n = (Size) part->head_n;
+	Size		value_bytes = part->narrow ? sizeof(float) : sizeof(double);
 	const char *values = part->data + sizeof(double) * 2 * d;
-	const char *hashes = values + sizeof(double) * d * n;
+	const char *hashes = values + value_bytes * d * n;
 	const char *weights = hashes + sizeof(uint64) * n;
 	GcError		err = {0};
 
@@ -1296,7 +1293,7 @@ head_chunk(GcRows *rows, const GcPartialRows *part, GcChunk *chunk)
 	if (part->segment != NULL)
 	{
 		/* aligned: the segment's address is, and so is every section */
-		chunk->values = (double *) values;
+		gc_chunk_set_values(chunk, (void *) values, part->narrow);
 		chunk->hashes = (uint64_t *) hashes;
 		chunk->weights = part->weighted ? (double *) weights : NULL;
 		chunk->borrowed = true;
@@ -1308,7 +1305,7 @@ head_chunk(GcRows *rows, const GcPartialRows *part, GcChunk *chunk)
 				 errmsg("out of host memory in gpuclust"),
 				 errdetail("Could not allocate memory for " INT64_FORMAT " rows of a partial state.",
 						   part->head_n)));
-	memcpy(chunk->values, values, sizeof(double) * d * n);
+	memcpy(gc_chunk_values(chunk), values, value_bytes * d * n);
 	memcpy(chunk->hashes, hashes, sizeof(uint64) * n);
 	if (part->weighted)
 		memcpy(chunk->weights, weights, sizeof(double) * n);
@@ -1337,6 +1334,8 @@ append_rows(GcRows *rows, const GcPartialRows *part, GcPartialSegments *keep)
 		gc_rows_set_weighted(rows);
 	if (rows->weighted != part->weighted)
 		elog(ERROR, "cannot combine weighted and unweighted partial states");
+	if (rows->narrow != part->narrow)
+		elog(ERROR, "cannot combine partial states of float32 and of double rows");
 	memcpy(lo, part->data, sizeof(double) * d);
 	memcpy(hi, part->data + sizeof(double) * d, sizeof(double) * d);
 
@@ -1353,7 +1352,7 @@ append_rows(GcRows *rows, const GcPartialRows *part, GcPartialSegments *keep)
 	for (int i = 0; i < part->npieces; i++)
 	{
 		memset(&chunk, 0, sizeof(chunk));
-		chunk.values = (double *) part->pieces[i].values;
+		gc_chunk_set_values(&chunk, (void *) part->pieces[i].values, part->narrow);
 		chunk.hashes = (uint64_t *) part->pieces[i].hashes;
 		chunk.weights = (double *) part->pieces[i].weights;
 		chunk.count = part->pieces[i].count;
@@ -1387,6 +1386,8 @@ gc_partial_adopt(GcInput *input, const GcPartialRows *part, GcPartialSegments *k
 		if (gc_rows_init(&input->rows, part->d, input->device.alloc,
 						 input->device.free, &err) != GC_OK)
 			gc_raise(&err);
+		if (part->narrow)
+			gc_rows_set_narrow(&input->rows);
 		input->started = true;
 		input->format = part->format;
 	}

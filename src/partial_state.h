@@ -68,11 +68,12 @@
 #include "storage/dsm.h"
 
 #define GC_PARTIAL_MAGIC		0x47435053	/* "GCPS" */
-#define GC_PARTIAL_VERSION		4
+#define GC_PARTIAL_VERSION		5
 #define GC_PARTIAL_WEIGHTED		0x0001
 #define GC_PARTIAL_BAD_WEIGHT	0x0002
 #define GC_PARTIAL_IN_SEGMENT	0x0004
 #define GC_PARTIAL_FLOAT_EXACT	0x0008	/* every value a float32 value */
+#define GC_PARTIAL_NARROW		0x0010	/* values held as float32 (GcRows.narrow) */
 
 /* Per-row columns an aggregate may hand over with its rows */
 #define GC_PARTIAL_MAX_COLUMNS	4
@@ -121,7 +122,7 @@ typedef struct GcPartialChunkHeader
 	int64		capacity;		/* rows the arrays have room for */
 	int64		count;			/* rows used, written when handed over */
 	uint32		weighted;
-	uint32		reserved;
+	uint32		narrow;			/* values are float32 */
 } GcPartialChunkHeader;
 
 /* A chunk segment as the leader maps it */
@@ -129,7 +130,7 @@ typedef struct GcPartialPieceRows
 {
 	dsm_segment *segment;
 	int64		count;
-	const double *values;
+	const void *values;			/* doubles, or floats in a narrow state */
 	const uint64 *hashes;
 	const double *weights;		/* NULL when unweighted */
 } GcPartialPieceRows;
@@ -165,6 +166,7 @@ typedef struct GcPartialRows
 	bool		weighted;
 	bool		bad_weight;
 	bool		float_exact;
+	bool		narrow;			/* values are float32 (GcRows.narrow) */
 	int			columns;
 	const char *data;			/* the rows section */
 	dsm_segment *segment;		/* segment holding data; NULL when inline */

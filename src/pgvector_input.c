@@ -105,13 +105,12 @@ half_to_float(uint16 h)
 }
 
 /*
- * Widen d binary16 values (possibly unaligned) into out; true when one is
- * NaN or infinite (an exponent field of all ones, which carries into the
- * sign bit when one is added to it)
+ * Widen d binary16 values (possibly unaligned) into out, as doubles or as
+ * floats (narrow); true when one is NaN or infinite (an exponent field of
+ * all ones, which carries into the sign bit when one is added to it)
  */
-GC_SIMD_CLONES
-bool
-gc_halfvec_copy(const char *restrict data, int d, double *restrict out)
+static inline __attribute__((always_inline)) bool
+halfvec_copy_to(const char *restrict data, int d, void *restrict out, bool narrow)
 {
 	uint32		carry = 0;
 
@@ -120,10 +119,27 @@ gc_halfvec_copy(const char *restrict data, int d, double *restrict out)
 		uint16		h;
 
 		memcpy(&h, data + sizeof(uint16) * j, sizeof(uint16));
-		out[j] = half_to_float(h);
+		if (narrow)
+			((float *) out)[j] = half_to_float(h);
+		else
+			((double *) out)[j] = half_to_float(h);
 		carry |= (uint32) (h & 0x7c00) + 0x0400;
 	}
 	return (carry & 0x8000) != 0;
+}
+
+GC_SIMD_CLONES
+bool
+gc_halfvec_copy(const char *restrict data, int d, double *restrict out)
+{
+	return halfvec_copy_to(data, d, out, false);
+}
+
+GC_SIMD_CLONES
+bool
+gc_halfvec_copy_narrow(const char *restrict data, int d, float *restrict out)
+{
+	return halfvec_copy_to(data, d, out, true);
 }
 
 /*

@@ -51,7 +51,7 @@ chunk_in_segment(const GcServiceFit *fit, const GcChunk *chunk, dsm_handle *hand
 				 const char **base)
 {
 	return chunk->borrowed && fit->segments != NULL &&
-		gc_partial_segment_of(fit->segments, chunk->values, handle, base);
+		gc_partial_segment_of(fit->segments, gc_chunk_values(chunk), handle, base);
 }
 
 /* Rows of fit to copy into the request (those in no worker's segment) */
@@ -80,12 +80,13 @@ layout_request(GcServiceRequest *req, const GcServiceFit *fit)
 				d = fit->rows->d,
 				k = fit->params->k;
 	Size		offset = TYPEALIGN(REQUEST_ALIGN, sizeof(GcServiceRequest));
+	Size		value_bytes = fit->rows->narrow ? sizeof(float) : sizeof(double);
 
 	req->nchunks = fit->rows->nchunks;
 	place(&offset, &req->off_chunks, sizeof(GcServiceChunk) * req->nchunks);
 	place(&offset, &req->off_lo, sizeof(double) * d);
 	place(&offset, &req->off_hi, sizeof(double) * d);
-	place(&offset, &req->off_values, mul_size(sizeof(double), mul_size(copied, d)));
+	place(&offset, &req->off_values, mul_size(value_bytes, mul_size(copied, d)));
 	place(&offset, &req->off_hashes, mul_size(sizeof(uint64), copied));
 	place(&offset, &req->off_weights, fit->rows->weighted ? mul_size(sizeof(double), copied) : 0);
 	place(&offset, &req->off_init, req->has_init ? sizeof(double) * k * d : 0);
@@ -107,6 +108,7 @@ describe_rows(GcServiceRequest *req, const GcServiceFit *fit)
 	const GcRows *rows = fit->rows;
 	GcServiceChunk *chunks = GC_REQUEST_ARRAY(req, off_chunks, GcServiceChunk);
 	int			d = rows->d;
+	Size		value_bytes = rows->narrow ? sizeof(float) : sizeof(double);
 	Size		copied = 0;
 
 	memcpy(GC_REQUEST_ARRAY(req, off_lo, double), rows->lo, sizeof(double) * d);
@@ -121,16 +123,16 @@ describe_rows(GcServiceRequest *req, const GcServiceFit *fit)
 		out->count = chunk->count;
 		if (chunk_in_segment(fit, chunk, &out->handle, &base))
 		{
-			out->values = (const char *) chunk->values - base;
+			out->values = (const char *) gc_chunk_values(chunk) - base;
 			out->hashes = (const char *) chunk->hashes - base;
 			out->weights = rows->weighted ? (const char *) chunk->weights - base : 0;
 			continue;
 		}
 		out->handle = DSM_HANDLE_INVALID;
-		out->values = req->off_values + sizeof(double) * d * copied;
+		out->values = req->off_values + value_bytes * d * copied;
 		out->hashes = req->off_hashes + sizeof(uint64) * copied;
 		out->weights = rows->weighted ? req->off_weights + sizeof(double) * copied : 0;
-		memcpy((char *) req + out->values, chunk->values, sizeof(double) * chunk->count * d);
+		memcpy((char *) req + out->values, gc_chunk_values(chunk), value_bytes * chunk->count * d);
 		memcpy((char *) req + out->hashes, chunk->hashes, sizeof(uint64) * chunk->count);
 		weights = (double *) ((char *) req + out->weights);
 		for (int64 i = 0; rows->weighted && i < chunk->count; i++)
@@ -163,6 +165,7 @@ fill_request(GcServiceRequest *req, const GcServiceFit *fit, int slot)
 	req->weighted = rows->weighted;
 	req->bad_weight = rows->bad_weight;
 	req->float_exact = rows->float_exact;
+	req->narrow = rows->narrow;
 	req->phase = GC_PHASE_QUEUED;
 	describe_rows(req, fit);
 	if (req->has_init)

@@ -80,13 +80,15 @@ borrow_rows(GcServiceJob *job, GcRows *rows, GcError *err)
 		return err->status;
 	if (req->weighted)
 		gc_rows_set_weighted(rows);
+	if (req->narrow)
+		gc_rows_set_narrow(rows);
 	for (int c = 0; c < req->nchunks; c++)
 	{
 		const char *base = job->chunk_bases[c];
 		GcChunk		chunk;
 
 		memset(&chunk, 0, sizeof(chunk));
-		chunk.values = (double *) (base + chunks[c].values);
+		gc_chunk_set_values(&chunk, (void *) (base + chunks[c].values), req->narrow);
 		chunk.hashes = (uint64_t *) (base + chunks[c].hashes);
 		chunk.weights = req->weighted ? (double *) (base + chunks[c].weights) : NULL;
 		chunk.count = chunk.capacity = chunks[c].count;

@@ -1242,11 +1242,11 @@ typedef struct TestPlacement
 } TestPlacement;
 
 static bool
-test_place(void *arg, GcChunk *chunk, int d, bool weighted)
+test_place(void *arg, GcChunk *chunk, const GcRows *rows)
 {
 	TestPlacement *tp = (TestPlacement *) arg;
-	size_t		row_bytes = sizeof(double) * d + sizeof(uint64_t) + (weighted ? sizeof(double) : 0);
-	size_t		bytes = (size_t) chunk->capacity * row_bytes;
+	size_t		bytes = (size_t) chunk->capacity * gc_row_bytes(rows->d, rows->narrow, rows->weighted);
+	size_t		value_bytes = rows->narrow ? sizeof(float) : sizeof(double);
 	char	   *block;
 
 	if (tp->placed == tp->limit || (block = malloc(bytes)) == NULL)
@@ -1254,8 +1254,8 @@ test_place(void *arg, GcChunk *chunk, int d, bool weighted)
 	tp->smallest = tp->placed == 0 || bytes < tp->smallest ? bytes : tp->smallest;
 	tp->largest = bytes > tp->largest ? bytes : tp->largest;
 	tp->blocks[tp->placed++] = block;
-	chunk->values = (double *) block;
-	chunk->hashes = (uint64_t *) (block + sizeof(double) * d * chunk->capacity);
+	gc_chunk_set_values(chunk, block, rows->narrow);
+	chunk->hashes = (uint64_t *) (block + value_bytes * rows->d * chunk->capacity);
 	chunk->weights = NULL;
 	return true;
 }
@@ -1432,17 +1432,19 @@ run_pin_ahead_case(void)
 static void
 run_staged_upload_case(bool float_values)
 {
-	int64_t		n = 48000;
+	int64_t		n = float_values ? 72000 : 48000;
 	int			d = 1024,
 				k = 8;
-	const char *config = float_values ? "n=48000 d=1024 k=8 (393 MB of rows), float32 values" :
+	const char *config = float_values ?
+		"n=72000 d=1024 k=8 (590 MB of rows, 295 MB as float32), float32 values" :
 		"n=48000 d=1024 k=8 (393 MB of rows)";
 	double	   *centres = malloc(sizeof(double) * k * d);
 	int		   *truth = malloc(sizeof(int) * n);
 	double	   *x;
 	GcRows		pinned,
 				pageable,
-				mixed;
+				mixed,
+				narrow = {0};
 	GcError		err = {0};
 	bool		loaded = true;
 	Fit			reference;
@@ -1477,11 +1479,14 @@ run_staged_upload_case(bool float_values)
 	reference = fit_with(&gc_kmeans_cuda_backend, &pinned, k, 11, GC_ALGORITHM_LLOYD,
 						 GC_PRECISION_FLOAT32, 10, 0.0);
 	check(reference.status == GC_OK, "staged upload: fit of page-locked rows", config);
+	if (float_values)
+		load_narrow_rows(&narrow, x, n, d, plain_alloc, free);
 	{
-		GcRows	   *stores[] = {&pageable, &mixed};
-		const char *names[] = {"staged upload: pageable rows", "staged upload: mixed rows"};
+		GcRows	   *stores[] = {&pageable, &mixed, &narrow};
+		const char *names[] = {"staged upload: pageable rows", "staged upload: mixed rows",
+		"staged upload: pageable float32 rows"};
 
-		for (int s = 0; s < 2; s++)
+		for (int s = 0; s < (float_values ? 3 : 2); s++)
 		{
 			Fit			staged = fit_with(&gc_kmeans_cuda_backend, stores[s], k, 11,
 										  GC_ALGORITHM_LLOYD, GC_PRECISION_FLOAT32, 10, 0.0);
@@ -1494,11 +1499,149 @@ run_staged_upload_case(bool float_values)
 	gc_rows_release(&pinned);
 	gc_rows_release(&pageable);
 	gc_rows_release(&mixed);
+	gc_rows_release(&narrow);
 	free(x);
 	free(centres);
 	free(truth);
 }
 #endif
+
+/* Rows a store of max_bytes takes before one fails, as float32 or as doubles */
+static int64_t
+rows_within(const double *x, int64_t n, int d, bool narrow, size_t max_bytes)
+{
+	GcRows		rows;
+	GcError		err = {0};
+	int64_t		taken = 0;
+
+	gc_rows_init(&rows, d, plain_alloc, free, &err);
+	rows.max_bytes = max_bytes;
+	if (narrow)
+		gc_rows_set_narrow(&rows);
+	for (; taken < n; taken++)
+	{
+		void	   *slot = narrow ? (void *) gc_rows_reserve_narrow(&rows, &err) :
+			(void *) gc_rows_reserve(&rows, &err);
+
+		if (slot == NULL)
+			break;
+		for (int j = 0; j < d; j++)
+		{
+			if (narrow)
+				((float *) slot)[j] = (float) x[taken * d + j];
+			else
+				((double *) slot)[j] = x[taken * d + j];
+		}
+		gc_rows_commit(&rows);
+	}
+	gc_rows_release(&rows);
+	return taken;
+}
+
+/*
+ * Narrow stores (float32 rows, as vector, halfvec and real[] columns are
+ * collected): each row's hash and the bounding box equal those of the
+ * same rows held as doubles, rows read back as doubles, a memory limit
+ * holds nearly twice the rows, and a fit gives the same clusters as the
+ * store of doubles: on the CPU, which widens the store first (and leaves
+ * it a store of doubles), and on the GPU, which uploads the floats from
+ * page-locked and from pageable memory.
+ */
+static void
+run_narrow_case(void)
+{
+	int64_t		n = 30000;
+	int			d = 24,
+				k = 12;
+	const char *config = "n=30000 d=24 k=12";
+	double	   *centres = malloc(sizeof(double) * k * d);
+	int		   *truth = malloc(sizeof(int) * n);
+	double	   *x,
+			   *row = malloc(sizeof(double) * d);
+	GcRows		wide,
+				narrow;
+	bool		same_hashes = true,
+				same_rows = true,
+				all_narrow = true;
+	int64_t		wide_taken,
+				narrow_taken;
+	Fit			reference,
+				widened;
+
+	rng_state = 515;
+	x = make_data(n, d, k, 0.5, centres, truth);
+	for (int64_t i = 0; i < n * d; i++)
+		x[i] = (double) (float) x[i];
+	load_rows(&wide, x, n, d, NULL, plain_alloc, free);
+	load_narrow_rows(&narrow, x, n, d, plain_alloc, free);
+	for (int c = 0; c < narrow.nchunks; c++)
+		all_narrow &= narrow.chunks[c].narrow_values != NULL && narrow.chunks[c].values == NULL;
+	check(narrow.narrow && all_narrow && narrow.nchunks > 1 && narrow.n == n && narrow.float_exact,
+		  "narrow: the rows are held as float32, in several chunks", config);
+	for (int64_t i = 0; i < n; i++)
+	{
+		same_hashes &= gc_rows_hash(&narrow, i) == gc_rows_hash(&wide, i);
+		gc_rows_copy_row(&narrow, i, row);
+		same_rows &= memcmp(row, x + i * d, sizeof(double) * d) == 0;
+	}
+	check(same_hashes, "narrow: each row's hash is the hash of its doubles", config);
+	check(memcmp(narrow.lo, wide.lo, sizeof(double) * d) == 0 &&
+		  memcmp(narrow.hi, wide.hi, sizeof(double) * d) == 0,
+		  "narrow: the bounding box is the doubles' box", config);
+	check(same_rows, "narrow: gc_rows_copy_row gives each row's doubles", config);
+	wide_taken = rows_within(x, n, d, false, (size_t) 1 << 20);
+	narrow_taken = rows_within(x, n, d, true, (size_t) 1 << 20);
+	check(wide_taken < n && narrow_taken * 10 >= wide_taken * 19,
+		  "narrow: a memory limit holds nearly twice the rows", config);
+
+	reference = fit_with(&gc_kmeans_cpu_backend, &wide, k, 3, GC_ALGORITHM_AUTO,
+						 GC_PRECISION_FLOAT32, 50, 0.0);
+#ifdef GC_WITH_CUDA
+	{
+		char		why[256];
+
+		if (gc_cuda_use_device(0, why, sizeof(why)))
+		{
+			GcRows		pinned;
+			Fit			from_pinned,
+						from_pageable;
+
+			load_narrow_rows(&pinned, x, n, d, gc_cuda_host_alloc, gc_cuda_host_free);
+			from_pinned = fit_with(&gc_kmeans_cuda_backend, &pinned, k, 3, GC_ALGORITHM_AUTO,
+								   GC_PRECISION_FLOAT32, 50, 0.0);
+			from_pageable = fit_with(&gc_kmeans_cuda_backend, &narrow, k, 3, GC_ALGORITHM_AUTO,
+									 GC_PRECISION_FLOAT32, 50, 0.0);
+			check(pinned.narrow && narrow.narrow,
+				  "narrow: the GPU fit reads the float32 rows as they are", config);
+			check_same_fit(&reference, &from_pinned, n, k, d,
+						   "narrow: gpu fit of page-locked float32 rows", config);
+			check_same_fit(&reference, &from_pageable, n, k, d,
+						   "narrow: gpu fit of pageable float32 rows", config);
+			free_fit(&from_pinned);
+			free_fit(&from_pageable);
+			gc_rows_release(&pinned);
+		}
+	}
+#endif
+	widened = fit_with(&gc_kmeans_cpu_backend, &narrow, k, 3, GC_ALGORITHM_AUTO,
+					   GC_PRECISION_FLOAT32, 50, 0.0);
+	check(reference.status == GC_OK && recovers(truth, reference.labels, n, k),
+		  "narrow: the fit of doubles recovers the blobs", config);
+	check_same_fit(&reference, &widened, n, k, d, "narrow: cpu fit of float32 rows", config);
+	same_hashes = !narrow.narrow && narrow.n == n;
+	for (int64_t i = 0; i < n && same_hashes; i++)
+		same_hashes = gc_rows_hash(&narrow, i) == gc_rows_hash(&wide, i) &&
+			memcmp(gc_rows_get(&narrow, i), x + i * d, sizeof(double) * d) == 0;
+	check(same_hashes, "narrow: the cpu fit leaves a store of the same doubles", config);
+	free_fit(&reference);
+	free_fit(&widened);
+	gc_rows_release(&wide);
+	gc_rows_release(&narrow);
+	free(x);
+	free(row);
+	free(centres);
+	free(truth);
+}
 
 /*
  * Rows spread far wider than float32 holds (scaled by 1e20 and by 1e140;
@@ -1895,6 +2038,7 @@ main(int argc, char **argv)
 	run_restart_labels_case(&gc_kmeans_cpu_backend, "restarts cpu");
 	run_allocator_switch_case();
 	run_placement_case();
+	run_narrow_case();
 	for (int d = 1; d <= 17; d++)
 		run_row_hash_case(d);
 	run_row_hash_case(768);

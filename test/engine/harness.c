@@ -119,6 +119,24 @@ load_rows(GcRows *rows, const double *x, int64_t n, int d, const int64_t *order,
 	}
 }
 
+void
+load_narrow_rows(GcRows *rows, const double *x, int64_t n, int d,
+				 GcHostAlloc alloc, GcHostFree free_fn)
+{
+	GcError		err = {0};
+
+	gc_rows_init(rows, d, alloc, free_fn, &err);
+	gc_rows_set_narrow(rows);
+	for (int64_t i = 0; i < n; i++)
+	{
+		float	   *slot = gc_rows_reserve_narrow(rows, &err);
+
+		for (int j = 0; j < d; j++)
+			slot[j] = (float) x[i * d + j];
+		gc_rows_commit(rows);
+	}
+}
+
 
 Fit
 fit_kernel(const GcKmeansBackend *backend, GcRows *rows, int k, uint64_t seed,

@@ -51,6 +51,9 @@ extern double *load_file(const char *path, int64_t n, int d);
 /* rows from x, in the order given (NULL: as they are) */
 extern void load_rows(GcRows *rows, const double *x, int64_t n, int d, const int64_t *order,
 					  GcHostAlloc alloc, GcHostFree free_fn);
+/* rows from x rounded to float32, held as such (a narrow store) */
+extern void load_narrow_rows(GcRows *rows, const double *x, int64_t n, int d,
+							 GcHostAlloc alloc, GcHostFree free_fn);
 
 typedef struct Fit
 {

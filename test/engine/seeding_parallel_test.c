@@ -305,7 +305,7 @@ test_order_independence(void)
 
 /* A fit of one seed through the driver: its inertia, and the init it reports */
 static double
-fit_inertia(const GcKmeansBackend *backend, const GcRows *rows, GcInit init, int k,
+fit_inertia(const GcKmeansBackend *backend, GcRows *rows, GcInit init, int k,
 			uint64_t seed, const char **init_name)
 {
 	GcKmeansParams params = parallel_params(k);
