@@ -287,29 +287,22 @@ reject_null_elements(const GcVectorView *view, int64 rowno)
 
 /*
  * Copy a real[], vector or halfvec's elements as float32 into out (a
- * narrow store's row), rejecting what gc_vector_copy rejects
+ * narrow store's row), rejecting NULL, NaN and infinite elements (float32
+ * values are never out of range)
  */
 void
 gc_vector_copy_narrow(const GcVectorView *view, float *out, int64 rowno)
 {
-	int			d = view->d;
-	bool		bad;
-
 	reject_null_elements(view, rowno);
-	if (view->elemtype == GC_PGVECTOR_HALFVEC)
-		bad = gc_halfvec_copy_narrow(view->data, d, out);
-	else if (view->elemtype == FLOAT4OID)
-		bad = float4_copy_narrow(view->data, d, out);
-	else
+	if (view->elemtype != GC_PGVECTOR_HALFVEC && view->elemtype != FLOAT4OID)
 		elog(ERROR, "vector element type %u is not held as float32", view->elemtype);
-	if (bad)
-	{
-		double	   *wide = palloc(sizeof(double) * d);
-
-		for (int j = 0; j < d; j++)
-			wide[j] = out[j];
-		reject_bad_values(wide, d, rowno);
-	}
+	if (view->elemtype == GC_PGVECTOR_HALFVEC ?
+		!gc_halfvec_copy_narrow(view->data, view->d, out) :
+		!float4_copy_narrow(view->data, view->d, out))
+		return;
+	for (int j = 0; j < view->d; j++)
+		if (!isfinite(out[j]))
+			reject_element(rowno, j, out[j]);
 }
 
 /*
