@@ -71,8 +71,8 @@ label_decided(float upper, float lower)
 }
 
 /*
- * Distances between floats' points in double (exact differences), rounded
- * outwards to float
+ * The squared distance between two points of floats, in double (exact
+ * differences); the callers round it outwards to float
  */
 __device__ __forceinline__ double
 float_points_sqdist(const float *a, const float *b, int d)

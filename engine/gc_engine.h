@@ -253,6 +253,13 @@ extern void gc_rows_copy_row(const GcRows *rows, int64_t i, double *out);
 /* Bytes a row takes in a chunk: its values, its hash and its weight */
 extern size_t gc_row_bytes(int d, bool narrow, bool weighted);
 
+/* Bytes one value takes: a float in a narrow store, else a double */
+static inline size_t
+gc_value_bytes(bool narrow)
+{
+	return narrow ? sizeof(float) : sizeof(double);
+}
+
 /* A chunk's values, whichever their width */
 static inline void *
 gc_chunk_values(const GcChunk *chunk)

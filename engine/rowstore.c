@@ -132,17 +132,18 @@ add_chunk(GcRows *rows, GcError *err)
 }
 
 /*
- * Allocate the arrays of a chunk of capacity rows with the store's
- * allocator (freeing what was had when one fails)
+ * Allocate the arrays of a chunk of capacity rows, its values as floats
+ * (narrow) or doubles, with the store's allocator (freeing what was had
+ * when one fails)
  */
-GcStatus
-gc_rows_alloc_arrays(const GcRows *rows, GcChunk *chunk, int64_t capacity, GcError *err)
+static GcStatus
+alloc_chunk_arrays(const GcRows *rows, GcChunk *chunk, int64_t capacity, bool narrow,
+				   GcError *err)
 {
-	size_t		value_bytes = rows->narrow ? sizeof(float) : sizeof(double);
-	void	   *values = rows->alloc(value_bytes * rows->d * capacity);
+	void	   *values = rows->alloc(gc_value_bytes(narrow) * rows->d * capacity);
 
 	chunk->free = rows->free;
-	gc_chunk_set_values(chunk, values, rows->narrow);
+	gc_chunk_set_values(chunk, values, narrow);
 	chunk->hashes = rows->alloc(sizeof(uint64_t) * capacity);
 	chunk->weights = rows->weighted ? rows->alloc(sizeof(double) * capacity) : NULL;
 	if (values == NULL || chunk->hashes == NULL ||
@@ -154,7 +155,7 @@ gc_rows_alloc_arrays(const GcRows *rows, GcChunk *chunk, int64_t capacity, GcErr
 			rows->free(chunk->hashes);
 		if (chunk->weights)
 			rows->free(chunk->weights);
-		gc_chunk_set_values(chunk, NULL, rows->narrow);
+		gc_chunk_set_values(chunk, NULL, narrow);
 		chunk->hashes = NULL;
 		chunk->weights = NULL;
 		return gc_fail(err, GC_ERR_HOST_MEMORY,
@@ -162,6 +163,13 @@ gc_rows_alloc_arrays(const GcRows *rows, GcChunk *chunk, int64_t capacity, GcErr
 					   (long long) capacity);
 	}
 	return GC_OK;
+}
+
+/* A chunk's arrays for capacity rows of the store's width */
+GcStatus
+gc_rows_alloc_arrays(const GcRows *rows, GcChunk *chunk, int64_t capacity, GcError *err)
+{
+	return alloc_chunk_arrays(rows, chunk, capacity, rows->narrow, err);
 }
 
 /*
@@ -178,7 +186,7 @@ gc_rows_set_allocator(GcRows *rows, GcHostAlloc alloc, GcHostFree free_fn)
 size_t
 gc_row_bytes(int d, bool narrow, bool weighted)
 {
-	return (narrow ? sizeof(float) : sizeof(double)) * (size_t) d + sizeof(uint64_t) +
+	return gc_value_bytes(narrow) * (size_t) d + sizeof(uint64_t) +
 		(weighted ? sizeof(double) : 0);
 }
 
@@ -426,7 +434,7 @@ gc_rows_copy_row(const GcRows *rows, int64_t i, double *out)
 	const GcChunk *chunk = chunk_of(rows, i);
 	size_t		at = (size_t) (i - chunk->first_row) * rows->d;
 
-	if (!rows->narrow)
+	if (chunk->narrow_values == NULL)
 		memcpy(out, chunk->values + at, sizeof(double) * rows->d);
 	else
 		for (int j = 0; j < rows->d; j++)
@@ -437,26 +445,24 @@ gc_rows_copy_row(const GcRows *rows, int64_t i, double *out)
  * Replace each chunk of floats with one of doubles from the store's
  * allocator (hashes and weights copied too, so that the new chunk owns
  * all its arrays), freeing the old one unless it is borrowed: the rows
- * held at once grow by one chunk's, not by the store's
+ * held at once grow by one chunk's, not by the store's.  Each chunk says
+ * its own width, so a store left half widened by a failure still reads
+ * back, and widening it again finishes the job.
  */
 GcStatus
 gc_rows_widen(GcRows *rows, GcError *err)
 {
-	if (!rows->narrow)
-		return GC_OK;
 	for (int c = 0; c < rows->nchunks; c++)
 	{
 		GcChunk    *chunk = &rows->chunks[c];
 		GcChunk		wide = *chunk;
 		size_t		count = (size_t) chunk->count;
 
-		rows->narrow = false;
-		if (gc_rows_alloc_arrays(rows, &wide, chunk->count > 0 ? chunk->count : 1, err) != GC_OK)
-		{
-			rows->narrow = true;
+		if (chunk->narrow_values == NULL)
+			continue;
+		if (alloc_chunk_arrays(rows, &wide, chunk->count > 0 ? chunk->count : 1, false,
+							   err) != GC_OK)
 			return err->status;
-		}
-		rows->narrow = true;
 		for (size_t v = 0; v < count * rows->d; v++)
 			wide.values[v] = chunk->narrow_values[v];
 		memcpy(wide.hashes, chunk->hashes, sizeof(uint64_t) * count);

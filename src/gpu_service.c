@@ -337,11 +337,10 @@ map_chunks(int i)
 		}
 		length = dsm_segment_map_length(segment);
 		if (chunk->count < 1 ||
-			!within(chunk->values, (req->narrow ? sizeof(float) : sizeof(double)) * req->d * n,
-					length) ||
+			!within(chunk->values, gc_value_bytes(req->narrow) * req->d * n, length) ||
 			!within(chunk->hashes, sizeof(uint64) * n, length) ||
 			(req->weighted && !within(chunk->weights, sizeof(double) * n, length)) ||
-			chunk->values % (req->narrow ? sizeof(float) : sizeof(double)) != 0 ||
+			chunk->values % gc_value_bytes(req->narrow) != 0 ||
 			chunk->hashes % sizeof(uint64) != 0 ||
 			chunk->weights % sizeof(double) != 0)
 			return false;

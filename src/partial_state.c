@@ -530,7 +530,7 @@ write_rows(const PartialSource *src, char *dest)
 {
 	GcRows	   *rows = src->rows;
 	int			d = rows->d;
-	Size		value_bytes = rows->narrow ? sizeof(float) : sizeof(double);
+	Size		value_bytes = gc_value_bytes(rows->narrow);
 	char	   *values = dest + sizeof(double) * 2 * d;
 	char	   *hashes = values + value_bytes * (Size) d * src->head_n;
 	char	   *weights = hashes + sizeof(uint64) * (Size) src->head_n;
@@ -614,7 +614,7 @@ static void
 chunk_arrays(const char *base, const GcPartialChunkHeader *head, GcChunk *chunk)
 {
 	const char *values = base + GC_PARTIAL_CHUNK_HEADER;
-	const char *hashes = values + (head->narrow ? sizeof(float) : sizeof(double)) *
+	const char *hashes = values + gc_value_bytes(head->narrow) *
 		head->d * (Size) head->capacity;
 	bool		weighted = head->weighted != 0;
 	int64		capacity = head->capacity;
@@ -1282,7 +1282,7 @@ head_chunk(GcRows *rows, const GcPartialRows *part, GcChunk *chunk)
 {
 	int			d = part->d;
 	Size		n = (Size) part->head_n;
-	Size		value_bytes = part->narrow ? sizeof(float) : sizeof(double);
+	Size		value_bytes = gc_value_bytes(part->narrow);
 	const char *values = part->data + sizeof(double) * 2 * d;
 	const char *hashes = values + value_bytes * d * n;
 	const char *weights = hashes + sizeof(uint64) * n;

@@ -80,7 +80,7 @@ layout_request(GcServiceRequest *req, const GcServiceFit *fit)
 				d = fit->rows->d,
 				k = fit->params->k;
 	Size		offset = TYPEALIGN(REQUEST_ALIGN, sizeof(GcServiceRequest));
-	Size		value_bytes = fit->rows->narrow ? sizeof(float) : sizeof(double);
+	Size		value_bytes = gc_value_bytes(fit->rows->narrow);
 
 	req->nchunks = fit->rows->nchunks;
 	place(&offset, &req->off_chunks, sizeof(GcServiceChunk) * req->nchunks);
@@ -108,7 +108,7 @@ describe_rows(GcServiceRequest *req, const GcServiceFit *fit)
 	const GcRows *rows = fit->rows;
 	GcServiceChunk *chunks = GC_REQUEST_ARRAY(req, off_chunks, GcServiceChunk);
 	int			d = rows->d;
-	Size		value_bytes = rows->narrow ? sizeof(float) : sizeof(double);
+	Size		value_bytes = gc_value_bytes(rows->narrow);
 	Size		copied = 0;
 
 	memcpy(GC_REQUEST_ARRAY(req, off_lo, double), rows->lo, sizeof(double) * d);

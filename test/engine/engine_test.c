@@ -1246,7 +1246,7 @@ test_place(void *arg, GcChunk *chunk, const GcRows *rows)
 {
 	TestPlacement *tp = (TestPlacement *) arg;
 	size_t		bytes = (size_t) chunk->capacity * gc_row_bytes(rows->d, rows->narrow, rows->weighted);
-	size_t		value_bytes = rows->narrow ? sizeof(float) : sizeof(double);
+	size_t		value_bytes = gc_value_bytes(rows->narrow);
 	char	   *block;
 
 	if (tp->placed == tp->limit || (block = malloc(bytes)) == NULL)
