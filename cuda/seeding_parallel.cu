@@ -365,9 +365,11 @@ sample_round(CudaSession *s, const GcKmeansParams *params, ParallelBuffers *b,
 	status = GC_OK;
 	if (count > 0)
 	{
-		cudaError_t e = cudaMemcpy(rows, b->sampled, sizeof(long long) * count,
-								   cudaMemcpyDeviceToHost);
+		cudaError_t e = cudaMemcpyAsync(rows, b->sampled, sizeof(long long) * count,
+										cudaMemcpyDeviceToHost, s->stream);
 
+		if (e == cudaSuccess)
+			e = cudaStreamSynchronize(s->stream);
 		if (e != cudaSuccess)
 			status = gc_cuda_fail(err, e, "reading the k-means|| samples", __FILE__, __LINE__);
 	}
@@ -455,12 +457,18 @@ recluster(CudaSession *s, const GcKmeansParams *params, ParallelBuffers *b, uint
 		status = device_alloc(&b->cand_weights, (size_t) nkept, err);
 	if (status == GC_OK)
 	{
-		cudaError_t e = cudaMemcpy(b->cand_hashes, hashes, sizeof(uint64_t) * nkept,
-								   cudaMemcpyHostToDevice);
+		/*
+		 * On the session's stream: it does not wait for the legacy default
+		 * stream, where cudaMemcpy from pageable memory may return before its
+		 * DMA lands, so the recluster's first kernels could read the
+		 * candidates' hashes and weights before they arrive
+		 */
+		cudaError_t e = cudaMemcpyAsync(b->cand_hashes, hashes, sizeof(uint64_t) * nkept,
+										cudaMemcpyHostToDevice, s->stream);
 
 		if (e == cudaSuccess)
-			e = cudaMemcpy(b->cand_weights, weights, sizeof(double) * nkept,
-						   cudaMemcpyHostToDevice);
+			e = cudaMemcpyAsync(b->cand_weights, weights, sizeof(double) * nkept,
+								cudaMemcpyHostToDevice, s->stream);
 		if (e != cudaSuccess)
 			status = gc_cuda_fail(err, e, "uploading the k-means|| candidates", __FILE__, __LINE__);
 	}

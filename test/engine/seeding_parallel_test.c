@@ -598,6 +598,16 @@ main(int argc, char **argv)
 	}
 #endif
 	rng_state = 20121;
+#ifdef GC_WITH_CUDA
+	/* gpu-equal N: the GPU = CPU comparison alone, N times over fresh blobs (a stress run) */
+	if (argc == 3 && strcmp(argv[1], "gpu-equal") == 0)
+	{
+		for (int r = atoi(argv[2]); r > 0; r--)
+			test_gpu_equals_cpu();
+		printf("%d passed, %d failed\n", passed, failed);
+		return failed != 0;
+	}
+#endif
 	test_rule();
 	test_against_naive();
 	test_order_independence();
