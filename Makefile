@@ -44,7 +44,7 @@ CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 CUDA_OBJS = cuda/device.o cuda/pinned_memory.o cuda/host_upload.o cuda/kmeans_cuda.o cuda/labelers.o cuda/labeler_simt.o \
 	cuda/labeler_float64.o cuda/labeler_tensor.o cuda/labeler_bf16.o cuda/labeler_pruned.o cuda/labeler_bounded.o \
 	cuda/labeling_wgmma.o \
-	cuda/labeling.o cuda/labeling_tensor.o cuda/tensor_operands.o \
+	cuda/labeling.o cuda/labeling_tensor.o cuda/tensor_operands.o cuda/centroid_separations.o \
 	cuda/labeling_pruned.o cuda/labeling_bounded.o cuda/update.o cuda/seeding.o cuda/seeding_greedy.o cuda/seeding_parallel.o \
 	cuda/pmedian_cuda.o cuda/pmedian_allocate.o cuda/pmedian_locate.o cuda/pmedian_swap.o
 OBJS += $(CUDA_OBJS)

@@ -161,6 +161,14 @@ typedef struct TensorRefinement
 	const double *x64;
 	const double *c64;
 	int			d;
+	/* the check's skips (centroid_separations.cu): a k x k table, or NULL */
+	const float *separations;
+	/*
+	 * with them, each row's D^2 in k-means|| (or NULL): a label that
+	 * cannot bring a row below it need not be exact
+	 */
+	const double *need_below;
+	unsigned long long *refined;	/* exact distances the check computed, or NULL */
 	/* Hopper's TF32 screen (labeling_wgmma.cu), where it runs */
 	const struct WgmmaOperands *wgmma_ops;	/* the rows and the TF32 centroids */
 	const float *wgmma_half_norms;	/* -||c||^2 / 2 of the TF32 centroids, padded */
@@ -216,12 +224,32 @@ GcStatus	launch_pad_rows_scaled(const float *src, int64_t rows, int d, int ld, f
 								   __half *dst, cudaStream_t stream, GcError *err);
 /*
  * tensor_operands.cu: the exact nearest centroid (double, as the CPU
- * computes) of every point listed, from refine's x64, c64 and d
+ * computes) of every point listed, from refine's x64, c64 and d; where
+ * refine->separations is set, starting from the point's label and skipping
+ * the centroids its separations rule out
  */
 GcStatus	launch_refine_labels(const TensorRefinement *refine, int k, const int32_t *list,
 								 const unsigned int *list_count, int32_t *labels,
 								 unsigned long long *changed, cudaStream_t stream,
 								 GcError *err);
+/*
+ * centroid_separations.cu: lower bounds on the centroids' squared
+ * distances (k x k floats, k <= GC_SEPARATIONS_MAX_K: 64 MB), and the
+ * separation from a row's label, at exact squared distance d2, beyond
+ * which a centroid is farther from the row than limit (<= d2)
+ */
+#define GC_SEPARATIONS_MAX_K 4096
+GcStatus	launch_centroid_separations(const double *c64, int k, int d, float *separations,
+										cudaStream_t stream, GcError *err);
+
+__device__ __forceinline__ double
+gc_separation_reach(double d2, double limit)
+{
+	double		r = sqrt(d2) + sqrt(limit);
+
+	return r * r * (1.0 + 0x1p-24) + 0x1p-1000;
+}
+
 /* labeling.cu: the labels of the m sample rows into sample_labels */
 GcStatus	launch_gather_labels(const int32_t *labels, const int64_t *sample, int m,
 								 int32_t *sample_labels, cudaStream_t stream, GcError *err);

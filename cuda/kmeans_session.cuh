@@ -29,6 +29,7 @@ typedef struct IterationStatus
 	unsigned long long work;	/* distances computed by pruned labeling */
 	unsigned long long doubtful;	/* points the 3xTF32 kernel re-checked */
 	unsigned long long screened;	/* points the TF32 screen doubted */
+	unsigned long long refined;	/* exact distances the exact check computed */
 } IterationStatus;
 
 struct Labeler;
@@ -130,6 +131,11 @@ extern const Labeler gc_labeler_simt;	/* labeler_simt.cu: register and tiled */
 extern const Labeler gc_labeler_float64;	/* labeler_float64.cu */
 extern const Labeler gc_labeler_tensor_exact;	/* labeler_tensor.cu: screened, 3xTF32 */
 extern const Labeler gc_labeler_tensor_tf32;	/* labeler_tensor.cu */
+/*
+ * labeler_tensor.cu: the exact labeler's check skips by separations (and
+ * by k-means||'s D^2, need_below, where given); whether it can
+ */
+extern bool gc_tensor_separate(CudaSession *s, void *state, const double *need_below);
 extern const Labeler gc_labeler_bf16;	/* labeler_bf16.cu */
 extern const Labeler gc_labeler_fp16;	/* labeler_bf16.cu */
 extern const Labeler gc_labeler_bf16_wgmma;	/* labeler_bf16.cu: on sm_90a (labeling_wgmma.cu) */

@@ -17,9 +17,17 @@
  * alone, and is tried again SCREEN_RETRY iterations later.  On Hopper the
  * screen runs on wgmma (GC_KERNEL_TENSOR_SCREENED_WGMMA), its rows rounded
  * to TF32 in shared memory and its centroids rounded here (ctf32).  When
- * more than DOUBTFUL_MAX_FRACTION of the points need the exact check after
- * 3xTF32, the data defeat the product form and labeling moves to the tiled
- * kernel (measured on an H100, bench/results/).
+ * the exact check after 3xTF32 costs more than DOUBTFUL_MAX_FRACTION of a
+ * full labeling (k exact distances for each point it checks), the check
+ * first takes the centroids' separations (centroid_separations.cu, where
+ * k <= GC_SEPARATIONS_MAX_K), which leave it the few centroids near each
+ * point: rows that nearly repeat one another are doubtful to both tensor
+ * passes but have few centroids near them.  Where the check still costs
+ * that much with them, the data defeat the product form and labeling
+ * moves to the tiled kernel (measured on an H100, bench/results/).
+ * k-means|| labels its rounds' samples with the separations from the
+ * start (gc_tensor_separate), and with each row's D^2, below which alone
+ * its nearest sample must be exact.
  *
  * IDENTIFICATION
  *	  cuda/labeler_tensor.cu
@@ -59,6 +67,7 @@ typedef struct TensorState
 	float	   *half_norms;		/* wgmma screen: -||c||^2 / 2 of ctf32, padded */
 	const float *described;		/* wgmma screen: the rows ops describes */
 	WgmmaOperands ops;			/* wgmma screen: the rows and ctf32 as tensor maps */
+	float	   *separations;	/* exact check: k x k, once it takes them */
 } TensorState;
 
 static GcStatus
@@ -165,6 +174,10 @@ tensor_refresh(CudaSession *s, void *state, GcError *err)
 
 	if (launch_pad_rows(s->c32, s->k, s->d, t->ld, t->cpad, s->stream, err) != GC_OK)
 		return err->status;
+	if (t->separations != NULL &&
+		launch_centroid_separations(s->c64, s->k, s->d, t->separations, s->stream,
+									err) != GC_OK)
+		return err->status;
 	if (t->cnorm_tf32 == NULL)
 		return GC_OK;
 	if (launch_tf32_norms(t->cpad, s->k, t->ld, t->cnorm_tf32, t->cradius_bits, s->stream,
@@ -175,6 +188,31 @@ tensor_refresh(CudaSession *s, void *state, GcError *err)
 	if (launch_round_tf32(t->cpad, (int64_t) s->k * t->ld, t->ctf32, s->stream, err) != GC_OK)
 		return err->status;
 	return launch_wgmma_half_norms(t->cnorm_tf32, s->k, t->half_norms, s->stream, err);
+}
+
+/*
+ * The exact check skips by the centroids' separations from the next
+ * refresh on, where k allows and the table fits on the device; whether it
+ * does.  need_below (n values, or NULL) are the D^2 of k-means|| rows: a
+ * row needs its exact nearest centroid only where that is nearer.
+ */
+bool
+gc_tensor_separate(CudaSession *s, void *state, const double *need_below)
+{
+	TensorState *t = (TensorState *) state;
+
+	if (t->separations != NULL)
+		return true;
+	if (!t->exact || s->k > GC_SEPARATIONS_MAX_K ||
+		cudaMalloc((void **) &t->separations, sizeof(float) * s->k * s->k) != cudaSuccess)
+	{
+		(void) cudaGetLastError();	/* out of memory: the check scans all k */
+		t->separations = NULL;
+		return false;
+	}
+	t->refine.separations = t->separations;
+	t->refine.need_below = need_below;
+	return true;
 }
 
 /* A chunk's count of doubts, added into the iteration's status */
@@ -209,6 +247,8 @@ tensor_label(CudaSession *s, void *state, int64_t first, int64_t count,
 	refine.x64 = s->x64 + first * s->d;	/* re-ordering swaps the buffers */
 	if (refine.xnorm != NULL)
 		refine.xnorm += first;
+	if (refine.need_below != NULL)
+		refine.need_below += first;
 	if (t->ctf32 != NULL && t->described != x)
 	{
 		/* the tensor maps name the rows' buffer: described again where it moved */
@@ -218,6 +258,7 @@ tensor_label(CudaSession *s, void *state, int64_t first, int64_t count,
 		t->described = x;
 	}
 	refine.wgmma_first = first;
+	refine.refined = status != NULL ? &status->refined : NULL;
 	if (launch_assign_points_tensor(x + first * t->ld, t->cpad, s->cnorm,
 									t->exact ? &refine : NULL, count, t->ld, s->k,
 									s->kernel, s->params->tensor_streamed, s->labels + first,
@@ -248,6 +289,7 @@ exact_review(CudaSession *s, void *state, const IterationStatus *st)
 {
 	TensorState *t = (TensorState *) state;
 	int			it = s->iteration;
+	double		full = (double) s->n * s->k;
 
 	if (s->kernel == t->screen &&
 		(double) st->screened > SCREEN_MAX_FRACTION * (double) s->n)
@@ -255,8 +297,17 @@ exact_review(CudaSession *s, void *state, const IterationStatus *st)
 		t->screen_again = it + SCREEN_RETRY;
 		return GC_KERNEL_TENSOR_3XTF32;
 	}
-	if ((double) st->doubtful > DOUBTFUL_MAX_FRACTION * (double) s->n)
+	if ((double) st->refined > DOUBTFUL_MAX_FRACTION * full)
+	{
+		GcError		ignored;
+
+		/* the centroids were refreshed: their separations are made now */
+		if (t->separations == NULL && gc_tensor_separate(s, t, NULL) &&
+			launch_centroid_separations(s->c64, s->k, s->d, t->separations, s->stream,
+										&ignored) == GC_OK)
+			return s->kernel;
 		return GC_KERNEL_TILED;
+	}
 	if (s->kernel == GC_KERNEL_TENSOR_3XTF32 && t->screen_again > 0 && it >= t->screen_again)
 		return t->screen;
 	return s->kernel;
@@ -281,6 +332,7 @@ tensor_close(void *state)
 	cudaFree(t->exact_count);
 	cudaFree(t->ctf32);
 	cudaFree(t->half_norms);
+	cudaFree(t->separations);
 	free(t);
 }
 

@@ -14,7 +14,10 @@
  *	- label: the round's samples become the centroids of a labeling by the
  *	  exact tensor labeler (labeler_tensor.cu: its TF32 screen, on wgmma
  *	  where the fit's would be, with its 3xTF32 and double checks, whatever
- *	  the fit's precision): the nearest sample of every row,
+ *	  the fit's precision; the double check skips by the samples'
+ *	  separations, centroid_separations.cu): the nearest sample of every
+ *	  row where it is nearer than the row's D^2 (elsewhere a sample no
+ *	  nearer, which the next pass leaves unused),
  *	  the exact arg-min of the exact double distances, lowest index on
  *	  ties, as the CPU's gc_nearest_centroid finds it;
  *	- nearest: each row computes its exact distance to that sample
@@ -285,7 +288,10 @@ label_batch(CudaSession *s, ParallelBuffers *b, int64_t m, GcError *err)
 	sub.bounded = NULL;
 	status = labeler->open(&sub, &state, err);
 	if (status == GC_OK)
+	{
+		(void) gc_tensor_separate(&sub, state, b->mind2);
 		status = labeler->refresh(&sub, state, err);
+	}
 	sub.labeler_state = state;
 	if (status == GC_OK)
 		status = gc_label_points(&sub, NULL, NULL, err);

@@ -7,7 +7,8 @@
  *	  products see them (and the largest, for the screen's bound), the
  *	  rows' norms, and the exact check of the points a
  *	  tensor pass doubts (refine_labels, double without FMA, as the CPU
- *	  reference computes).
+ *	  reference computes, over the centroids that the separations of
+ *	  centroid_separations.cu leave in reach where they are given).
  *
  * IDENTIFICATION
  *	  cuda/tensor_operands.cu
@@ -19,32 +20,124 @@
 #define REFINE_THREADS 128
 #define REFINE_BLOCKS 1024
 
+#define REFINE_AHEAD 16			/* values of each row loaded ahead of the sum */
+
+/*
+ * gc_sqdist_exact's value (the same operations in the same order), its
+ * loads issued REFINE_AHEAD values ahead: a thread's sum is a chain of
+ * dependent additions, which otherwise waits on each load in turn
+ */
+__device__ __forceinline__ double
+sqdist_exact_loaded_ahead(const double *__restrict__ a, const double *__restrict__ b, int d)
+{
+	double		s = 0.0;
+	int			j = 0;
+
+	for (; j + REFINE_AHEAD <= d; j += REFINE_AHEAD)
+	{
+		double		av[REFINE_AHEAD],
+					bv[REFINE_AHEAD];
+
+#pragma unroll
+		for (int u = 0; u < REFINE_AHEAD; u++)
+		{
+			av[u] = a[j + u];
+			bv[u] = b[j + u];
+		}
+#pragma unroll
+		for (int u = 0; u < REFINE_AHEAD; u++)
+		{
+			double		t = __dsub_rn(av[u], bv[u]);
+
+			s = __dadd_rn(s, __dmul_rn(t, t));
+		}
+	}
+	for (; j < d; j++)
+	{
+		double		t = __dsub_rn(a[j], b[j]);
+
+		s = __dadd_rn(s, __dmul_rn(t, t));
+	}
+	return s;
+}
+
 /*
  * The exact nearest centroid of each doubtful point: one block per point,
  * threads over the centroids, distances as the CPU reference computes them
+ * (gc_sqdist_exact's, loaded ahead).
+ * With separations, only the centroids within reach of the point's label
+ * (its exact distance, computed first) are measured: the others are
+ * farther than the label (centroid_separations.cu); with need_below too,
+ * farther than need_below[row], and a point whose label is that far with
+ * every centroid beyond its 3xTF32 bound keeps its label.
  */
 __global__ void
 __launch_bounds__(REFINE_THREADS)
 refine_labels_kernel(const double *__restrict__ x64, const double *__restrict__ c64,
-					 int d, int k, const int32_t *__restrict__ doubtful,
+					 int d, int k, const float *__restrict__ separations,
+					 const double *__restrict__ need_below, const float *__restrict__ xnorm,
+					 const unsigned int *radius_bits, float eps_3xtf32,
+					 const int32_t *__restrict__ doubtful,
 					 const unsigned int *doubtful_count, int32_t *__restrict__ labels,
-					 unsigned long long *changed)
+					 unsigned long long *changed, unsigned long long *refined)
 {
 	__shared__ double best_d2[REFINE_THREADS];
 	__shared__ int best_c[REFINE_THREADS];
+	__shared__ const float *from;	/* the label's separations, or NULL: all */
+	__shared__ double reach;
+	__shared__ bool kept;
 	unsigned	count = *doubtful_count;
+	unsigned long long measured = 0;
 
 	for (unsigned e = blockIdx.x; e < count; e += gridDim.x)
 	{
 		int64_t		row = doubtful[2 * e];
 		int			previous = doubtful[2 * e + 1];
+		const double *x = x64 + row * d;
 		double		mine = DBL_MAX;
 		int			mine_c = k;
 
+		if (threadIdx.x == 0)
+		{
+			int			a = labels[row];
+
+			from = NULL;
+			kept = false;
+			if (separations != NULL && a >= 0 && a < k)
+			{
+				double		da = sqdist_exact_loaded_ahead(x, c64 + (int64_t) a * d, d),
+							limit = da;
+
+				if (need_below != NULL)
+				{
+					/*
+					 * 3xTF32 chose a within its bound g of every centroid's
+					 * distance: none is nearer than da - 2 g
+					 */
+					double		r = (double) xnorm[row] + (double) __uint_as_float(*radius_bits),
+								g = (double) eps_3xtf32 * r * r * (1.0 + 0x1p-20);
+
+					limit = fmin(da, need_below[row]);
+					kept = (da - 2.0 * g) * (1.0 - 0x1p-30) > need_below[row];
+				}
+				from = separations + (int64_t) a * k;
+				reach = gc_separation_reach(da, limit);
+			}
+		}
+		__syncthreads();
+		if (kept)
+		{
+			__syncthreads();	/* all have read kept before the next row sets it */
+			continue;
+		}
 		for (int c = threadIdx.x; c < k; c += blockDim.x)
 		{
-			double		s = gc_sqdist_exact(x64 + row * d, c64 + (int64_t) c * d, d);
+			double		s;
 
+			if (from != NULL && (double) from[c] > reach)
+				continue;
+			s = sqdist_exact_loaded_ahead(x, c64 + (int64_t) c * d, d);
+			measured++;
 			if (s < mine)
 			{
 				mine = s;
@@ -77,6 +170,8 @@ refine_labels_kernel(const double *__restrict__ x64, const double *__restrict__ 
 		}
 		__syncthreads();
 	}
+	if (refined != NULL && measured > 0)
+		atomicAdd(refined, measured);
 }
 
 /* Norm of every centred row */
@@ -109,7 +204,9 @@ launch_refine_labels(const TensorRefinement *refine, int k, const int32_t *list,
 					 unsigned long long *changed, cudaStream_t stream, GcError *err)
 {
 	refine_labels_kernel<<<REFINE_BLOCKS, REFINE_THREADS, 0, stream>>>(
-		refine->x64, refine->c64, refine->d, k, list, list_count, labels, changed);
+		refine->x64, refine->c64, refine->d, k, refine->separations, refine->need_below,
+		refine->xnorm, refine->cradius_bits, refine->eps_3xtf32, list, list_count, labels,
+		changed, refine->refined);
 	GC_CUDA_LAUNCHED("refine_labels", err);
 	return GC_OK;
 }

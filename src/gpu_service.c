@@ -213,7 +213,9 @@ gpu_budget(int g)
  *   bounded here by 8 + 8 min(d, 32);
  * and per centroid six copies of it (the centroids in double and float32,
  * their previous values, sums, padded and TF32 copies: 48 d), the pruned
- * labeler's three k x k tables where it runs (k <= GC_PRUNED_MAX_K, 4096),
+ * labeler's three k x k tables where it runs (k <= GC_PRUNED_MAX_K, 4096;
+ * they also cover the exact check's one table of separations, k x k
+ * floats for k <= 4096, or m x m for a k-means|| round's m ~ k samples),
  * and 64 MB of workspace
  */
 static Size

@@ -280,6 +280,52 @@ run_tensor_case(int64_t n, int d, int k, double sigma)
 }
 
 /*
+ * Rows that nearly repeat one another (patterns plus noise of 10^-3
+ * against norms of 8), with more centroids than patterns: the rows of a
+ * pattern holding two centroids are doubtful to the TF32 screen and to
+ * 3xTF32 alike, and the exact check settles them among the centroids near
+ * them (centroid_separations.cu).  The fit must equal the CPU's to the
+ * bit, check rows exactly, and stay on the tensor kernels (before the
+ * separations the check's cost sent it to the tiled kernel).
+ */
+static void
+run_tensor_near_duplicates_case(int64_t n, int d, int k, int patterns)
+{
+	char		config[96];
+	char		why[256];
+	double	   *x;
+	GcRows		rows,
+				pinned;
+	Fit			cpu,
+				gpu;
+
+	if (!gc_cuda_use_device(0, why, sizeof(why)))
+		return;
+	rng_state = (uint64_t) n * 31 + d * 7 + k;
+	x = make_near_duplicates(n, d, patterns, 1e-3);
+	load_rows(&rows, x, n, d, NULL, plain_alloc, free);
+	load_rows(&pinned, x, n, d, NULL, gc_cuda_host_alloc, gc_cuda_host_free);
+	snprintf(config, sizeof(config), "tensor near-duplicates n=%lld d=%d k=%d patterns=%d",
+			 (long long) n, d, k, patterns);
+	cpu = fit_with(&gc_kmeans_cpu_backend, &rows, k, 5, GC_ALGORITHM_LLOYD, GC_PRECISION_FLOAT32,
+				   20, 0.0);
+	gpu = fit_kernel(&gc_kmeans_cuda_backend, &pinned, k, 5, GC_ALGORITHM_AUTO,
+					 GC_PRECISION_FLOAT32, 20, 0.0, GC_KERNEL_AUTO, false);
+	printf("%s: kernel %s, exact check %.4f of the rows\n", config,
+		   gpu.result.kernel ? gpu.result.kernel : "?", gpu.result.exact_fraction);
+	check(gpu.status == GC_OK && gpu.result.kernel != NULL &&
+		  strncmp(gpu.result.kernel, "tensor_", 7) == 0, "near-duplicates stay on a tensor kernel",
+		  config);
+	check(gpu.result.exact_fraction > 0.0, "near-duplicates reach the exact check", config);
+	check_same_fit(&cpu, &gpu, n, k, d, "gpu tensor near-duplicates", config);
+	free_fit(&cpu);
+	free_fit(&gpu);
+	gc_rows_release(&rows);
+	gc_rows_release(&pinned);
+	free(x);
+}
+
+/*
  * bf16 or fp16 on Hopper's wgmma against the mma.sync kernel (both forced
  * through the kernel parameter), on blobs: one labeling from the same
  * seeds gives the same labels but for near-ties (the two sum their
@@ -1765,6 +1811,8 @@ run_quick(void)
 	if (case_selected())
 		run_tensor_case(3000, 96, 300, -1.0);	/* uniform: many doubts (wgmma screen on Hopper) */
 	if (case_selected())
+		run_tensor_near_duplicates_case(8000, 64, 160, 120);
+	if (case_selected())
 		run_half_kernels_case(GC_PRECISION_BF16, 3000, 64, 300);	/* wgmma on Hopper */
 	if (case_selected())
 		run_half_kernels_case(GC_PRECISION_FP16, 3000, 64, 300);
@@ -2003,6 +2051,7 @@ main(int argc, char **argv)
 	run_tensor_case(30000, 48, 256, 4.0);
 	run_tensor_case(20000, 40, 128, -1.0);	/* uniform in [0, 1)^d */
 	run_tensor_case(20000, 96, 300, -1.0);	/* uniform, partial centroid tiles */
+	run_tensor_near_duplicates_case(30000, 64, 300, 220);	/* the check skips by separations */
 	run_tensor_case(20000, 64, 512, 0.5);	/* sums past shared memory: global atomics */
 	/* small d, the point tile resident: 32-, 64- and 128-byte column steps */
 	run_tensor_case(20000, 8, 200, 0.5);

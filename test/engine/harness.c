@@ -257,6 +257,41 @@ load_file(const char *path, int64_t n, int d)
 	return x;
 }
 
+/*
+ * Rows that nearly repeat one another: patterns of norm 8 in random
+ * directions, each row one of them plus normal noise of deviation noise
+ * per value, and every fifth row an exact copy of the row before it
+ */
+double *
+make_near_duplicates(int64_t n, int d, int patterns, double noise)
+{
+	double	   *pattern = malloc(sizeof(double) * patterns * d);
+	double	   *x = malloc(sizeof(double) * n * d);
+
+	for (int p = 0; p < patterns; p++)
+	{
+		double		norm = 0.0;
+
+		for (int j = 0; j < d; j++)
+		{
+			pattern[(size_t) p * d + j] = normal();
+			norm += pattern[(size_t) p * d + j] * pattern[(size_t) p * d + j];
+		}
+		for (int j = 0; j < d; j++)
+			pattern[(size_t) p * d + j] *= 8.0 / sqrt(norm);
+	}
+	for (int64_t i = 0; i < n; i++)
+	{
+		int			p = (int) (uniform() * patterns);
+
+		for (int j = 0; j < d; j++)
+			x[i * d + j] = i % 5 == 4 ? x[(i - 1) * d + j] :
+				pattern[(size_t) p * d + j] + noise * normal();
+	}
+	free(pattern);
+	return x;
+}
+
 /* Gaussian clusters of variance var around k uniform centres in [0,1]^d */
 double *
 make_gaussian(int64_t n, int d, int k, double var)

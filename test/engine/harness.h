@@ -44,6 +44,8 @@ extern void *plain_alloc(size_t bytes);
 
 /* n points around k centres in [-100, 100]^d, or uniform when sigma < 0 */
 extern double *make_data(int64_t n, int d, int k, double sigma, double *centres, int *truth);
+/* patterns of norm 8 plus noise, every fifth row a copy of the one before */
+extern double *make_near_duplicates(int64_t n, int d, int patterns, double noise);
 /* Gaussian clusters of variance var around k uniform centres in [0,1]^d */
 extern double *make_gaussian(int64_t n, int d, int k, double var);
 /* n rows of d little-endian doubles; exits when the file is short */
