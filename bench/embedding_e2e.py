@@ -69,7 +69,19 @@ def blobs(n, d, k, seed):
         yield start, centres[labels] + rng.normal(0.0, 0.05, (m, d)).astype(np.float32)
 
 
-def load(conn, n, d, k, vector_only=False):
+def near_duplicates(n, d, k, seed):
+    """Rows that nearly repeat one another: k patterns (row g takes pattern
+    g mod k's values ((g 7919 + j 104729) mod 1000) / 1000) plus uniform
+    noise in [0, 0.01), as bench/assign_probe.sql makes them"""
+    rng = np.random.default_rng(seed)
+    j = np.arange(d, dtype=np.int64)
+    for start in range(0, n, 100_000):
+        g = np.arange(start, min(start + 100_000, n), dtype=np.int64) + 1
+        base = ((g[:, None] * 7919 + j[None, :] * 104729) % 1000) / 1000.0
+        yield start, (base + rng.uniform(0.0, 0.01, base.shape)).astype(np.float32)
+
+
+def load(conn, n, d, k, vector_only=False, data="blobs"):
     """Binary COPY of (id bigint, embedding vector(d)) rows; the halfvec and
     real[] copies too unless vector_only"""
     with conn.cursor() as cur:
@@ -80,7 +92,7 @@ def load(conn, n, d, k, vector_only=False):
             copy.write(b"PGCOPY\n\xff\r\n\x00" + struct.pack("!ii", 0, 0))
             row = np.dtype([("nf", ">i2"), ("l1", ">i4"), ("id", ">i8"), ("l2", ">i4"),
                             ("dim", ">i2"), ("unused", ">i2"), ("x", ">f4", (d,))])
-            for start, X in blobs(n, d, k, 7):
+            for start, X in (near_duplicates if data == "near" else blobs)(n, d, k, 7):
                 rec = np.zeros(len(X), dtype=row)
                 rec["nf"], rec["l1"], rec["l2"], rec["dim"] = 2, 8, 4 + 4 * d, d
                 rec["id"] = np.arange(start, start + len(X))
@@ -249,6 +261,8 @@ def main():
                     help="only the serial bare scans and the vector and halfvec float32 fits")
     ap.add_argument("--parallel-only", action="store_true",
                     help="only the vector table, with 8 workers: its parallel bare scan and fits")
+    ap.add_argument("--data", choices=("blobs", "near"), default="blobs",
+                    help="near: k patterns plus noise of 0.01, rows that nearly repeat one another")
     a = ap.parse_args()
     conn = psycopg.connect(autocommit=True)
     with conn.cursor() as cur:
@@ -258,7 +272,7 @@ def main():
         cur.execute("SELECT gpuclust_device_info()")
         emit(phase="device", info=cur.fetchone()[0])
     if not a.skip_load:
-        load(conn, a.n, a.d, a.k, vector_only=a.parallel_only)
+        load(conn, a.n, a.d, a.k, vector_only=a.parallel_only, data=a.data)
     fixed = {"max_iter": a.iters, "tol": 0, "seed": 1}
     if a.parallel_only:
         with conn.cursor() as cur:
