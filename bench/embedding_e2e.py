@@ -70,9 +70,10 @@ def blobs(n, d, k, seed):
 
 
 def near_duplicates(n, d, k, seed):
-    """Rows that nearly repeat one another: k patterns (row g takes pattern
-    g mod k's values ((g 7919 + j 104729) mod 1000) / 1000) plus uniform
-    noise in [0, 0.01), as bench/assign_probe.sql makes them"""
+    """Rows that nearly repeat one another: 1,000 patterns, whatever k (row g
+    takes values ((g 7919 + j 104729) mod 1000) / 1000, which repeat with g
+    mod 1000) plus uniform noise in [0, 0.01), as bench/assign_probe.sql
+    makes them"""
     rng = np.random.default_rng(seed)
     j = np.arange(d, dtype=np.int64)
     for start in range(0, n, 100_000):
@@ -262,7 +263,7 @@ def main():
     ap.add_argument("--parallel-only", action="store_true",
                     help="only the vector table, with 8 workers: its parallel bare scan and fits")
     ap.add_argument("--data", choices=("blobs", "near"), default="blobs",
-                    help="near: k patterns plus noise of 0.01, rows that nearly repeat one another")
+                    help="near: 1,000 patterns plus noise of 0.01, rows that nearly repeat one another")
     a = ap.parse_args()
     conn = psycopg.connect(autocommit=True)
     with conn.cursor() as cur:

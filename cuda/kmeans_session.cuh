@@ -132,8 +132,8 @@ extern const Labeler gc_labeler_float64;	/* labeler_float64.cu */
 extern const Labeler gc_labeler_tensor_exact;	/* labeler_tensor.cu: screened, 3xTF32 */
 extern const Labeler gc_labeler_tensor_tf32;	/* labeler_tensor.cu */
 /*
- * labeler_tensor.cu: the exact labeler's check skips by separations (and
- * by k-means||'s D^2, need_below, where given); whether it can
+ * labeler_tensor.cu: the exact labeler's check skips by separations from
+ * now on (and by k-means||'s D^2, need_below, where given); whether it can
  */
 extern bool gc_tensor_separate(CudaSession *s, void *state, const double *need_below);
 extern const Labeler gc_labeler_bf16;	/* labeler_bf16.cu */

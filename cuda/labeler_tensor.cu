@@ -191,22 +191,32 @@ tensor_refresh(CudaSession *s, void *state, GcError *err)
 }
 
 /*
- * The exact check skips by the centroids' separations from the next
- * refresh on, where k allows and the table fits on the device; whether it
- * does.  need_below (n values, or NULL) are the D^2 of k-means|| rows: a
- * row needs its exact nearest centroid only where that is nearer.
+ * The exact check skips by the centroids' separations from now on, where
+ * k allows and the table fits on the device: it is made here, from the
+ * centroids as they are, and again at each refresh; whether it does.
+ * need_below (n values, or NULL) are the D^2 of k-means|| rows: a row
+ * needs its exact nearest centroid only where that is nearer.
  */
 bool
 gc_tensor_separate(CudaSession *s, void *state, const double *need_below)
 {
 	TensorState *t = (TensorState *) state;
+	GcError		ignored;
 
 	if (t->separations != NULL)
 		return true;
-	if (!t->exact || s->k > GC_SEPARATIONS_MAX_K ||
-		cudaMalloc((void **) &t->separations, sizeof(float) * s->k * s->k) != cudaSuccess)
+	if (!t->exact || s->k > GC_SEPARATIONS_MAX_K)
+		return false;
+	if (cudaMalloc((void **) &t->separations, sizeof(float) * s->k * s->k) != cudaSuccess)
 	{
 		(void) cudaGetLastError();	/* out of memory: the check scans all k */
+		t->separations = NULL;
+		return false;
+	}
+	if (launch_centroid_separations(s->c64, s->k, s->d, t->separations, s->stream,
+									&ignored) != GC_OK)
+	{
+		cudaFree(t->separations);
 		t->separations = NULL;
 		return false;
 	}
@@ -298,16 +308,8 @@ exact_review(CudaSession *s, void *state, const IterationStatus *st)
 		return GC_KERNEL_TENSOR_3XTF32;
 	}
 	if ((double) st->refined > DOUBTFUL_MAX_FRACTION * full)
-	{
-		GcError		ignored;
-
-		/* the centroids were refreshed: their separations are made now */
-		if (t->separations == NULL && gc_tensor_separate(s, t, NULL) &&
-			launch_centroid_separations(s->c64, s->k, s->d, t->separations, s->stream,
-										&ignored) == GC_OK)
-			return s->kernel;
-		return GC_KERNEL_TILED;
-	}
+		return t->separations == NULL && gc_tensor_separate(s, t, NULL) ? s->kernel :
+			GC_KERNEL_TILED;
 	if (s->kernel == GC_KERNEL_TENSOR_3XTF32 && t->screen_again > 0 && it >= t->screen_again)
 		return t->screen;
 	return s->kernel;

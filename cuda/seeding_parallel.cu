@@ -288,10 +288,9 @@ label_batch(CudaSession *s, ParallelBuffers *b, int64_t m, GcError *err)
 	sub.bounded = NULL;
 	status = labeler->open(&sub, &state, err);
 	if (status == GC_OK)
-	{
-		(void) gc_tensor_separate(&sub, state, b->mind2);
 		status = labeler->refresh(&sub, state, err);
-	}
+	if (status == GC_OK)
+		(void) gc_tensor_separate(&sub, state, b->mind2);
 	sub.labeler_state = state;
 	if (status == GC_OK)
 		status = gc_label_points(&sub, NULL, NULL, err);

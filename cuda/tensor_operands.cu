@@ -20,51 +20,9 @@
 #define REFINE_THREADS 128
 #define REFINE_BLOCKS 1024
 
-#define REFINE_AHEAD 16			/* values of each row loaded ahead of the sum */
-
-/*
- * gc_sqdist_exact's value (the same operations in the same order), its
- * loads issued REFINE_AHEAD values ahead: a thread's sum is a chain of
- * dependent additions, which otherwise waits on each load in turn
- */
-__device__ __forceinline__ double
-sqdist_exact_loaded_ahead(const double *__restrict__ a, const double *__restrict__ b, int d)
-{
-	double		s = 0.0;
-	int			j = 0;
-
-	for (; j + REFINE_AHEAD <= d; j += REFINE_AHEAD)
-	{
-		double		av[REFINE_AHEAD],
-					bv[REFINE_AHEAD];
-
-#pragma unroll
-		for (int u = 0; u < REFINE_AHEAD; u++)
-		{
-			av[u] = a[j + u];
-			bv[u] = b[j + u];
-		}
-#pragma unroll
-		for (int u = 0; u < REFINE_AHEAD; u++)
-		{
-			double		t = __dsub_rn(av[u], bv[u]);
-
-			s = __dadd_rn(s, __dmul_rn(t, t));
-		}
-	}
-	for (; j < d; j++)
-	{
-		double		t = __dsub_rn(a[j], b[j]);
-
-		s = __dadd_rn(s, __dmul_rn(t, t));
-	}
-	return s;
-}
-
 /*
  * The exact nearest centroid of each doubtful point: one block per point,
- * threads over the centroids, distances as the CPU reference computes them
- * (gc_sqdist_exact's, loaded ahead).
+ * threads over the centroids, distances as the CPU reference computes them.
  * With separations, only the centroids within reach of the point's label
  * (its exact distance, computed first) are measured: the others are
  * farther than the label (centroid_separations.cu); with need_below too,
@@ -84,6 +42,8 @@ refine_labels_kernel(const double *__restrict__ x64, const double *__restrict__ 
 	__shared__ double best_d2[REFINE_THREADS];
 	__shared__ int best_c[REFINE_THREADS];
 	__shared__ const float *from;	/* the label's separations, or NULL: all */
+	__shared__ int label;			/* with them, the label and its distance */
+	__shared__ double label_d2;
 	__shared__ double reach;
 	__shared__ bool kept;
 	unsigned	count = *doubtful_count;
@@ -105,7 +65,7 @@ refine_labels_kernel(const double *__restrict__ x64, const double *__restrict__ 
 			kept = false;
 			if (separations != NULL && a >= 0 && a < k)
 			{
-				double		da = sqdist_exact_loaded_ahead(x, c64 + (int64_t) a * d, d),
+				double		da = gc_sqdist_exact(x, c64 + (int64_t) a * d, d),
 							limit = da;
 
 				if (need_below != NULL)
@@ -120,7 +80,10 @@ refine_labels_kernel(const double *__restrict__ x64, const double *__restrict__ 
 					limit = fmin(da, need_below[row]);
 					kept = (da - 2.0 * g) * (1.0 - 0x1p-30) > need_below[row];
 				}
+				measured++;
 				from = separations + (int64_t) a * k;
+				label = a;
+				label_d2 = da;
 				reach = gc_separation_reach(da, limit);
 			}
 		}
@@ -136,8 +99,13 @@ refine_labels_kernel(const double *__restrict__ x64, const double *__restrict__ 
 
 			if (from != NULL && (double) from[c] > reach)
 				continue;
-			s = sqdist_exact_loaded_ahead(x, c64 + (int64_t) c * d, d);
-			measured++;
+			if (from != NULL && c == label)
+				s = label_d2;
+			else
+			{
+				s = gc_sqdist_exact(x, c64 + (int64_t) c * d, d);
+				measured++;
+			}
 			if (s < mine)
 			{
 				mine = s;
