@@ -177,8 +177,9 @@ typedef struct TensorRefinement
 
 /*
  * float32 operands: kernel GC_KERNEL_TENSOR_TF32 (refine unused), _3XTF32,
- * _SCREENED or _SCREENED_WGMMA (exact, with refine); streamed asks for the
- * streamed layout
+ * _SCREENED or _SCREENED_WGMMA (exact, with refine: the points left for
+ * the exact check listed, in refine->doubtful after _3XTF32, in
+ * refine->exact after a screen); streamed asks for the streamed layout
  */
 GcStatus	launch_assign_points_tensor(const float *xp, const float *cp,
 										const float *cnorm,

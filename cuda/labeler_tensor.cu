@@ -17,14 +17,16 @@
  * alone, and is tried again SCREEN_RETRY iterations later.  On Hopper the
  * screen runs on wgmma (GC_KERNEL_TENSOR_SCREENED_WGMMA), its rows rounded
  * to TF32 in shared memory and its centroids rounded here (ctf32).  When
- * the exact check after 3xTF32 costs more than DOUBTFUL_MAX_FRACTION of a
- * full labeling (k exact distances for each point it checks), the check
+ * the exact check after 3xTF32 would cost more than DOUBTFUL_MAX_FRACTION
+ * of a full labeling (k exact distances for each point it checks), it
  * first takes the centroids' separations (centroid_separations.cu, where
  * k <= GC_SEPARATIONS_MAX_K), which leave it the few centroids near each
  * point: rows that nearly repeat one another are doubtful to both tensor
- * passes but have few centroids near them.  Where the check still costs
- * that much with them, the data defeat the product form and labeling
- * moves to the tiled kernel (measured on an H100, bench/results/).
+ * passes but have few centroids near them.  It takes them in the labeling
+ * whose list shows that (check_scans_much), so the first labeling of a
+ * fit does not pay for all k.  Where the check still costs that much with
+ * them, the data defeat the product form and labeling moves to the tiled
+ * kernel (measured on an H100, bench/results/).
  * k-means|| labels its rounds' samples with the separations from the
  * start (gc_tensor_separate), and with each row's D^2, below which alone
  * its nearest sample must be exact.
@@ -68,6 +70,7 @@ typedef struct TensorState
 	const float *described;		/* wgmma screen: the rows ops describes */
 	WgmmaOperands ops;			/* wgmma screen: the rows and ctf32 as tensor maps */
 	float	   *separations;	/* exact check: k x k, once it takes them */
+	bool		unseparable;	/* no room for them: not asked again */
 } TensorState;
 
 static GcStatus
@@ -242,6 +245,31 @@ add_count(unsigned long long *total, const unsigned int *count, cudaStream_t str
 }
 
 /*
+ * Whether the exact check of a chunk of count rows, without the table,
+ * would measure more than DOUBTFUL_MAX_FRACTION of their k distances each:
+ * its list's length read back, unless the screen's count, already on the
+ * host, is short of that.  The first labeling of a fit thus takes the
+ * table before its check, not after it at the review (on the H100, Lloyd
+ * on 300,000 x 768 rows that nearly repeat one another, k = 1,000: the
+ * first check, of every centroid, took 290 ms of a fit's 400).
+ */
+static GcStatus
+check_scans_much(CudaSession *s, TensorState *t, int64_t count, bool screened,
+				 const unsigned int *list_count, bool *much, GcError *err)
+{
+	double		most = DOUBTFUL_MAX_FRACTION * (double) count;
+
+	*much = false;
+	if (s->k > GC_SEPARATIONS_MAX_K || (screened && (double) *t->count_host <= most))
+		return GC_OK;
+	GC_CUDA_TRY(cudaMemcpyAsync(t->count_host, list_count, sizeof(unsigned int),
+								cudaMemcpyDeviceToHost, s->stream), err);
+	GC_CUDA_TRY(cudaStreamSynchronize(s->stream), err);
+	*much = (double) *t->count_host > most;
+	return GC_OK;
+}
+
+/*
  * Rows first to first + count: the lists of doubts hold positions in the
  * chunk, so the refinement reads the chunk's rows and norms; group_tops
  * and the lists are scratch of one chunk
@@ -253,6 +281,9 @@ tensor_label(CudaSession *s, void *state, int64_t first, int64_t count,
 	TensorState *t = (TensorState *) state;
 	TensorRefinement refine = t->refine;
 	const float *x = t->xpad != NULL ? t->xpad : s->x32;	/* rows of width ld */
+	bool		screened;
+	const int32_t *list;
+	const unsigned int *list_count;
 
 	refine.x64 = s->x64 + first * s->d;	/* re-ordering swaps the buffers */
 	if (refine.xnorm != NULL)
@@ -274,9 +305,29 @@ tensor_label(CudaSession *s, void *state, int64_t first, int64_t count,
 									s->kernel, s->params->tensor_streamed, s->labels + first,
 									changed, t->group_tops, s->stream, err) != GC_OK)
 		return err->status;
-	if (status == NULL || !t->exact)
+	if (!t->exact)
 		return GC_OK;
-	if (s->kernel == GC_KERNEL_TENSOR_3XTF32)
+	screened = s->kernel != GC_KERNEL_TENSOR_3XTF32;
+	list = screened ? t->exact_rows : t->doubtful;
+	list_count = screened ? t->exact_count : t->doubtful_count;
+	if (t->separations == NULL && !t->unseparable)
+	{
+		bool		much;
+
+		if (check_scans_much(s, t, count, screened, list_count, &much, err) != GC_OK)
+			return err->status;
+		if (much)
+		{
+			t->unseparable = !gc_tensor_separate(s, t, NULL);
+			refine.separations = t->separations;
+		}
+	}
+	if (launch_refine_labels(&refine, s->k, list, list_count, s->labels + first, changed,
+							 s->stream, err) != GC_OK)
+		return err->status;
+	if (status == NULL)
+		return GC_OK;
+	if (!screened)
 		return add_count(&status->doubtful, t->doubtful_count, s->stream, err);
 	/* the screen's doubts, then what 3xTF32 left for the exact check */
 	if (add_count(&status->screened, t->doubtful_count, s->stream, err) != GC_OK)

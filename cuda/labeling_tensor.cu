@@ -321,10 +321,12 @@ exact_pass(const void *x, const void *c, const float *cnorm, const TensorRefinem
 /*
  * kernel GC_KERNEL_TENSOR_TF32: one TF32 pass, every label trusted;
  * GC_KERNEL_TENSOR_3XTF32: 3xTF32 over every point, the doubtful ones
- * checked exactly; GC_KERNEL_TENSOR_SCREENED: the TF32 screen, 3xTF32 over
- * what it doubts, the exact check over what 3xTF32 doubts;
+ * listed in refine->doubtful; GC_KERNEL_TENSOR_SCREENED: the TF32 screen,
+ * then 3xTF32 over what it doubts, listing what 3xTF32 doubts in
+ * refine->exact (refine->count_host holds the screen's count after);
  * GC_KERNEL_TENSOR_SCREENED_WGMMA: the same with the screen on Hopper's
- * wgmma (refine->wgmma_ops: the rows from wgmma_first, read as TF32)
+ * wgmma (refine->wgmma_ops: the rows from wgmma_first, read as TF32).
+ * The exact check of the list (launch_refine_labels) is the caller's.
  */
 GcStatus
 launch_assign_points_tensor(const float *xp, const float *cp, const float *cnorm,
@@ -343,20 +345,18 @@ launch_assign_points_tensor(const float *xp, const float *cp, const float *cnorm
 	GC_CUDA_TRY(cudaMemsetAsync(refine->doubtful_count, 0, sizeof(unsigned int), stream), err);
 	if (kernel == GC_KERNEL_TENSOR_3XTF32)
 	{
-		/* 3xTF32 over every point, the doubtful ones checked exactly */
-		if (launch_pass<GC_KERNEL_TENSOR_3XTF32>(exact_pass(xp, cp, cnorm, refine, refine->eps_3xtf32,
-															0.0f, n, NULL, ld, k, labels, changed,
-															refine->doubtful,
-															refine->doubtful_count, partials),
-												 streamed, stream, err) != GC_OK)
-			return err->status;
-		return launch_refine_labels(refine, k, refine->doubtful, refine->doubtful_count, labels,
-									changed, stream, err);
+		/* 3xTF32 over every point, listing the doubtful ones */
+		return launch_pass<GC_KERNEL_TENSOR_3XTF32>(exact_pass(xp, cp, cnorm, refine,
+															   refine->eps_3xtf32, 0.0f, n, NULL,
+															   ld, k, labels, changed,
+															   refine->doubtful,
+															   refine->doubtful_count, partials),
+													streamed, stream, err);
 	}
 
 	/*
 	 * The TF32 screen (with the norms of the TF32 centroids), then 3xTF32
-	 * over the points it doubts, then the exact check
+	 * over the points it doubts
 	 */
 	GC_CUDA_TRY(cudaMemsetAsync(refine->exact_count, 0, sizeof(unsigned int), stream), err);
 	screen = exact_pass(xp, cp, refine->cnorm_tf32, refine, refine->eps_tf32_sq,
@@ -371,14 +371,12 @@ launch_assign_points_tensor(const float *xp, const float *cp, const float *cnorm
 	GC_CUDA_TRY(cudaMemcpyAsync(refine->count_host, refine->doubtful_count, sizeof(unsigned int),
 								cudaMemcpyDeviceToHost, stream), err);
 	GC_CUDA_TRY(cudaStreamSynchronize(stream), err);
-	if (launch_pass<GC_KERNEL_TENSOR_3XTF32>(exact_pass(xp, cp, cnorm, refine, refine->eps_3xtf32,
-														0.0f, (int64_t) *refine->count_host,
-														refine->doubtful, ld, k, labels, changed,
-														refine->exact, refine->exact_count, NULL),
-											 streamed, stream, err) != GC_OK)
-		return err->status;
-	return launch_refine_labels(refine, k, refine->exact, refine->exact_count, labels, changed,
-								stream, err);
+	return launch_pass<GC_KERNEL_TENSOR_3XTF32>(exact_pass(xp, cp, cnorm, refine, refine->eps_3xtf32,
+														   0.0f, (int64_t) *refine->count_host,
+														   refine->doubtful, ld, k, labels,
+														   changed, refine->exact,
+														   refine->exact_count, NULL),
+												streamed, stream, err);
 }
 
 GcStatus

@@ -19,15 +19,73 @@
 
 #define REFINE_THREADS 128
 #define REFINE_BLOCKS 1024
+/* terms a block stages at once: slots x columns */
+#define REFINE_TERMS 2048
+
+/*
+ * Exact squared distances from the row x to the centroids listed at
+ * list[0 .. slots) (or first .. first + slots, list NULL), slots <= the
+ * block's threads; thread g gets slot g's.  The block computes the terms
+ * (x_j - c_j)^2 of a tile of columns of every slot together, threads
+ * running along each centroid's row (reads coalesced), into terms; then
+ * thread g adds its slot's terms in dimension order, as gc_sqdist_exact
+ * does, so equal to it to the bit.  The tile is wide for few slots (128
+ * columns for up to 16) and narrow for many (16 for up to 128).  Every
+ * thread of the block calls it: it synchronises the block.
+ */
+static __device__ double
+staged_group_sqdist(const double *__restrict__ x, const double *__restrict__ c64, int d,
+					const uint16_t *list, int first, int slots, double *terms)
+{
+	int			shift = slots <= 16 ? 7 : slots <= 32 ? 6 : slots <= 64 ? 5 : 4;
+	int			columns = 1 << shift,
+				stride = columns + 1,	/* a slot's terms start in another bank */
+				tile = slots << shift;	/* <= REFINE_TERMS */
+	double		s = 0.0;
+
+	for (int j0 = 0; j0 < d; j0 += columns)
+	{
+		int			width = min(columns, d - j0);
+
+		for (int i = threadIdx.x; i < tile; i += blockDim.x)
+		{
+			int			g = i >> shift,
+						j = i & (columns - 1);
+
+			if (j < width)
+			{
+				int			c = list != NULL ? list[g] : first + g;
+				double		t = __dsub_rn(x[j0 + j], c64[(int64_t) c * d + j0 + j]);
+
+				terms[g * stride + j] = __dmul_rn(t, t);
+			}
+		}
+		__syncthreads();
+		if ((int) threadIdx.x < slots)
+			for (int j = 0; j < width; j++)
+				s = __dadd_rn(s, terms[threadIdx.x * stride + j]);
+		__syncthreads();
+	}
+	return s;
+}
 
 /*
  * The exact nearest centroid of each doubtful point: one block per point,
- * threads over the centroids, distances as the CPU reference computes them.
- * With separations, only the centroids within reach of the point's label
- * (its exact distance, computed first) are measured: the others are
- * farther than the label (centroid_separations.cu); with need_below too,
- * farther than need_below[row], and a point whose label is that far with
- * every centroid beyond its 3xTF32 bound keeps its label.
+ * distances as the CPU reference computes them, ties to the lowest
+ * centroid.  Without separations, threads run over all k centroids, a
+ * distance each at a time.  With them, only the centroids within reach of
+ * the point's label (its exact distance, computed first) are measured:
+ * the others are farther than the label (centroid_separations.cu); with
+ * need_below too, farther than need_below[row], and a point whose label
+ * is that far with every centroid beyond its 3xTF32 bound keeps its label.
+ * Those are listed and measured in staged groups (staged_group_sqdist).
+ * Before, a thread measured each listed centroid alone, reading it along
+ * its row, a line a lane at every load: on the H100, Lloyd on the
+ * near-duplicate rows of bench/results/near-duplicates-h100.md (300,000 x
+ * 768, k = 1,000, 30% of the rows checked) labelled in 49.6 ms an
+ * iteration, now 7.3, and k-means|| there seeds in 235-242 ms instead of
+ * 325-331, its first round listing nearly every sample; measuring lists
+ * longer than 128 a thread per centroid, as before, took 321-331 ms.
  */
 __global__ void
 __launch_bounds__(REFINE_THREADS)
@@ -39,11 +97,11 @@ refine_labels_kernel(const double *__restrict__ x64, const double *__restrict__ 
 					 const unsigned int *doubtful_count, int32_t *__restrict__ labels,
 					 unsigned long long *changed, unsigned long long *refined)
 {
+	__shared__ double terms[REFINE_TERMS + REFINE_THREADS];
+	__shared__ uint16_t listed[GC_SEPARATIONS_MAX_K];
 	__shared__ double best_d2[REFINE_THREADS];
 	__shared__ int best_c[REFINE_THREADS];
-	__shared__ const float *from;	/* the label's separations, or NULL: all */
-	__shared__ int label;			/* with them, the label and its distance */
-	__shared__ double label_d2;
+	__shared__ int nlisted;
 	__shared__ double reach;
 	__shared__ bool kept;
 	unsigned	count = *doubtful_count;
@@ -54,20 +112,34 @@ refine_labels_kernel(const double *__restrict__ x64, const double *__restrict__ 
 		int64_t		row = doubtful[2 * e];
 		int			previous = doubtful[2 * e + 1];
 		const double *x = x64 + row * d;
+		int			a = labels[row];
 		double		mine = DBL_MAX;
 		int			mine_c = k;
 
-		if (threadIdx.x == 0)
+		if (separations == NULL || a < 0 || a >= k)
 		{
-			int			a = labels[row];
-
-			from = NULL;
-			kept = false;
-			if (separations != NULL && a >= 0 && a < k)
+			for (int c = threadIdx.x; c < k; c += blockDim.x)
 			{
-				double		da = gc_sqdist_exact(x, c64 + (int64_t) a * d, d),
-							limit = da;
+				double		s = gc_sqdist_exact(x, c64 + (int64_t) c * d, d);
 
+				measured++;
+				if (s < mine)
+				{
+					mine = s;
+					mine_c = c;
+				}
+			}
+		}
+		else
+		{
+			const float *from = separations + (int64_t) a * k;
+			double		da = staged_group_sqdist(x, c64, d, NULL, a, 1, terms);
+
+			if (threadIdx.x == 0)
+			{
+				double		limit = da;
+
+				kept = false;
 				if (need_below != NULL)
 				{
 					/*
@@ -81,35 +153,37 @@ refine_labels_kernel(const double *__restrict__ x64, const double *__restrict__ 
 					kept = (da - 2.0 * g) * (1.0 - 0x1p-30) > need_below[row];
 				}
 				measured++;
-				from = separations + (int64_t) a * k;
-				label = a;
-				label_d2 = da;
+				mine = da;
+				mine_c = a;
 				reach = gc_separation_reach(da, limit);
+				nlisted = 0;
 			}
-		}
-		__syncthreads();
-		if (kept)
-		{
-			__syncthreads();	/* all have read kept before the next row sets it */
-			continue;
-		}
-		for (int c = threadIdx.x; c < k; c += blockDim.x)
-		{
-			double		s;
-
-			if (from != NULL && (double) from[c] > reach)
+			__syncthreads();
+			if (kept)
+			{
+				__syncthreads();	/* all have read kept before the next row sets it */
 				continue;
-			if (from != NULL && c == label)
-				s = label_d2;
-			else
-			{
-				s = gc_sqdist_exact(x, c64 + (int64_t) c * d, d);
-				measured++;
 			}
-			if (s < mine)
+			for (int c = threadIdx.x; c < k; c += blockDim.x)
+				if (c != a && (double) from[c] <= reach)
+					listed[atomicAdd(&nlisted, 1)] = (uint16_t) c;
+			__syncthreads();
+			for (int g0 = 0; g0 < nlisted; g0 += blockDim.x)
 			{
-				mine = s;
-				mine_c = c;
+				int			slots = min((int) blockDim.x, nlisted - g0);
+				double		s = staged_group_sqdist(x, c64, d, listed + g0, 0, slots, terms);
+
+				if ((int) threadIdx.x < slots)
+				{
+					int			c = listed[g0 + threadIdx.x];
+
+					measured++;
+					if (s < mine || (s == mine && c < mine_c))
+					{
+						mine = s;
+						mine_c = c;
+					}
+				}
 			}
 		}
 		best_d2[threadIdx.x] = mine;
