@@ -73,7 +73,9 @@ staged_group_sqdist(const double *__restrict__ x, const double *__restrict__ c64
  * The exact nearest centroid of each doubtful point: one block per point,
  * distances as the CPU reference computes them, ties to the lowest
  * centroid.  Without separations, threads run over all k centroids, a
- * distance each at a time.  With them, only the centroids within reach of
+ * distance each at a time (staged groups over all k took 18.9 ms an
+ * iteration against 11.5 on 1M x 768 blobs, where few rows are checked).
+ * With them, only the centroids within reach of
  * the point's label (its exact distance, computed first) are measured:
  * the others are farther than the label (centroid_separations.cu); with
  * need_below too, farther than need_below[row], and a point whose label
