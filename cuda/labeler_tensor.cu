@@ -70,7 +70,7 @@ typedef struct TensorState
 	const float *described;		/* wgmma screen: the rows ops describes */
 	WgmmaOperands ops;			/* wgmma screen: the rows and ctf32 as tensor maps */
 	float	   *separations;	/* exact check: k x k, once it takes them */
-	bool		unseparable;	/* no room for them: not asked again */
+	bool		unseparable;	/* no room for them: not tried again */
 } TensorState;
 
 static GcStatus
@@ -193,12 +193,20 @@ tensor_refresh(CudaSession *s, void *state, GcError *err)
 	return launch_wgmma_half_norms(t->cnorm_tf32, s->k, t->half_norms, s->stream, err);
 }
 
+/* Whether the exact check can still take the table: k allows, and it was not refused */
+static bool
+separable(const CudaSession *s, const TensorState *t)
+{
+	return t->exact && s->k <= GC_SEPARATIONS_MAX_K && !t->unseparable;
+}
+
 /*
  * The exact check skips by the centroids' separations from now on, where
  * k allows and the table fits on the device: it is made here, from the
- * centroids as they are, and again at each refresh; whether it does.
- * need_below (n values, or NULL) are the D^2 of k-means|| rows: a row
- * needs its exact nearest centroid only where that is nearer.
+ * centroids as they are, and again at each refresh; whether it does.  A
+ * table that cannot be had is not tried again.  need_below (n values, or
+ * NULL) are the D^2 of k-means|| rows: a row needs its exact nearest
+ * centroid only where that is nearer.
  */
 bool
 gc_tensor_separate(CudaSession *s, void *state, const double *need_below)
@@ -208,12 +216,13 @@ gc_tensor_separate(CudaSession *s, void *state, const double *need_below)
 
 	if (t->separations != NULL)
 		return true;
-	if (!t->exact || s->k > GC_SEPARATIONS_MAX_K)
+	if (!separable(s, t))
 		return false;
 	if (cudaMalloc((void **) &t->separations, sizeof(float) * s->k * s->k) != cudaSuccess)
 	{
 		(void) cudaGetLastError();	/* out of memory: the check scans all k */
 		t->separations = NULL;
+		t->unseparable = true;
 		return false;
 	}
 	if (launch_centroid_separations(s->c64, s->k, s->d, t->separations, s->stream,
@@ -221,6 +230,7 @@ gc_tensor_separate(CudaSession *s, void *state, const double *need_below)
 	{
 		cudaFree(t->separations);
 		t->separations = NULL;
+		t->unseparable = true;
 		return false;
 	}
 	t->refine.separations = t->separations;
@@ -260,7 +270,7 @@ check_scans_much(CudaSession *s, TensorState *t, int64_t count, bool screened,
 	double		most = DOUBTFUL_MAX_FRACTION * (double) count;
 
 	*much = false;
-	if (s->k > GC_SEPARATIONS_MAX_K || (screened && (double) *t->count_host <= most))
+	if (screened && (double) *t->count_host <= most)
 		return GC_OK;
 	GC_CUDA_TRY(cudaMemcpyAsync(t->count_host, list_count, sizeof(unsigned int),
 								cudaMemcpyDeviceToHost, s->stream), err);
@@ -310,17 +320,14 @@ tensor_label(CudaSession *s, void *state, int64_t first, int64_t count,
 	screened = s->kernel != GC_KERNEL_TENSOR_3XTF32;
 	list = screened ? t->exact_rows : t->doubtful;
 	list_count = screened ? t->exact_count : t->doubtful_count;
-	if (t->separations == NULL && !t->unseparable)
+	if (t->separations == NULL && separable(s, t))
 	{
 		bool		much;
 
 		if (check_scans_much(s, t, count, screened, list_count, &much, err) != GC_OK)
 			return err->status;
-		if (much)
-		{
-			t->unseparable = !gc_tensor_separate(s, t, NULL);
+		if (much && gc_tensor_separate(s, t, NULL))
 			refine.separations = t->separations;
-		}
 	}
 	if (launch_refine_labels(&refine, s->k, list, list_count, s->labels + first, changed,
 							 s->stream, err) != GC_OK)
@@ -358,9 +365,9 @@ exact_review(CudaSession *s, void *state, const IterationStatus *st)
 		t->screen_again = it + SCREEN_RETRY;
 		return GC_KERNEL_TENSOR_3XTF32;
 	}
+	/* the labeling took the table where it could (tensor_label) */
 	if ((double) st->refined > DOUBTFUL_MAX_FRACTION * full)
-		return t->separations == NULL && gc_tensor_separate(s, t, NULL) ? s->kernel :
-			GC_KERNEL_TILED;
+		return GC_KERNEL_TILED;
 	if (s->kernel == GC_KERNEL_TENSOR_3XTF32 && t->screen_again > 0 && it >= t->screen_again)
 		return t->screen;
 	return s->kernel;
