@@ -584,6 +584,7 @@ typedef struct SampleBuffers
 	int32_t    *pairs;			/* m (row, previous label) pairs: refine_labels' list */
 	unsigned int *count;		/* m, the list's length */
 	int32_t    *gathered;		/* m labels copied out of the session's */
+	double	   *columns;		/* the centroids by column, k x d */
 } SampleBuffers;
 
 /*
@@ -630,8 +631,10 @@ label_sample_on_device(CudaSession *s, const double *centroids, const int64_t *s
 	memset(&refine, 0, sizeof(refine));
 	refine.x64 = s->x64;
 	refine.c64 = s->c64;
+	refine.c64_columns = b->columns;
 	refine.d = s->d;
-	if (launch_refine_labels(&refine, s->k, b->pairs, b->count, s->labels, NULL, s->stream,
+	if (launch_centroid_columns(s->c64, s->k, s->d, b->columns, s->stream, err) != GC_OK ||
+		launch_refine_labels(&refine, s->k, b->pairs, b->count, s->labels, NULL, s->stream,
 							 err) != GC_OK)
 		return err->status;
 	return copy_sample_labels(s, b->rows, m, b->gathered, exact, err);
@@ -642,19 +645,21 @@ cuda_label_sample(void *session, const double *centroids, const int64_t *sample,
 				  int32_t *labels, int32_t *exact, GcError *err)
 {
 	CudaSession *s = (CudaSession *) session;
-	SampleBuffers b = {NULL, NULL, NULL, NULL};
+	SampleBuffers b = {NULL, NULL, NULL, NULL, NULL};
 	GcStatus	status;
 
 	if ((status = device_alloc(&b.rows, m, err)) == GC_OK &&
 		(status = device_alloc(&b.pairs, 2 * (size_t) m, err)) == GC_OK &&
 		(status = device_alloc(&b.count, 1, err)) == GC_OK &&
-		(status = device_alloc(&b.gathered, m, err)) == GC_OK)
+		(status = device_alloc(&b.gathered, m, err)) == GC_OK &&
+		(status = device_alloc(&b.columns, (size_t) s->k * s->d, err)) == GC_OK)
 		status = label_sample_on_device(s, centroids, sample, m, labels, exact, &b, err);
 	(void) cudaStreamSynchronize(s->stream);
 	cudaFree(b.rows);
 	cudaFree(b.pairs);
 	cudaFree(b.count);
 	cudaFree(b.gathered);
+	cudaFree(b.columns);
 	return status;
 }
 

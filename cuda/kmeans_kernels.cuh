@@ -160,6 +160,7 @@ typedef struct TensorRefinement
 	unsigned int *count_host;	/* page-locked: the screen's count, read back */
 	const double *x64;
 	const double *c64;
+	const double *c64_columns;	/* c64 by column, for the check without skips */
 	int			d;
 	/* the check's skips (centroid_separations.cu): a k x k table, or NULL */
 	const float *separations;
@@ -227,8 +228,12 @@ GcStatus	launch_pad_rows_scaled(const float *src, int64_t rows, int d, int ld, f
  * tensor_operands.cu: the exact nearest centroid (double, as the CPU
  * computes) of every point listed, from refine's x64, c64 and d; where
  * refine->separations is set, starting from the point's label and skipping
- * the centroids its separations rule out
+ * the centroids its separations rule out, and otherwise measuring all k
+ * from refine->c64_columns, which launch_centroid_columns makes (k x d
+ * doubles, coordinate j of centroid c at j k + c)
  */
+GcStatus	launch_centroid_columns(const double *c64, int k, int d, double *columns,
+									cudaStream_t stream, GcError *err);
 GcStatus	launch_refine_labels(const TensorRefinement *refine, int k, const int32_t *list,
 								 const unsigned int *list_count, int32_t *labels,
 								 unsigned long long *changed, cudaStream_t stream,

@@ -69,6 +69,7 @@ typedef struct TensorState
 	float	   *half_norms;		/* wgmma screen: -||c||^2 / 2 of ctf32, padded */
 	const float *described;		/* wgmma screen: the rows ops describes */
 	WgmmaOperands ops;			/* wgmma screen: the rows and ctf32 as tensor maps */
+	double	   *columns;		/* exact check without them: c64 by column */
 	float	   *separations;	/* exact check: k x k, once it takes them */
 	bool		unseparable;	/* no room for them: not tried again */
 } TensorState;
@@ -127,6 +128,8 @@ tensor_open(CudaSession *s, bool exact, void **state, GcError *err)
 	t->refine.x64 = s->x64;
 	t->refine.c64 = s->c64;
 	t->refine.d = d;
+	ALLOC_OR_RETURN(t->columns, (size_t) s->k * d);
+	t->refine.c64_columns = t->columns;
 
 	ALLOC_OR_RETURN(t->cnorm_tf32, (size_t) kpad);
 	GC_CUDA_TRY(cudaMemsetAsync(t->cnorm_tf32, 0, sizeof(float) * kpad, s->stream), err);
@@ -176,6 +179,9 @@ tensor_refresh(CudaSession *s, void *state, GcError *err)
 	TensorState *t = (TensorState *) state;
 
 	if (launch_pad_rows(s->c32, s->k, s->d, t->ld, t->cpad, s->stream, err) != GC_OK)
+		return err->status;
+	if (t->columns != NULL &&
+		launch_centroid_columns(s->c64, s->k, s->d, t->columns, s->stream, err) != GC_OK)
 		return err->status;
 	if (t->separations != NULL &&
 		launch_centroid_separations(s->c64, s->k, s->d, t->separations, s->stream,
@@ -392,6 +398,7 @@ tensor_close(void *state)
 	cudaFree(t->exact_count);
 	cudaFree(t->ctf32);
 	cudaFree(t->half_norms);
+	cudaFree(t->columns);
 	cudaFree(t->separations);
 	free(t);
 }
