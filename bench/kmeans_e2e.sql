@@ -19,7 +19,7 @@ SELECT m::jsonb - 'centroids' - 'sizes' AS model FROM (SELECT kmeans_gpu(v, 100)
 SELECT m::jsonb - 'centroids' - 'sizes' AS model FROM (SELECT kmeans_gpu(v, 100) m FROM bench_t) s;
 \echo == three rounds of (bare scan, kmeans_gpu) back to back, timed in the server
 \timing off
-CREATE TEMP TABLE e2e_rounds (round int, scan_ms numeric, fit_ms numeric);
+CREATE TEMP TABLE e2e_rounds (round int, scan_ms numeric, fit_ms numeric, timings jsonb);
 \set round 1
 \ir kmeans_e2e_round.sql
 \set round 2
@@ -27,6 +27,9 @@ CREATE TEMP TABLE e2e_rounds (round int, scan_ms numeric, fit_ms numeric);
 \set round 3
 \ir kmeans_e2e_round.sql
 SELECT round, scan_ms, fit_ms, round(fit_ms / scan_ms, 2) AS ratio FROM e2e_rounds ORDER BY round;
+SELECT round, (SELECT string_agg(key || ' ' || round(value::numeric, 1), ', ' ORDER BY key)
+			   FROM jsonb_each_text(timings)) AS fit_phases_ms
+FROM e2e_rounds ORDER BY round;
 SELECT round(percentile_cont(0.5) WITHIN GROUP (ORDER BY fit_ms / scan_ms)::numeric, 2) AS median_ratio
 FROM e2e_rounds;
 \timing on

@@ -14,7 +14,7 @@ EXPLAIN (COSTS OFF) SELECT kmeans_gpu(v, 100) FROM bench_t;
 \echo == warm-up: the CUDA context and the page-locked buffers of the session
 SELECT (m::jsonb) - 'centroids' - 'sizes' AS model FROM (SELECT kmeans_gpu(v, 100) m FROM bench_t) s;
 \echo == three rounds of (parallel bare scan, parallel kmeans_gpu), timed in the server
-CREATE TEMP TABLE e2e_rounds (round int, scan_ms numeric, fit_ms numeric);
+CREATE TEMP TABLE e2e_rounds (round int, scan_ms numeric, fit_ms numeric, timings jsonb);
 \set round 1
 \ir kmeans_e2e_round.sql
 \set round 2
@@ -22,6 +22,9 @@ CREATE TEMP TABLE e2e_rounds (round int, scan_ms numeric, fit_ms numeric);
 \set round 3
 \ir kmeans_e2e_round.sql
 SELECT round, scan_ms, fit_ms, round(fit_ms / scan_ms, 2) AS ratio FROM e2e_rounds ORDER BY round;
+SELECT round, (SELECT string_agg(key || ' ' || round(value::numeric, 1), ', ' ORDER BY key)
+			   FROM jsonb_each_text(timings)) AS fit_phases_ms
+FROM e2e_rounds ORDER BY round;
 SELECT round(percentile_cont(0.5) WITHIN GROUP (ORDER BY fit_ms / scan_ms)::numeric, 2) AS median_ratio
 FROM e2e_rounds;
 \echo == serial plan, for reference
