@@ -211,8 +211,9 @@ gpu_budget(int g)
  * - greedy seeding's distances: the minimum and its candidates', the
  *   latter only where they fit beside the data (8 + 8 min(d, 2 + ln k)),
  *   bounded here by 8 + 8 min(d, 32);
- * and per centroid six copies of it (the centroids in double and float32,
- * their previous values, sums, padded and TF32 copies: 48 d), the pruned
+ * and per centroid seven copies of it (the centroids in double and
+ * float32, their previous values, sums, padded and TF32 copies, and the
+ * exact check's copy by column: 56 d), the pruned
  * labeler's three k x k tables where it runs (k <= GC_PRUNED_MAX_K, 4096;
  * they also cover the exact check's one table of separations, k x k
  * floats for k <= 4096, or m x m for a k-means|| round's m ~ k samples),
@@ -230,7 +231,7 @@ estimate_gpu_bytes(const GcServiceRequest *req)
 				pruned_k = Min(k, 4096);
 
 	return (Size) (n * (12 * d + 40 + Max(pruned, tensor) + 12 + seeding) +
-				   k * d * 48 + pruned_k * pruned_k * 12 + (64 << 20));
+				   k * d * 56 + pruned_k * pruned_k * 12 + (64 << 20));
 }
 
 /*
