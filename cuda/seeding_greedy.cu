@@ -26,6 +26,13 @@
  * columns of n), and the next step's race reads its winner's column
  * instead of computing a distance: the rows are read once per step.
  * Otherwise the race recomputes the distance to the previous centre.
+ * Over few rows (gc_greedy_table_rows: k-means||'s recluster of ~5k
+ * candidates), the steps are bound by latency, not by work: each
+ * potential pass is a chain of d dependent terms per thread over too few
+ * threads to hide it, and the 1,000 steps of k = 1,000 (8 candidates
+ * each) measure 1.6 times as many pairs as there are.  There one kernel
+ * first measures every pair into an n x n table at the device's double
+ * rate, and the steps read their distances from it.
  * Distances are gc_sqdist_exact's (double, no FMA, in dimension order),
  * so every value equals the CPU's bit for bit.
  *
@@ -54,6 +61,8 @@
 #define GREEDY_RACE_BLOCKS_PER_SM 2
 #define GREEDY_STAGED 4096		/* row values a potential pass stages at once (32 kB) */
 #define GREEDY_LOADS 16			/* loads in flight per thread while staging */
+#define TABLE_TILE 64			/* a table block's rows, each way: 16 x 16 threads of 4 x 4 */
+#define TABLE_DEPTH 32			/* dimensions a table block stages at once */
 
 /* Shared memory of greedy_potential_kernel for blocks of rows rows */
 static size_t
@@ -67,9 +76,10 @@ potential_shared_bytes(int rows)
 /*
  * Races of step t's candidates group * GREEDY_GROUP onwards (count of
  * them), one block row per group (blockIdx.y).  Blocks of group 0 store
- * D^2 into mind2; the others compute the same value.  A warp's lanes take
- * consecutive rows and race together (gc_warp_race), so every lane's
- * leader is its warp's.
+ * D^2 into mind2; the others compute the same value (from the previous
+ * step's column of cand_d2, else the table, else the rows).  A warp's
+ * lanes take consecutive rows and race together (gc_warp_race), so every
+ * lane's leader is its warp's.
  */
 __global__ void
 greedy_race_kernel(const double *__restrict__ x64, const uint64_t *__restrict__ hashes,
@@ -77,7 +87,7 @@ greedy_race_kernel(const double *__restrict__ x64, const uint64_t *__restrict__ 
 				   uint64_t seed, int t, int L, int step_candidates, int inertia_exp,
 				   const long long *__restrict__ chosen,
 				   const int *__restrict__ winner,
-				   const double *__restrict__ cand_d2,
+				   const double *__restrict__ cand_d2, const double *__restrict__ table,
 				   double *__restrict__ mind2, unsigned long long *race)
 {
 	__shared__ unsigned long long warp_best[GREEDY_THREADS / 32][GREEDY_GROUP];
@@ -110,7 +120,8 @@ greedy_race_kernel(const double *__restrict__ x64, const uint64_t *__restrict__ 
 					m = stored[i];
 				else
 				{
-					m = gc_sqdist_exact(x64 + i * d, previous, d);
+					m = table != NULL ? table[(int64_t) chosen[t - 1] * n + i] :
+						gc_sqdist_exact(x64 + i * d, previous, d);
 					if (t > 1 && mind2[i] < m)
 						m = mind2[i];
 				}
@@ -198,6 +209,88 @@ stage_columns(double *dst, int dst_stride, const double *__restrict__ x64, int d
 }
 
 /*
+ * The table of greedy seeding over few rows: table[a n + b] =
+ * gc_sqdist_exact(x_a, x_b) for every pair.  A block measures a tile of
+ * TABLE_TILE x TABLE_TILE pairs, each thread 4 x 4 of them, staging
+ * TABLE_DEPTH dimensions of both tiles' rows at a time; each sum still runs
+ * in dimension order without FMA, so it equals gc_sqdist_exact's bit for
+ * bit ((a - b)^2 = (b - a)^2 exactly, and the zeros padding a last, short
+ * stage add +0 to a non-negative sum).  Only tiles on or above the
+ * diagonal are measured; each writes its mirror too.
+ */
+__global__ void
+__launch_bounds__(GREEDY_THREADS)
+greedy_table_kernel(const double *__restrict__ x64, int64_t n, int d, double *__restrict__ table)
+{
+	__shared__ double a_sh[TABLE_TILE][TABLE_DEPTH + 1];	/* odd stride: no bank conflicts */
+	__shared__ double b_sh[TABLE_TILE][TABLE_DEPTH + 1];
+	int64_t		a0 = (int64_t) blockIdx.y * TABLE_TILE,
+				b0 = (int64_t) blockIdx.x * TABLE_TILE;
+	int			tx = threadIdx.x % 16,
+				ty = threadIdx.x / 16;
+	double		sum[4][4];
+
+	if (blockIdx.x < blockIdx.y)
+		return;
+#pragma unroll
+	for (int r = 0; r < 4; r++)
+#pragma unroll
+		for (int c = 0; c < 4; c++)
+			sum[r][c] = 0.0;
+	for (int j0 = 0; j0 < d; j0 += TABLE_DEPTH)
+	{
+		__syncthreads();		/* the previous stage is read */
+#pragma unroll
+		for (int e = threadIdx.x; e < TABLE_TILE * TABLE_DEPTH; e += GREEDY_THREADS)
+		{
+			int			r = e / TABLE_DEPTH,
+						j = j0 + e % TABLE_DEPTH;
+
+			a_sh[r][e % TABLE_DEPTH] = a0 + r < n && j < d ? x64[(a0 + r) * d + j] : 0.0;
+			b_sh[r][e % TABLE_DEPTH] = b0 + r < n && j < d ? x64[(b0 + r) * d + j] : 0.0;
+		}
+		__syncthreads();
+#pragma unroll 4
+		for (int j = 0; j < TABLE_DEPTH; j++)
+		{
+			double		av[4],
+						bv[4];
+
+#pragma unroll
+			for (int r = 0; r < 4; r++)
+			{
+				av[r] = a_sh[ty + 16 * r][j];
+				bv[r] = b_sh[tx + 16 * r][j];
+			}
+#pragma unroll
+			for (int r = 0; r < 4; r++)
+#pragma unroll
+				for (int c = 0; c < 4; c++)
+				{
+					double		diff = __dsub_rn(av[r], bv[c]);
+
+					sum[r][c] = __dadd_rn(sum[r][c], __dmul_rn(diff, diff));
+				}
+		}
+	}
+#pragma unroll
+	for (int r = 0; r < 4; r++)
+#pragma unroll
+		for (int c = 0; c < 4; c++)
+		{
+			int64_t		a = a0 + ty + 16 * r,
+						b = b0 + tx + 16 * c;
+
+			if (a < n && b < n)
+			{
+				table[a * n + b] = sum[r][c];
+				if (blockIdx.x != blockIdx.y)
+					table[b * n + a] = sum[r][c];
+			}
+		}
+}
+
+/*
  * Potentials of step t's candidates first .. first + count - 1: per block,
  * sum over its rows of weight * quantised min(D^2, d_j), into
  * partials[block * L + j]; min(D^2, d_j) into cand_d2's column j when kept.
@@ -219,13 +312,17 @@ stage_columns(double *dst, int dst_stride, const double *__restrict__ x64, int d
  * candidates q, q + SPLIT, ...  Few rows (the recluster's ~5k) then keep
  * SPLIT times the threads staging and adding, each candidate's sum still
  * one thread's, in the same order.
+ *
+ * TABLE: the distances are read from greedy_table_kernel's table, which
+ * holds the same values; nothing is staged.
  */
-template <int SPLIT>
+template <int SPLIT, bool TABLE>
 __global__ void
 __launch_bounds__(GREEDY_THREADS, 2)
 greedy_potential_kernel(const double *__restrict__ x64, const double *__restrict__ weights,
 						int64_t n, int d, int t, int L, int first, int count,
 						int inertia_exp, const unsigned long long *__restrict__ race,
+						const double *__restrict__ table,
 						const double *__restrict__ mind2, double *__restrict__ cand_d2,
 						gc_u128 *__restrict__ partials)
 {
@@ -247,6 +344,8 @@ greedy_potential_kernel(const double *__restrict__ x64, const double *__restrict
 #pragma unroll
 	for (int u = 0; u < per_thread; u++)
 		total[u] = 0;
+	if (TABLE)
+		__syncthreads();		/* centre_row is read without staging's barriers */
 	/* whole blocks go round the loop together: staging synchronises them */
 	for (int64_t base = (int64_t) blockIdx.x * block_rows; base < n;
 		 base += (int64_t) gridDim.x * block_rows)
@@ -257,8 +356,9 @@ greedy_potential_kernel(const double *__restrict__ x64, const double *__restrict
 
 #pragma unroll
 		for (int u = 0; u < per_thread; u++)
-			s[u] = 0.0;
-		for (int j0 = 0; j0 < d; j0 += columns)
+			s[u] = TABLE && mine && share + SPLIT * u < count ?
+				table[centre_row[share + SPLIT * u] * n + base + row] : 0.0;
+		for (int j0 = 0; !TABLE && j0 < d; j0 += columns)
 		{
 			int			width = d - j0 < columns ? d - j0 : columns;
 
@@ -373,6 +473,7 @@ typedef struct GreedyBuffers
 {
 	double	   *mind2;
 	double	   *cand_d2;
+	double	   *table;			/* n x n where taken (gc_greedy_table_rows) */
 	unsigned long long *race;
 	gc_u128    *partials;
 	int		   *winner;
@@ -384,6 +485,7 @@ free_buffers(GreedyBuffers *b)
 {
 	cudaFree(b->mind2);
 	cudaFree(b->cand_d2);
+	cudaFree(b->table);
 	cudaFree(b->race);
 	cudaFree(b->partials);
 	cudaFree(b->winner);
@@ -404,7 +506,8 @@ run_steps(const double *x64, const uint64_t *hashes, const double *weights,
 				nblocks,
 				race_blocks;
 	long long  *chosen_host;
-	decltype(&greedy_potential_kernel<1>) potential = greedy_potential_kernel<1>;
+	size_t		staged_bytes;
+	decltype(&greedy_potential_kernel<1, false>) potential = greedy_potential_kernel<1, false>;
 	/* a step is about (L + 1) n d units: poll after GC_POLL_WORK_GPU of them */
 	int64_t		poll_steps = gc_poll_gpu_items(gc_gpu_pass_units(n, (int64_t) d * (L + 1)), 1, k);
 
@@ -416,12 +519,25 @@ run_steps(const double *x64, const uint64_t *hashes, const double *weights,
 	 */
 	if (gc_cuda_multiprocessors(&sms, err) != GC_OK)
 		return err->status;
-	if (n < (int64_t) sms * GREEDY_THREADS)
+	/*
+	 * The table, where taken and it fits (else the steps measure as
+	 * before): its rows are few, so the steps take the small layout
+	 */
+	if (gc_greedy_table_rows(n, k, L) > 0 &&
+		cudaMalloc((void **) &b->table, sizeof(double) * n * n) != cudaSuccess)
+	{
+		(void) cudaGetLastError();
+		b->table = NULL;
+	}
+	if (b->table != NULL || n < (int64_t) sms * GREEDY_THREADS)
 	{
 		threads = GREEDY_SMALL_THREADS;
 		split = GREEDY_SMALL_SPLIT;
-		potential = greedy_potential_kernel<GREEDY_SMALL_SPLIT>;
+		potential = greedy_potential_kernel<GREEDY_SMALL_SPLIT, false>;
 	}
+	if (b->table != NULL)
+		potential = greedy_potential_kernel<GREEDY_SMALL_SPLIT, true>;
+	staged_bytes = b->table != NULL ? 0 : potential_shared_bytes(threads);
 	nblocks = (int) ((n + threads - 1) / threads);
 
 	if (nblocks > GREEDY_BLOCKS)
@@ -437,8 +553,7 @@ run_steps(const double *x64, const uint64_t *hashes, const double *weights,
 		int			resident = 0;
 
 		GC_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, potential,
-																  threads * split,
-																  potential_shared_bytes(threads)),
+																  threads * split, staged_bytes),
 					err);
 		if (resident > 0 && nblocks > resident * sms)
 			nblocks = resident * sms;
@@ -456,6 +571,13 @@ run_steps(const double *x64, const uint64_t *hashes, const double *weights,
 		b->cand_d2 = NULL;
 	}
 	GC_CUDA_TRY(cudaMemsetAsync(b->race, 0xff, sizeof(unsigned long long) * k * L, stream), err);
+	if (b->table != NULL)
+	{
+		int			tiles = (int) ((n + TABLE_TILE - 1) / TABLE_TILE);
+
+		greedy_table_kernel<<<dim3(tiles, tiles), GREEDY_THREADS, 0, stream>>>(x64, n, d, b->table);
+		GC_CUDA_LAUNCHED("greedy_table", err);
+	}
 
 	for (int t = 0; t < k; t++)
 	{
@@ -465,7 +587,7 @@ run_steps(const double *x64, const uint64_t *hashes, const double *weights,
 
 		greedy_race_kernel<<<race_grid, threads, 0, stream>>>(
 			x64, hashes, weights, n, d, seed, t, L, step_candidates, inertia_exp, b->chosen,
-			b->winner, b->cand_d2, b->mind2, b->race);
+			b->winner, b->cand_d2, b->table, b->mind2, b->race);
 		GC_CUDA_LAUNCHED("greedy_race", err);
 		if (t > 0)
 			for (int g = 0; g < groups; g++)
@@ -473,9 +595,9 @@ run_steps(const double *x64, const uint64_t *hashes, const double *weights,
 				int			group_count = step_candidates - g * GREEDY_GROUP < GREEDY_GROUP ?
 					step_candidates - g * GREEDY_GROUP : GREEDY_GROUP;
 
-				potential<<<nblocks, threads * split, potential_shared_bytes(threads), stream>>>(
+				potential<<<nblocks, threads * split, staged_bytes, stream>>>(
 					x64, weights, n, d, t, L, g * GREEDY_GROUP, group_count, inertia_exp,
-					b->race, b->mind2, b->cand_d2, b->partials);
+					b->race, b->table, b->mind2, b->cand_d2, b->partials);
 				GC_CUDA_LAUNCHED("greedy_potential", err);
 			}
 		greedy_pick_kernel<<<1, GREEDY_THREADS, 0, stream>>>(

@@ -666,6 +666,18 @@ extern int	gc_nearest_centroid_polled(const double *x, const double *centroids,
 #define GC_MAX_INIT_CANDIDATES 64
 extern int	gc_seed_candidates(const GcKmeansParams *params, int64_t n, int d);
 
+/*
+ * Greedy k-means++ on the GPU over few rows (k-means||'s recluster of ~5k
+ * candidates) first measures every pair of them into an n x n table
+ * (cuda/seeding_greedy.cu): the rows it is taken for, n where greedy runs
+ * (candidates > 1), its steps would measure as many pairs (n <= k
+ * candidates) and n <=
+ * GC_GREEDY_TABLE_MAX_ROWS (a table of 512 MB), else 0.  The GPU service
+ * counts the table in a fit's memory.
+ */
+#define GC_GREEDY_TABLE_MAX_ROWS 8192
+extern int64_t gc_greedy_table_rows(int64_t n, int k, int candidates);
+
 /* The CPU reference of greedy (and plain) k-means++ */
 extern GcStatus gc_seed_kmeanspp_cpu(const GcRows *rows, const GcFrame *frame,
 									 const GcKmeansParams *params, uint64_t seed,

@@ -60,6 +60,14 @@ gc_seed_candidates(const GcKmeansParams *params, int64_t n, int d)
 	return candidates;
 }
 
+/* The rows greedy seeding on the GPU measures pairwise first (gc_engine.h) */
+int64_t
+gc_greedy_table_rows(int64_t n, int k, int candidates)
+{
+	return candidates > 1 && n > 1 && n <= GC_GREEDY_TABLE_MAX_ROWS &&
+		n <= (int64_t) k * candidates ? n : 0;
+}
+
 /*
  * init auto: k-means++ (greedy by the rule above) where greedy runs by
  * default, k-means|| above (n k d > GC_GREEDY_SEED_MAX_WORK), where greedy

@@ -217,6 +217,9 @@ gpu_budget(int g)
  * labeler's three k x k tables where it runs (k <= GC_PRUNED_MAX_K, 4096;
  * they also cover the exact check's one table of separations, k x k
  * floats for k <= 4096, or m x m for a k-means|| round's m ~ k samples),
+ * greedy seeding's table of distances where it takes one (m x m doubles,
+ * m <= GC_GREEDY_TABLE_MAX_ROWS: the fit's rows, or k-means||'s
+ * candidates, at most k GC_MAX_INIT_CANDIDATES of them),
  * and 64 MB of workspace
  */
 static Size
@@ -228,10 +231,23 @@ estimate_gpu_bytes(const GcServiceRequest *req)
 				pruned = 12 * d + 72,
 				tensor = 4 * d + 124 + 128 + 20,
 				seeding = 8 + 8 * Min(d, 32),
-				pruned_k = Min(k, 4096);
+				pruned_k = Min(k, 4096),
+				table;
 
+	switch (gc_seed_method(&req->params, req->n, req->d))
+	{
+		case GC_INIT_KMEANS_PARALLEL:
+			table = Min(k * GC_MAX_INIT_CANDIDATES, GC_GREEDY_TABLE_MAX_ROWS);
+			break;
+		case GC_INIT_KMEANSPP:
+			table = gc_greedy_table_rows(req->n, req->params.k,
+										 gc_seed_candidates(&req->params, req->n, req->d));
+			break;
+		default:
+			table = 0;
+	}
 	return (Size) (n * (12 * d + 40 + Max(pruned, tensor) + 12 + seeding) +
-				   k * d * 56 + pruned_k * pruned_k * 12 + (64 << 20));
+				   k * d * 56 + pruned_k * pruned_k * 12 + table * table * 8 + (64 << 20));
 }
 
 /*

@@ -431,6 +431,24 @@ test_greedy_quality(void)
 	free(blob);
 }
 
+/*
+ * The GPU's table of distances is taken for greedy seeding over few rows
+ * (k-means||'s recluster: ~5k candidates for k = 1,000, 8 candidates a
+ * step), not for plain k-means++, more rows than the steps would measure
+ * pairwise, or more than GC_GREEDY_TABLE_MAX_ROWS
+ */
+static void
+test_table_rule(void)
+{
+	check(gc_greedy_table_rows(4857, 1000, 8) == 4857, "table for k-means||'s recluster at k = 1,000");
+	check(gc_greedy_table_rows(8000, 1000, 8) == 8000, "table for n = k L");
+	check(gc_greedy_table_rows(8001, 1000, 8) == 0, "no table for n > k L");
+	check(gc_greedy_table_rows(GC_GREEDY_TABLE_MAX_ROWS + 1, 5000, 8) == 0,
+		  "no table over GC_GREEDY_TABLE_MAX_ROWS rows");
+	check(gc_greedy_table_rows(100, 1000, 1) == 0, "no table for plain k-means++");
+	check(gc_greedy_table_rows(1, 10, 4) == 0, "no table for one row");
+}
+
 /* Fewer distinct rows than k: seeding still ends, with every distinct row chosen */
 static void
 test_duplicates(void)
@@ -505,10 +523,13 @@ test_gpu_equals_cpu(void)
 	/*
 	 * 40,000 rows: the potential pass's blocks of 256 threads, which stage
 	 * 16 columns at a time (19: a last chunk of 3); fewer rows run blocks
-	 * of 64 (64 columns at a time; 200: a last chunk of 8)
+	 * of 64 (64 columns at a time; 200: a last chunk of 8).  1,000 x 3, k
+	 * = 400 and 2,000 x 77, k = 300 take the table of distances
+	 * (gc_greedy_table_rows) with 3 or more candidates, 2,000 x 77 with a
+	 * last tile of 16 rows and a last stage of 13 dimensions
 	 */
 	static const int shapes[][3] = {{5000, 2, 40}, {20000, 17, 100}, {3000, 200, 30}, {1000, 3, 400},
-	{40000, 19, 24}};
+	{40000, 19, 24}, {2000, 77, 300}};
 	char		why[256];
 
 	if (!gc_cuda_use_device(0, why, sizeof(why)))
@@ -569,8 +590,10 @@ test_gpu_equals_cpu(void)
 					for (int c = 0; c < k; c++)
 						same &= cpu[c] == gpu[c];
 					snprintf(what, sizeof(what),
-							 "GPU seeding = CPU seeding (n=%d d=%d k=%d candidates=%d weighted=%d seed=%d; %.1f ms CPU, %.1f ms GPU)",
-							 n, d, k, gc_seed_candidates(&params, n, d), weighted, (int) seed, cpu_ms, gpu_ms);
+							 "GPU seeding = CPU seeding (n=%d d=%d k=%d candidates=%d%s weighted=%d seed=%d; %.1f ms CPU, %.1f ms GPU)",
+							 n, d, k, gc_seed_candidates(&params, n, d),
+							 gc_greedy_table_rows(n, k, gc_seed_candidates(&params, n, d)) > 0 ? " table" : "",
+							 weighted, (int) seed, cpu_ms, gpu_ms);
 					check(same, what);
 					if (seed == 0)
 						printf("%s\n", what);
@@ -752,6 +775,7 @@ main(int argc, char **argv)
 #endif
 	test_against_naive();
 	test_order_independence();
+	test_table_rule();
 	test_duplicates();
 	test_greedy_quality();
 	test_fit();
