@@ -279,18 +279,50 @@ launch_centroid_columns(const double *c64, int k, int d, double *columns,
 	return GC_OK;
 }
 
-/* Norm of every centred row */
+/*
+ * Norm of every centred row, a thread per row adding its squares in
+ * dimension order.  The block stages NORM_COLUMNS columns of its rows at
+ * a time, a warp reading 32 consecutive values of one row: a thread
+ * reading its own row touched another line in every lane at every
+ * coordinate, and at 1M x 768 the pass took 3.1 ms (by ncu on the H100),
+ * once per k-means|| round and once per fit, against about 1 ms to read
+ * the rows.  The sums are the same, in the same order.
+ */
+#define NORM_ROWS 256
+#define NORM_COLUMNS 32
+
 __global__ void
+__launch_bounds__(NORM_ROWS)
 row_norms_kernel(const float *__restrict__ x32, int64_t n, int d, float *__restrict__ xnorm)
 {
-	for (int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; i < n;
-		 i += (int64_t) gridDim.x * blockDim.x)
+	__shared__ float tile[NORM_ROWS][NORM_COLUMNS + 1];	/* odd stride: no bank conflicts */
+
+	/* whole blocks go round the loop together: staging synchronises them */
+	for (int64_t base = (int64_t) blockIdx.x * NORM_ROWS; base < n;
+		 base += (int64_t) gridDim.x * NORM_ROWS)
 	{
+		int			rows = n - base < NORM_ROWS ? (int) (n - base) : NORM_ROWS;
 		float		s = 0.0f;
 
-		for (int j = 0; j < d; j++)
-			s = fmaf(x32[i * d + j], x32[i * d + j], s);
-		xnorm[i] = sqrtf(s);
+		for (int j0 = 0; j0 < d; j0 += NORM_COLUMNS)
+		{
+			int			width = d - j0 < NORM_COLUMNS ? d - j0 : NORM_COLUMNS;
+
+			__syncthreads();	/* the previous columns are read */
+#pragma unroll 8
+			for (int e = threadIdx.x; e < rows * width; e += NORM_ROWS)
+			{
+				int			r = e / width;
+
+				tile[r][e - r * width] = x32[(base + r) * d + j0 + e - r * width];
+			}
+			__syncthreads();
+			if (threadIdx.x < rows)
+				for (int c = 0; c < width; c++)
+					s = fmaf(tile[threadIdx.x][c], tile[threadIdx.x][c], s);
+		}
+		if (threadIdx.x < rows)
+			xnorm[base + threadIdx.x] = sqrtf(s);
 	}
 }
 
@@ -298,7 +330,7 @@ GcStatus
 launch_row_norms(const float *x32, int64_t n, int d, float *xnorm, cudaStream_t stream,
 				 GcError *err)
 {
-	row_norms_kernel<<<1024, 256, 0, stream>>>(x32, n, d, xnorm);
+	row_norms_kernel<<<1024, NORM_ROWS, 0, stream>>>(x32, n, d, xnorm);
 	GC_CUDA_LAUNCHED("row_norms", err);
 	return GC_OK;
 }
