@@ -266,11 +266,7 @@ greedy_table_kernel(const double *__restrict__ x64, int64_t n, int d, double *__
 			for (int r = 0; r < 4; r++)
 #pragma unroll
 				for (int c = 0; c < 4; c++)
-				{
-					double		diff = __dsub_rn(av[r], bv[c]);
-
-					sum[r][c] = __dadd_rn(sum[r][c], __dmul_rn(diff, diff));
-				}
+					sum[r][c] = gc_sqdist_add(sum[r][c], av[r], bv[c]);
 		}
 	}
 #pragma unroll
@@ -378,11 +374,8 @@ greedy_potential_kernel(const double *__restrict__ x64, const double *__restrict
 #pragma unroll
 					for (int u = 0; u < per_thread; u++)
 						if (share + SPLIT * u < count)
-						{
-							double		diff = __dsub_rn(xv, centres_sh[(share + SPLIT * u) * columns + c]);
-
-							s[u] = __dadd_rn(s[u], __dmul_rn(diff, diff));
-						}
+							s[u] = gc_sqdist_add(s[u], xv,
+												 centres_sh[(share + SPLIT * u) * columns + c]);
 				}
 			}
 		}
@@ -533,10 +526,9 @@ run_steps(const double *x64, const uint64_t *hashes, const double *weights,
 	{
 		threads = GREEDY_SMALL_THREADS;
 		split = GREEDY_SMALL_SPLIT;
-		potential = greedy_potential_kernel<GREEDY_SMALL_SPLIT, false>;
+		potential = b->table != NULL ? greedy_potential_kernel<GREEDY_SMALL_SPLIT, true> :
+			greedy_potential_kernel<GREEDY_SMALL_SPLIT, false>;
 	}
-	if (b->table != NULL)
-		potential = greedy_potential_kernel<GREEDY_SMALL_SPLIT, true>;
 	staged_bytes = b->table != NULL ? 0 : potential_shared_bytes(threads);
 	nblocks = (int) ((n + threads - 1) / threads);
 

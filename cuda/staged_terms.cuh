@@ -75,10 +75,8 @@ staged_sqdist(StagedTerms<ROWS, COLUMNS> &staged, const double *__restrict__ blo
 		{
 			int			r = columns == COLUMNS ? e / COLUMNS : e / columns,
 						c = e - r * columns;
-			double		t = __dsub_rn(block_rows[(int64_t) r * d + j0 + c],
-									  staged.target[r][j0 + c]);
-
-			staged.term[r][c] = __dmul_rn(t, t);
+			staged.term[r][c] = gc_sqdiff(block_rows[(int64_t) r * d + j0 + c],
+										  staged.target[r][j0 + c]);
 		}
 		__syncthreads();
 		if (mine)

@@ -55,9 +55,7 @@ staged_group_sqdist(const double *__restrict__ x, const double *__restrict__ c64
 			if (j < width)
 			{
 				int			c = list != NULL ? list[g] : first + g;
-				double		t = __dsub_rn(x[j0 + j], c64[(int64_t) c * d + j0 + j]);
-
-				terms[g * stride + j] = __dmul_rn(t, t);
+				terms[g * stride + j] = gc_sqdiff(x[j0 + j], c64[(int64_t) c * d + j0 + j]);
 			}
 		}
 		__syncthreads();
@@ -86,11 +84,7 @@ column_sqdist(const double *__restrict__ x, const double *__restrict__ column, i
 
 #pragma unroll 8
 	for (int j = 0; j < d; j++)
-	{
-		double		t = __dsub_rn(x[j], column[(int64_t) j * k]);
-
-		s = __dadd_rn(s, __dmul_rn(t, t));
-	}
+		s = gc_sqdist_add(s, x[j], column[(int64_t) j * k]);
 	return s;
 }
 

@@ -259,10 +259,9 @@ update_centroids_kernel(const unsigned long long *__restrict__ sums,
 		double		old = c64[w];
 		double		m = count > 0 ?
 			gc_dequantize_mean((long long) sums[w], count, offset[j], scale[j]) : old;
-		double		t = __dsub_rn(m, old);
 		float		f = (float) (m - offset[j]);
 
-		shift2 = __dadd_rn(shift2, __dmul_rn(t, t));
+		shift2 = gc_sqdist_add(shift2, m, old);
 		c64[w] = m;
 		c32[w] = f;
 		norm = fmaf(f, f, norm);
@@ -319,10 +318,9 @@ normalize_centroids_kernel(const unsigned long long *__restrict__ counts,
 	{
 		size_t		w = (size_t) c * d + j;
 		double		m = row[j];
-		double		t = __dsub_rn(m, prev[w]);
 		float		f = (float) (m - offset[j]);
 
-		shift2 = __dadd_rn(shift2, __dmul_rn(t, t));
+		shift2 = gc_sqdist_add(shift2, m, prev[w]);
 		c32[w] = f;
 		norm = fmaf(f, f, norm);
 	}

@@ -201,6 +201,38 @@ gc_race_weight(double w, int inertia_exp)
 	return ldexp(w, inertia_exp - 125);
 }
 
+/*
+ * One term of an exact squared distance, (a - b)^2, and the sum s with it
+ * added: each operation rounded on its own, never fused, on either device.
+ * Every exact distance adds these terms in dimension order, however it
+ * stages or tiles its reads (gc_sqdist_exact, and the GPU's staged,
+ * tiled and by-column copies of it), so all of them equal the CPU's to
+ * the bit.
+ */
+GC_HD double
+gc_sqdiff(double a, double b)
+{
+#ifdef __CUDA_ARCH__
+	double		t = __dsub_rn(a, b);
+
+	return __dmul_rn(t, t);
+#else
+	double		t = a - b;
+
+	return t * t;
+#endif
+}
+
+GC_HD double
+gc_sqdist_add(double s, double a, double b)
+{
+#ifdef __CUDA_ARCH__
+	return __dadd_rn(s, gc_sqdiff(a, b));
+#else
+	return s + gc_sqdiff(a, b);
+#endif
+}
+
 /* Squared Euclidean distance in double, with no fused multiply-add. */
 GC_HD double
 gc_sqdist_exact(const double *a, const double *b, int d)
@@ -208,17 +240,7 @@ gc_sqdist_exact(const double *a, const double *b, int d)
 	double		s = 0.0;
 
 	for (int j = 0; j < d; j++)
-	{
-#ifdef __CUDA_ARCH__
-		double		t = __dsub_rn(a[j], b[j]);
-
-		s = __dadd_rn(s, __dmul_rn(t, t));
-#else
-		double		t = a[j] - b[j];
-
-		s = s + t * t;
-#endif
-	}
+		s = gc_sqdist_add(s, a[j], b[j]);
 	return s;
 }
 
