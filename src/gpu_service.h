@@ -75,7 +75,7 @@ typedef enum GcServiceVerdict
  * A chunk of a request's rows, in the row store's order: in the request
  * segment itself (handle 0: copied there), or left where a parallel
  * worker wrote them, in that worker's partial-state segment, which the
- * leader holds mapped while it waits (partial_state.c)
+ * leader holds mapped while it waits (partial_adopt.c)
  */
 typedef struct GcServiceChunk
 {

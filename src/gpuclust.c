@@ -16,7 +16,7 @@
  */
 #include "gpuclust.h"
 #include "gpu_service.h"
-#include "partial_state.h"
+#include "segment_registry.h"
 
 #include <limits.h>
 #include <stdlib.h>
@@ -121,7 +121,7 @@ _PG_init(void)
 							PGC_SUSET, GUC_UNIT_MB, NULL, NULL, NULL);
 	gc_service_init();
 	MarkGUCPrefixReserved("gpuclust");
-	gc_partial_init();
+	gc_segment_registry_init();
 	gc_progress_init();
 }
 

@@ -3,13 +3,12 @@
  * partial_state.c
  *	  The serialized partial states of the clustering aggregates under a
  *	  parallel plan: how a process's rows (a row store) reach the leader's
- *	  Finalize Aggregate, and the registry that keeps the shared memory
- *	  holding them from outliving the query.
+ *	  Finalize Aggregate, written (serialize) and read back (deserialize).
  *
  * Two paths, chosen per partial state by the serializing process:
  *
  * - Shared memory (gpuclust in shared_preload_libraries, or PostgreSQL 17
- *   and later, where the registry below lives in a named DSM segment
+ *   and later, where the segments' registry lives in a named DSM segment
  *   instead of the main shared memory): a process writes its chunks of
  *   rows from 4 MB on straight into chunk segments as it collects them
  *   (GcChunkPlacement); when the state is serialized, its first, smaller
@@ -24,35 +23,9 @@
  *   had, or /dev/shm too full to hold one): the rows are copied into the serialized bytea
  *   itself (at most 1 GB) and the leader copies them into its row store.
  *
- * Lifetime of a segment.  The process making it records (handle, leader
- * pid) in the registry, a small array in the extension's shared memory,
- * then pins the segment and marks the entry pinned (a chunk segment when
- * it is made, before a row is written into it; the state's own segment
- * when it is serialized).  Chunk segments of a state that is reset
- * without being serialized are unpinned then.  The leader's
- * deserialize function checks that the handle is registered to it (a
- * forged bytea cannot map another session's memory), maps the segment,
- * unpins it and clears the entry: from then on the segment lives exactly
- * as long as the leader's mapping, which belongs to the current resource
- * owner (released at the end of the query, or on error or cancel) and is
- * detached earlier, when the combined state's memory context is reset.
- * A segment whose tuple the leader never reads (an error, a cancel, a
- * LIMIT above the aggregate) stays registered, and the leader's
- * transaction callback unpins every pinned entry it still owns at
- * XACT_EVENT_COMMIT, XACT_EVENT_PREPARE and XACT_EVENT_ABORT.  Ordering:
- * CommitTransaction calls AtEOXact_Parallel (which waits for any
- * remaining workers to exit) before the COMMIT callbacks, and
- * AbortTransaction cleans up parallel workers before calling the ABORT
- * callbacks; workers are normally gone even earlier, when the executor
- * shuts down the Gather node.  So no worker can register a segment after
- * its leader's callback ran.  A backend crash resets shared memory and
- * the registry with it.  Without the preload a leader that never ran
- * gpuclust's code in the query (no leader participation and an error
- * before the Finalize Aggregate read anything) may have no registry
- * attached, and its callback cannot see the entries; so before making a
- * segment every process also sweeps the entries whose leader has ended
- * the transaction recorded with them (its local transaction id changed,
- * or it exited).
+ * Who may map a segment, and who unpins it when its leader never reads
+ * it, is the registry's (segment_registry.c); what the leader does with
+ * the rows, partial_adopt.c's.
  *
  * Costs: a worker copies only its first 4 MB or so of rows once more
  * (into the state's segment, freeing its own chunks as it goes); the
@@ -71,31 +44,17 @@
  *-------------------------------------------------------------------------
  */
 #include "partial_state.h"
+#include "segment_registry.h"
 
 #include <sys/mman.h>
-#include <sys/statvfs.h>
 
-#include "access/xact.h"
 #include "common/hashfn.h"
 #include "miscadmin.h"
 #include "nodes/execnodes.h"
-#include "port/atomics.h"
-#include "storage/dsm_impl.h"
-#include "storage/ipc.h"
-#include "storage/lwlock.h"
 #include "storage/proc.h"
-#include "storage/procarray.h"
-#include "storage/shmem.h"
-#include "storage/spin.h"
 #include "utils/memutils.h"
-#if GC_HAVE_DSM_REGISTRY
-#include "storage/dsm_registry.h"
-#endif
 
 PG_FUNCTION_INFO_V1(gpuclust_partial_deserialfn);
-
-/* Segments held for leaders at once, server-wide */
-#define GC_PARTIAL_SLOTS		1024
 
 /*
  * Below this many bytes of rows, copying them through the tuple queue is
@@ -126,16 +85,6 @@ PG_FUNCTION_INFO_V1(gpuclust_partial_deserialfn);
  */
 #define GC_PLACE_MAX_ENTRIES	MaxBackends
 
-/*
- * Freeing the pages of the segments a query borrowed (release_pages_ahead):
- * threads at most, and the least bytes for which it pays
- */
-#define GC_PAGE_RELEASE_THREADS 8
-#define GC_PAGE_RELEASE_MIN_BYTES ((Size) 256 << 20)
-
-/* rows are labelled with int32 */
-#define GC_MAX_ROWS ((int64) PG_INT32_MAX)
-
 /* The fixed part of the meta section (partial_state.h) */
 typedef struct GcPartialMetaBytes
 {
@@ -147,21 +96,6 @@ typedef struct GcPartialMetaBytes
 	int64		seen_rows;
 	double		started_ms;
 } GcPartialMetaBytes;
-
-typedef struct GcPartialSlot
-{
-	dsm_handle	handle;
-	int			leader_pid;		/* 0: free */
-	LocalTransactionId leader_lxid; /* the leader's transaction */
-	bool		pinned;
-} GcPartialSlot;
-
-typedef struct GcPartialRegistry
-{
-	slock_t		mutex;
-	pg_atomic_uint32 used;
-	GcPartialSlot slots[GC_PARTIAL_SLOTS];
-} GcPartialRegistry;
 
 /*
  * The chunk segments a process's partial state placed its rows in, pinned
@@ -176,119 +110,7 @@ typedef struct PlacedChunks
 	int			slots[GC_PARTIAL_MAX_PIECES];
 } PlacedChunks;
 
-static GcPartialRegistry *registry = NULL;
-static shmem_request_hook_type prev_shmem_request_hook = NULL;
-static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
-
 static void place_rows_in_segments(GcInput *input, MemoryContext context);
-
-static void
-partial_shmem_request(void)
-{
-	if (prev_shmem_request_hook)
-		prev_shmem_request_hook();
-	RequestAddinShmemSpace(MAXALIGN(sizeof(GcPartialRegistry)));
-}
-
-static void
-registry_init(void *ptr)
-{
-	GcPartialRegistry *fresh = (GcPartialRegistry *) ptr;
-
-	memset(fresh, 0, sizeof(GcPartialRegistry));
-	SpinLockInit(&fresh->mutex);
-	pg_atomic_init_u32(&fresh->used, 0);
-}
-
-static void
-partial_shmem_startup(void)
-{
-	bool		found;
-
-	if (prev_shmem_startup_hook)
-		prev_shmem_startup_hook();
-	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	registry = ShmemInitStruct("gpuclust partial states",
-							   sizeof(GcPartialRegistry), &found);
-	if (!found)
-		registry_init(registry);
-	LWLockRelease(AddinShmemInitLock);
-}
-
-/*
- * The registry: in the main shared memory when gpuclust is preloaded,
- * else (PostgreSQL 17 and later) in a named DSM segment that the first
- * process to need it creates; NULL on 15 and 16 without the preload
- */
-static GcPartialRegistry *
-get_registry(void)
-{
-#if GC_HAVE_DSM_REGISTRY
-	if (registry == NULL && IsUnderPostmaster)
-	{
-		bool		found;
-
-		registry = GetNamedDSMSegment("gpuclust partial states",
-									  sizeof(GcPartialRegistry),
-									  registry_init, &found);
-	}
-#endif
-	return registry;
-}
-
-/*
- * Unpin every segment still registered to this backend as leader: rows a
- * worker handed over that no Finalize Aggregate read
- */
-static void
-partial_xact_callback(XactEvent event, void *arg)
-{
-	if (event != XACT_EVENT_COMMIT && event != XACT_EVENT_ABORT &&
-		event != XACT_EVENT_PREPARE)
-		return;
-	if (registry == NULL)
-		return;
-	pg_memory_barrier();
-	while (pg_atomic_read_u32(&registry->used) > 0)
-	{
-		GcPartialSlot found = {0};
-
-		SpinLockAcquire(&registry->mutex);
-		for (int i = 0; i < GC_PARTIAL_SLOTS; i++)
-		{
-			if (registry->slots[i].leader_pid == MyProcPid)
-			{
-				found = registry->slots[i];
-				memset(&registry->slots[i], 0, sizeof(GcPartialSlot));
-				pg_atomic_fetch_sub_u32(&registry->used, 1);
-				break;
-			}
-		}
-		SpinLockRelease(&registry->mutex);
-		if (found.leader_pid == 0)
-			break;
-		/* cleared first: a failure here cannot make a second unpin */
-		if (found.pinned)
-			dsm_unpin_segment(found.handle);
-	}
-}
-
-/*
- * Called from _PG_init (in the postmaster when preloaded: the backends
- * inherit the hooks, the registry and the callback)
- */
-void
-gc_partial_init(void)
-{
-	if (process_shared_preload_libraries_in_progress)
-	{
-		prev_shmem_request_hook = shmem_request_hook;
-		shmem_request_hook = partial_shmem_request;
-		prev_shmem_startup_hook = shmem_startup_hook;
-		shmem_startup_hook = partial_shmem_startup;
-	}
-	RegisterXactCallback(partial_xact_callback, NULL);
-}
 
 /*
  * True when an aggregate's states will be serialized (a partial aggregate
@@ -305,148 +127,10 @@ gc_partial_collecting(FunctionCallInfo fcinfo, GcInput *input)
 		return false;
 	gc_use_cpu_device(&input->device);
 	input->device_fixed = true;
-	if (MyProc != NULL && get_registry() != NULL &&
+	if (MyProc != NULL && gc_segment_registry_available() &&
 		AggCheckCallContext(fcinfo, &aggcontext))
 		place_rows_in_segments(input, aggcontext);
 	return true;
-}
-
-bool
-gc_partial_registry_available(void)
-{
-	return get_registry() != NULL;
-}
-
-/* The parallel leader in a worker, this backend otherwise */
-static PGPROC *
-leader_proc(void)
-{
-	return MyProc && MyProc->lockGroupLeader ? MyProc->lockGroupLeader : MyProc;
-}
-
-/*
- * Clear the entries whose leader's transaction has ended (the leader
- * exited, or moved on without running its callback: without the preload
- * a leader that never ran gpuclust's code has no registry attached),
- * unpinning their segments
- */
-static void
-sweep_stale_entries(void)
-{
-	GcPartialSlot seen[GC_PARTIAL_SLOTS];
-	int			nseen = 0;
-
-	if (pg_atomic_read_u32(&registry->used) == 0)
-		return;
-	SpinLockAcquire(&registry->mutex);
-	for (int i = 0; i < GC_PARTIAL_SLOTS; i++)
-		if (registry->slots[i].leader_pid != 0)
-			seen[nseen++] = registry->slots[i];
-	SpinLockRelease(&registry->mutex);
-
-	for (int e = 0; e < nseen; e++)
-	{
-		PGPROC	   *leader = BackendPidGetProc(seen[e].leader_pid);
-		bool		cleared = false;
-
-		if (leader != NULL && GC_PROC_LXID(leader) == seen[e].leader_lxid)
-			continue;
-		SpinLockAcquire(&registry->mutex);
-		for (int i = 0; i < GC_PARTIAL_SLOTS && !cleared; i++)
-		{
-			GcPartialSlot *slot = &registry->slots[i];
-
-			if (slot->leader_pid == seen[e].leader_pid && slot->handle == seen[e].handle &&
-				slot->leader_lxid == seen[e].leader_lxid && slot->pinned == seen[e].pinned)
-			{
-				memset(slot, 0, sizeof(GcPartialSlot));
-				pg_atomic_fetch_sub_u32(&registry->used, 1);
-				cleared = true;
-			}
-		}
-		SpinLockRelease(&registry->mutex);
-		/* unpinned: its maker failed before pinning, and it died with it */
-		if (cleared && seen[e].pinned)
-			dsm_unpin_segment(seen[e].handle);
-	}
-}
-
-static int
-registry_insert(dsm_handle handle)
-{
-	PGPROC	   *leader = leader_proc();
-	int			slot = -1;
-
-	SpinLockAcquire(&registry->mutex);
-	for (int i = 0; i < GC_PARTIAL_SLOTS; i++)
-	{
-		if (registry->slots[i].leader_pid == 0)
-		{
-			registry->slots[i].handle = handle;
-			registry->slots[i].leader_pid = leader->pid;
-			registry->slots[i].leader_lxid = GC_PROC_LXID(leader);
-			registry->slots[i].pinned = false;
-			pg_atomic_fetch_add_u32(&registry->used, 1);
-			slot = i;
-			break;
-		}
-	}
-	SpinLockRelease(&registry->mutex);
-	return slot;
-}
-
-static void
-registry_mark_pinned(int slot)
-{
-	SpinLockAcquire(&registry->mutex);
-	registry->slots[slot].pinned = true;
-	SpinLockRelease(&registry->mutex);
-}
-
-static void
-registry_remove(int slot)
-{
-	SpinLockAcquire(&registry->mutex);
-	memset(&registry->slots[slot], 0, sizeof(GcPartialSlot));
-	pg_atomic_fetch_sub_u32(&registry->used, 1);
-	SpinLockRelease(&registry->mutex);
-}
-
-/* Clear slot if it still names handle; whether it did */
-static bool
-registry_take(int slot, dsm_handle handle)
-{
-	bool		taken = false;
-
-	SpinLockAcquire(&registry->mutex);
-	if (registry->slots[slot].leader_pid != 0 && registry->slots[slot].handle == handle)
-	{
-		memset(&registry->slots[slot], 0, sizeof(GcPartialSlot));
-		pg_atomic_fetch_sub_u32(&registry->used, 1);
-		taken = true;
-	}
-	SpinLockRelease(&registry->mutex);
-	return taken;
-}
-
-/* The slot of a pinned segment registered to this backend, or -1 */
-static int
-registry_find_mine(dsm_handle handle)
-{
-	int			slot = -1;
-
-	SpinLockAcquire(&registry->mutex);
-	for (int i = 0; i < GC_PARTIAL_SLOTS; i++)
-	{
-		if (registry->slots[i].leader_pid == MyProcPid &&
-			registry->slots[i].handle == handle && registry->slots[i].pinned)
-		{
-			slot = i;
-			break;
-		}
-	}
-	SpinLockRelease(&registry->mutex);
-	return slot;
 }
 
 /*
@@ -567,48 +251,6 @@ write_rows(const PartialSource *src, char *dest)
 			   sizeof(uint64) * (Size) rows->n);
 }
 
-/*
- * Whether /dev/shm can hold a segment of bytes.  POSIX segments live there,
- * and containers often make it small (64 MB): creating a segment it cannot
- * hold fails with an obscure error, so a share that would not fit takes
- * the inline path instead.
- */
-bool
-gc_dsm_segment_fits(Size bytes)
-{
-	struct statvfs fs;
-
-	if (dynamic_shared_memory_type != DSM_IMPL_POSIX ||
-		statvfs("/dev/shm", &fs) != 0)
-		return true;
-	return (uint64) fs.f_bavail * fs.f_frsize >= (uint64) bytes + ((uint64) 16 << 20);
-}
-
-/*
- * A new segment of bytes, registered (not yet pinned) to the leader in
- * *slot; NULL when no segment or registry slot is free, or /dev/shm
- * cannot hold it
- */
-static dsm_segment *
-create_registered(Size bytes, int *slot)
-{
-	dsm_segment *segment;
-
-	if (!gc_dsm_segment_fits(bytes))
-		return NULL;
-	sweep_stale_entries();
-	segment = dsm_create(bytes, DSM_CREATE_NULL_IF_MAXSEGMENTS);
-	if (segment == NULL)
-		return NULL;
-	*slot = registry_insert(dsm_segment_handle(segment));
-	if (*slot < 0)
-	{
-		dsm_detach(segment);
-		return NULL;
-	}
-	return segment;
-}
-
 /* Point chunk's arrays into a chunk segment at base, whose header says their shape */
 static void
 chunk_arrays(const char *base, const GcPartialChunkHeader *head, GcChunk *chunk)
@@ -641,11 +283,10 @@ place_in_segment(void *arg, GcChunk *chunk, const GcRows *rows)
 	int			slot;
 
 	if (placed->count == GC_PARTIAL_MAX_PIECES ||
-		pg_atomic_read_u32(&registry->used) >= (uint32) GC_PLACE_MAX_ENTRIES ||
-		(segment = create_registered(bytes, &slot)) == NULL)
+		gc_segment_registry_used() >= (uint32) GC_PLACE_MAX_ENTRIES ||
+		(segment = gc_segment_create_registered(bytes, &slot)) == NULL)
 		return false;
-	dsm_pin_segment(segment);
-	registry_mark_pinned(slot);
+	gc_segment_pin_registered(segment, slot);
 	placed->segments[placed->count] = segment;
 	placed->handles[placed->count] = dsm_segment_handle(segment);
 	placed->slots[placed->count] = slot;
@@ -674,8 +315,7 @@ release_placed(void *arg)
 
 	for (int i = 0; i < placed->count; i++)
 	{
-		if (registry != NULL && registry_take(placed->slots[i], placed->handles[i]))
-			dsm_unpin_segment(placed->handles[i]);
+		gc_segment_release_unread(placed->slots[i], placed->handles[i]);
 		if (dsm_find_mapping(placed->handles[i]) == placed->segments[i])
 			dsm_detach(placed->segments[i]);
 	}
@@ -712,7 +352,7 @@ serialize_to_segment(const PartialSource *src, GcPartialHeader *header)
 	int			slot;
 	char	   *base;
 
-	segment = create_registered(sizeof(GcPartialHeader) + header->data_bytes, &slot);
+	segment = gc_segment_create_registered(sizeof(GcPartialHeader) + header->data_bytes, &slot);
 	if (segment == NULL)
 		return false;
 	header->flags |= GC_PARTIAL_IN_SEGMENT;
@@ -727,13 +367,12 @@ serialize_to_segment(const PartialSource *src, GcPartialHeader *header)
 	PG_CATCH();
 	{
 		/* not pinned yet: the segment goes with this process's mapping */
-		registry_remove(slot);
+		gc_segment_registry_remove(slot);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
 	memcpy(base, header, sizeof(GcPartialHeader));
-	dsm_pin_segment(segment);
-	registry_mark_pinned(slot);
+	gc_segment_pin_registered(segment, slot);
 	/* the leader may be this very process: it must map the segment anew */
 	dsm_detach(segment);
 	return true;
@@ -831,7 +470,7 @@ gc_partial_serialize(GcInput *input, const GcPartialMeta *meta,
 	}
 	pieces_bytes = sizeof(GcPartialPiece) * header.pieces;
 
-	if (!(header.n > 0 && MyProc != NULL && get_registry() != NULL &&
+	if (!(header.n > 0 && MyProc != NULL && gc_segment_registry_available() &&
 		  header.data_bytes >= GC_PARTIAL_MIN_SEGMENT_BYTES &&
 		  serialize_to_segment(&src, &header)))
 		header.checksum = header_checksum(&header);
@@ -845,7 +484,7 @@ gc_partial_serialize(GcInput *input, const GcPartialMeta *meta,
 					 errmsg("a parallel worker's share of the rows is too large to pass to the leader"),
 					 errdetail("The share holds " INT64_FORMAT " rows of %d dimensions; rows copied through the tuple queue are limited to 1 GB.",
 							   header.n, header.d),
-					 registry == NULL ?
+					 !gc_segment_registry_available() ?
 					 errhint("Add gpuclust to shared_preload_libraries so that workers hand their rows over in shared memory, or SET max_parallel_workers_per_gather = 0.") :
 					 errhint("No dynamic shared memory segment was free, or /dev/shm is too small to hold the share: enlarge /dev/shm, or SET max_parallel_workers_per_gather = 0 to collect the rows in one process.")));
 		total += header.data_bytes;
@@ -940,23 +579,17 @@ read_meta(const char *p, Size meta_bytes, GcPartialRows *out)
 }
 
 /*
- * Map a segment registered to this backend and unpin it, so that it dies
- * with the mapping
+ * Map a segment registered to this backend (gc_segment_attach_registered),
+ * which from then on dies with the mapping
  */
 static dsm_segment *
 map_registered(dsm_handle handle)
 {
-	dsm_segment *segment;
-	int			slot;
+	const char *problem = NULL;
+	dsm_segment *segment = gc_segment_attach_registered(handle, &problem);
 
-	if (get_registry() == NULL || (slot = registry_find_mine(handle)) < 0)
-		corrupt_state("Its shared memory segment is not registered to this process.");
-	segment = dsm_attach(handle);
 	if (segment == NULL)
-		corrupt_state("Its shared memory segment no longer exists.");
-	/* now the mapping keeps it; no entry left to unpin it twice */
-	dsm_unpin_segment(handle);
-	registry_remove(slot);
+		corrupt_state(problem);
 	return segment;
 }
 
@@ -1116,314 +749,3 @@ gc_partial_column(const GcPartialRows *part, int column)
 		sizeof(uint64) * (Size) part->n * column;
 }
 
-/*
- * Whether a segment was carved out of the main shared memory region that
- * min_dynamic_shared_memory reserves at server start (PostgreSQL 14 and
- * later): dsm.c gives those segments odd handles and the segments of the
- * dsm implementation (/dev/shm) even ones (make_main_region_dsm_handle and
- * is_main_region_dsm_handle, static there).  The pages of such a segment
- * stay in the main region when it is freed and serve the next one without
- * being allocated and zeroed again.
- */
-static inline bool
-in_main_region(dsm_handle handle)
-{
-	return (handle & 1) != 0;
-}
-
-#ifdef MADV_REMOVE
-/* The segments whose pages release_pages_ahead's threads free, one at a time each */
-typedef struct PageRelease
-{
-	char	  **starts;
-	Size	   *lengths;
-	int			count;
-	pg_atomic_uint32 next;
-} PageRelease;
-
-static void *
-page_release_main(void *arg)
-{
-	PageRelease *work = (PageRelease *) arg;
-	uint32		i;
-
-	while ((i = pg_atomic_fetch_add_u32(&work->next, 1)) < (uint32) work->count)
-		(void) madvise(work->starts[i], work->lengths[i], MADV_REMOVE);
-	return NULL;
-}
-#endif
-
-/*
- * Free the pages of keep's segments before they are detached, several
- * segments at once.  The last detach of a segment frees its pages one
- * 4 kB page at a time in the detaching process: for the 6 GB of 1M rows
- * of d = 768 that 8 workers left, about 0.8 s of the query after the fit
- * on the H100 machine.  madvise(MADV_REMOVE) frees a segment's pages
- * ahead (holding its file's lock, so a thread takes a whole segment).
- * The threads block every signal, call madvise alone and are joined here.
- * Only a hint: where a thread or the memory for the lists is not to be
- * had, the detach frees the pages as before.  Segments in the main region
- * are left alone: their pages are the region's, for the next query.
- */
-static void
-release_pages_ahead(GcPartialSegments *keep)
-{
-#ifdef MADV_REMOVE
-	PageRelease work;
-	pthread_t	threads[GC_PAGE_RELEASE_THREADS];
-	int			started = 0;
-	Size		total = 0;
-
-	work.starts = malloc(sizeof(char *) * keep->count);
-	work.lengths = malloc(sizeof(Size) * keep->count);
-	work.count = 0;
-	pg_atomic_init_u32(&work.next, 0);
-	for (int i = 0; work.starts && work.lengths && i < keep->count; i++)
-		if (!in_main_region(keep->handles[i]) &&
-			dsm_find_mapping(keep->handles[i]) == keep->segments[i])
-		{
-			work.starts[work.count] = dsm_segment_address(keep->segments[i]);
-			work.lengths[work.count] = dsm_segment_map_length(keep->segments[i]);
-			total += work.lengths[work.count++];
-		}
-	if (work.count >= 2 && total >= GC_PAGE_RELEASE_MIN_BYTES)
-	{
-		while (started < GC_PAGE_RELEASE_THREADS && started < work.count &&
-			   gc_thread_create(&threads[started], page_release_main, &work) == 0)
-			started++;
-		for (int t = 0; t < started; t++)
-			(void) pthread_join(threads[t], NULL);
-	}
-	free(work.starts);
-	free(work.lengths);
-#endif
-}
-
-static void
-detach_segments(void *arg)
-{
-	GcPartialSegments *keep = (GcPartialSegments *) arg;
-
-	release_pages_ahead(keep);
-	for (int i = 0; i < keep->count; i++)
-	{
-		/* on error the resource owner may have detached it already */
-		if (dsm_find_mapping(keep->handles[i]) == keep->segments[i])
-			dsm_detach(keep->segments[i]);
-	}
-	keep->count = 0;
-}
-
-/*
- * A list of mapped segments, detached when context is reset or deleted
- * (the end of the query, normally), so that the rows they hold outlive
- * the combine function but not the aggregate
- */
-GcPartialSegments *
-gc_partial_segments_create(MemoryContext context)
-{
-	GcPartialSegments *keep = MemoryContextAllocZero(context, sizeof(GcPartialSegments));
-	MemoryContextCallback *cb = MemoryContextAlloc(context, sizeof(*cb));
-
-	keep->max = 8;
-	keep->segments = MemoryContextAlloc(context, sizeof(dsm_segment *) * keep->max);
-	keep->handles = MemoryContextAlloc(context, sizeof(dsm_handle) * keep->max);
-	cb->func = detach_segments;
-	cb->arg = keep;
-	MemoryContextRegisterResetCallback(context, cb);
-	return keep;
-}
-
-static void
-keep_segment(GcPartialSegments *keep, dsm_segment *segment)
-{
-	if (keep->count == keep->max)
-	{
-		keep->max *= 2;
-		keep->segments = repalloc(keep->segments, sizeof(dsm_segment *) * keep->max);
-		keep->handles = repalloc(keep->handles, sizeof(dsm_handle) * keep->max);
-	}
-	keep->segments[keep->count] = segment;
-	keep->handles[keep->count] = dsm_segment_handle(segment);
-	keep->count++;
-}
-
-/*
- * Append chunk to rows, freeing a chunk of the store's own on failure;
- * the partial state's total weight goes with its first chunk (*weight
- * then 0)
- */
-static void
-append_chunk(GcRows *rows, GcChunk *chunk, const double *lo, const double *hi,
-			 int64 *weight, bool bad_weight)
-{
-	GcError		err = {0};
-
-	if (gc_rows_append_chunk(rows, chunk, lo, hi, *weight, bad_weight, &err) != GC_OK)
-	{
-		if (!chunk->borrowed)
-		{
-			rows->free(gc_chunk_values(chunk));
-			rows->free(chunk->hashes);
-			if (chunk->weights)
-				rows->free(chunk->weights);
-		}
-		gc_raise(&err);
-	}
-	*weight = 0;
-}
-
-/*
- * The rows of a partial state's rows section as a chunk: borrowed in place
- * from its segment, or copied from the bytea into the store's own memory
- */
-static void
-head_chunk(GcRows *rows, const GcPartialRows *part, GcChunk *chunk)
-{
-	int			d = part->d;
-	Size		n = (Size) part->head_n;
-	Size		value_bytes = gc_value_bytes(part->narrow);
-	const char *values = part->data + sizeof(double) * 2 * d;
-	const char *hashes = values + value_bytes * d * n;
-	const char *weights = hashes + sizeof(uint64) * n;
-	GcError		err = {0};
-
-	memset(chunk, 0, sizeof(*chunk));
-	chunk->count = part->head_n;
-	if (part->segment != NULL)
-	{
-		/* aligned: the segment's address is, and so is every section */
-		gc_chunk_set_values(chunk, (void *) values, part->narrow);
-		chunk->hashes = (uint64_t *) hashes;
-		chunk->weights = part->weighted ? (double *) weights : NULL;
-		chunk->borrowed = true;
-		return;
-	}
-	if (gc_rows_alloc_arrays(rows, chunk, part->head_n, &err) != GC_OK)
-		ereport(ERROR,
-				(errcode(ERRCODE_OUT_OF_MEMORY),
-				 errmsg("out of host memory in gpuclust"),
-				 errdetail("Could not allocate memory for " INT64_FORMAT " rows of a partial state.",
-						   part->head_n)));
-	memcpy(gc_chunk_values(chunk), values, value_bytes * d * n);
-	memcpy(chunk->hashes, hashes, sizeof(uint64) * n);
-	if (part->weighted)
-		memcpy(chunk->weights, weights, sizeof(double) * n);
-}
-
-/*
- * Add a partial state's rows to rows (of the same dimension, initialised
- * by the caller): the rows section's (head_chunk), then its chunk
- * segments', borrowed in place; keep holds every segment mapped
- */
-static void
-append_rows(GcRows *rows, const GcPartialRows *part, GcPartialSegments *keep)
-{
-	int			d = part->d;
-	int64		weight = part->total_weight;
-	double	   *lo;
-	double	   *hi;
-	GcChunk		chunk;
-
-	if (part->n == 0)
-		return;
-	lo = palloc(sizeof(double) * d);
-	hi = palloc(sizeof(double) * d);
-	Assert(rows->d == d);
-	if (rows->nchunks == 0 && part->weighted)
-		gc_rows_set_weighted(rows);
-	if (rows->weighted != part->weighted)
-		elog(ERROR, "cannot combine weighted and unweighted partial states");
-	if (rows->narrow != part->narrow)
-		elog(ERROR, "cannot combine partial states of float32 and of double rows");
-	memcpy(lo, part->data, sizeof(double) * d);
-	memcpy(hi, part->data + sizeof(double) * d, sizeof(double) * d);
-
-	if (part->segment != NULL)
-		keep_segment(keep, part->segment);
-	for (int i = 0; i < part->npieces; i++)
-		keep_segment(keep, part->pieces[i].segment);
-	if (part->head_n > 0)
-	{
-		head_chunk(rows, part, &chunk);
-		chunk.float_exact = part->float_exact;
-		append_chunk(rows, &chunk, lo, hi, &weight, part->bad_weight);
-	}
-	for (int i = 0; i < part->npieces; i++)
-	{
-		memset(&chunk, 0, sizeof(chunk));
-		gc_chunk_set_values(&chunk, (void *) part->pieces[i].values, part->narrow);
-		chunk.hashes = (uint64_t *) part->pieces[i].hashes;
-		chunk.weights = (double *) part->pieces[i].weights;
-		chunk.count = part->pieces[i].count;
-		chunk.borrowed = true;
-		chunk.float_exact = part->float_exact;
-		if (chunk.count > 0)
-			append_chunk(rows, &chunk, lo, hi, &weight, part->bad_weight);
-	}
-	pfree(lo);
-	pfree(hi);
-}
-
-/*
- * Join a deserialized partial state's counts and rows into the leader's
- * input: the first rows choose the device (choose_device: the fit's,
- * pinned memory for a GPU fit in this backend) and fix the dimension, which later shares must have
- */
-void
-gc_partial_adopt(GcInput *input, const GcPartialRows *part, GcPartialSegments *keep,
-				 void (*choose_device) (GcDevice *))
-{
-	input->null_rows += part->null_rows;
-	input->seen_rows += part->seen_rows;
-	if (part->n == 0)
-		return;
-	if (!input->started)
-	{
-		GcError		err = {0};
-
-		choose_device(&input->device);
-		if (gc_rows_init(&input->rows, part->d, input->device.alloc,
-						 input->device.free, &err) != GC_OK)
-			gc_raise(&err);
-		if (part->narrow)
-			gc_rows_set_narrow(&input->rows);
-		input->started = true;
-		input->format = part->format;
-	}
-	else if (part->d != input->rows.d)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_EXCEPTION),
-				 errmsg("vectors of %d and of %d dimensions cannot be clustered together",
-						input->rows.d, part->d),
-				 errdetail("Parallel workers read vectors of both dimensions."),
-				 errhint("All vectors clustered together must have the same dimension.")));
-	if (input->rows.n + part->n > GC_MAX_ROWS)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("cannot cluster more than " INT64_FORMAT " rows", GC_MAX_ROWS)));
-	append_rows(&input->rows, part, keep);
-}
-
-/*
- * The segment of keep that holds ptr (a borrowed chunk's array): its
- * handle and mapped address; false when no segment of keep holds it
- */
-bool
-gc_partial_segment_of(const GcPartialSegments *keep, const void *ptr,
-					  dsm_handle *handle, const char **base)
-{
-	for (int i = 0; keep != NULL && i < keep->count; i++)
-	{
-		const char *start = dsm_segment_address(keep->segments[i]);
-
-		if ((const char *) ptr >= start &&
-			(const char *) ptr < start + dsm_segment_map_length(keep->segments[i]))
-		{
-			*handle = keep->handles[i];
-			*base = start;
-			return true;
-		}
-	}
-	return false;
-}

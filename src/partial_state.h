@@ -48,8 +48,8 @@
  *
  * A segment is pinned and registered to its leader (pid and local
  * transaction) until the leader's deserial function maps it: a reader
- * other than that leader must not map it (partial_state.c explains the
- * lifetime).  So a serialized state means something only to the leader of
+ * other than that leader must not map it (segment_registry.c explains
+ * the lifetime).  So a serialized state means something only to the leader of
  * the query that made it, in the same server: it never leaves the server
  * (Citus and postgres_fdw do not ship aggregates with an internal state),
  * and a state naming a segment not registered to the reading backend is
@@ -183,9 +183,6 @@ typedef struct GcPartialSegments
 	dsm_handle *handles;
 } GcPartialSegments;
 
-extern void gc_partial_init(void);
-extern bool gc_dsm_segment_fits(Size bytes);
-extern bool gc_partial_registry_available(void);
 extern bool gc_partial_collecting(FunctionCallInfo fcinfo, GcInput *input);
 extern bool gc_partial_in_shared_memory(const GcPartialRows *part);
 extern bytea *gc_partial_serialize(GcInput *input, const GcPartialMeta *meta,

@@ -22,6 +22,7 @@
 #include "gpu_service.h"
 
 #include "partial_state.h"
+#include "segment_registry.h"
 
 #include "miscadmin.h"
 #include "pgstat.h"
