@@ -17,6 +17,7 @@
 #include "gpuclust.h"
 
 #include "catalog/pg_type.h"
+#include "utils/memutils.h"
 #include "windowapi.h"
 
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_window);
@@ -25,10 +26,15 @@ PG_FUNCTION_INFO_V1(gpuclust_kmeans_window_numeric);
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_window_vector);
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_window_halfvec);
 
+/*
+ * In the partition's local memory; the labels beside it, in the same
+ * memory context (so freed with the partition), allocated huge: a
+ * partition of more than 268 million rows needs more than 1 GB of them
+ */
 typedef struct PartitionLabels
 {
 	bool		computed;
-	int32		labels[FLEXIBLE_ARRAY_MEMBER];	/* -1 for NULL rows */
+	int32	   *labels;			/* -1 for NULL rows */
 } PartitionLabels;
 
 /*
@@ -105,10 +111,21 @@ kmeans_window(FunctionCallInfo fcinfo, Oid format)
 	PartitionLabels *part;
 	int64		pos;
 
-	part = WinGetPartitionLocalMemory(winobj, offsetof(PartitionLabels, labels) +
-									  sizeof(int32) * nrows);
+	part = WinGetPartitionLocalMemory(winobj, sizeof(PartitionLabels));
 	if (!part->computed)
+	{
+		/* rows are read by an int position, and labelled with int32 */
+		if (nrows > PG_INT32_MAX)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("kmeans_gpu_cluster cannot cluster a window partition of more than %d rows",
+							PG_INT32_MAX),
+					 errdetail("The partition holds " INT64_FORMAT " rows.", nrows),
+					 errhint("Split the rows with PARTITION BY, or fit a model with kmeans_gpu and label the rows with kmeans_predict.")));
+		part->labels = MemoryContextAllocHuge(GetMemoryChunkContext(part),
+											  sizeof(int32) * Max(nrows, 1));
 		label_partition(winobj, fcinfo, format, part, nrows);
+	}
 	pos = WinGetCurrentPosition(winobj);
 	if (part->labels[pos] < 0)
 		PG_RETURN_NULL();
