@@ -284,6 +284,12 @@ CREATE FUNCTION kmeans_centroids(model kmeans_model,
 	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_centroids'
 	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE ROWS 100;
 
+-- A model's fields without its centroids (model::jsonb - 'centroids',
+-- without writing k x d values as text)
+CREATE FUNCTION kmeans_model_info(model kmeans_model) RETURNS jsonb
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_model_info'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
 -- Assignments as a relation: the query yields (id, vector).  Its rows are
 -- collected by gpuclust_kmeans_assign_collect, which kmeans_gpu_assign runs
 -- over the query (a parallel plan collects in parallel workers, as
@@ -545,6 +551,13 @@ CREATE FUNCTION pmedian_predict(model pmedian_model, vec float8[]) RETURNS bigin
 
 CREATE FUNCTION pmedian_predict(model pmedian_model, vec real[]) RETURNS bigint
 	AS 'MODULE_PATHNAME', 'gpuclust_pmedian_predict_real'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+-- A model's fields without the medoids' coordinates (model::jsonb -
+-- 'medoids')
+
+CREATE FUNCTION pmedian_model_info(model pmedian_model) RETURNS jsonb
+	AS 'MODULE_PATHNAME', 'gpuclust_pmedian_model_info'
 	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
 -- Allocation as a relation: the query yields (id, vector [, demand])

@@ -24,10 +24,12 @@
 #include "funcapi.h"
 #include "lib/stringinfo.h"
 #include "libpq/pqformat.h"
+#include "utils/fmgrprotos.h"
 #include "utils/memutils.h"
 
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_model_in);
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_model_out);
+PG_FUNCTION_INFO_V1(gpuclust_kmeans_model_info);
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_model_recv);
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_model_send);
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_predict);
@@ -230,19 +232,40 @@ gc_model_check(KmeansModel *m, int errcode_value)
 						   (size_t) m->k * m->d, GC_MAX_MAGNITUDE, false, errcode_value);
 }
 
-Datum
-gpuclust_kmeans_model_out(PG_FUNCTION_ARGS)
+/* The text form, with or without the centroids */
+static char *
+model_text(const KmeansModel *m, bool with_centroids)
 {
-	KmeansModel *m = PG_GETARG_KMEANS_MODEL(0);
 	StringInfoData buf;
 
 	initStringInfo(&buf);
 	appendStringInfo(&buf, "{\"k\": %d, \"d\": %d", m->k, m->d);
 	gc_model_fields_out(&buf, &model_type, m);
 	gc_model_int64s_out(&buf, "sizes", KmeansModelSizes(m), m->k);
-	gc_model_matrix_out(&buf, "centroids", KmeansModelCentroids(m), m->k, m->d);
+	if (with_centroids)
+		gc_model_matrix_out(&buf, "centroids", KmeansModelCentroids(m), m->k, m->d);
 	appendStringInfoChar(&buf, '}');
-	PG_RETURN_CSTRING(buf.data);
+	return buf.data;
+}
+
+Datum
+gpuclust_kmeans_model_out(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_CSTRING(model_text(PG_GETARG_KMEANS_MODEL(0), true));
+}
+
+/*
+ * kmeans_model_info(model) -> jsonb: the text form's fields but the
+ * centroids, the same values as model::jsonb - 'centroids' without
+ * writing k x d centroid values as text and parsing them back (that cast
+ * takes 0.2-0.4 s for 1,000 x 768 on the H100 machine)
+ */
+Datum
+gpuclust_kmeans_model_info(PG_FUNCTION_ARGS)
+{
+	char	   *text = model_text(PG_GETARG_KMEANS_MODEL(0), false);
+
+	PG_RETURN_DATUM(DirectFunctionCall1(jsonb_in, CStringGetDatum(text)));
 }
 
 /*

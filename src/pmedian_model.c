@@ -22,10 +22,12 @@
 #include "catalog/pg_type.h"
 #include "lib/stringinfo.h"
 #include "libpq/pqformat.h"
+#include "utils/fmgrprotos.h"
 #include "utils/memutils.h"
 
 PG_FUNCTION_INFO_V1(gpuclust_pmedian_model_in);
 PG_FUNCTION_INFO_V1(gpuclust_pmedian_model_out);
+PG_FUNCTION_INFO_V1(gpuclust_pmedian_model_info);
 PG_FUNCTION_INFO_V1(gpuclust_pmedian_model_recv);
 PG_FUNCTION_INFO_V1(gpuclust_pmedian_model_send);
 PG_FUNCTION_INFO_V1(gpuclust_pmedian_predict);
@@ -151,10 +153,10 @@ gc_pmedian_model_check(PmedianModel *m, int errcode_value)
 						   (size_t) m->p * m->d, GC_MAX_MAGNITUDE, false, errcode_value);
 }
 
-Datum
-gpuclust_pmedian_model_out(PG_FUNCTION_ARGS)
+/* The text form, with or without the medoids' coordinates */
+static char *
+model_text(const PmedianModel *m, bool with_medoids)
 {
-	PmedianModel *m = PG_GETARG_PMEDIAN_MODEL(0);
 	StringInfoData buf;
 
 	initStringInfo(&buf);
@@ -162,9 +164,29 @@ gpuclust_pmedian_model_out(PG_FUNCTION_ARGS)
 	gc_model_fields_out(&buf, &model_type, m);
 	gc_model_int64s_out(&buf, "medoid_ids", PmedianModelIds(m), m->p);
 	gc_model_doubles_out(&buf, "penalties", PmedianModelPenalties(m), m->p);
-	gc_model_matrix_out(&buf, "medoids", PmedianModelMedoids(m), m->p, m->d);
+	if (with_medoids)
+		gc_model_matrix_out(&buf, "medoids", PmedianModelMedoids(m), m->p, m->d);
 	appendStringInfoChar(&buf, '}');
-	PG_RETURN_CSTRING(buf.data);
+	return buf.data;
+}
+
+Datum
+gpuclust_pmedian_model_out(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_CSTRING(model_text(PG_GETARG_PMEDIAN_MODEL(0), true));
+}
+
+/*
+ * pmedian_model_info(model) -> jsonb: the text form's fields but the
+ * medoids' coordinates (model::jsonb - 'medoids', without writing p x d
+ * values as text)
+ */
+Datum
+gpuclust_pmedian_model_info(PG_FUNCTION_ARGS)
+{
+	char	   *text = model_text(PG_GETARG_PMEDIAN_MODEL(0), false);
+
+	PG_RETURN_DATUM(DirectFunctionCall1(jsonb_in, CStringGetDatum(text)));
 }
 
 /*

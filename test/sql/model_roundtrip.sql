@@ -88,6 +88,16 @@ SELECT count(*) FILTER (WHERE NOT coalesce(km::text::kmeans_model::text = km::te
 										   pm::jsonb::text::pmedian_model::text = pm::text)) AS jsonb_failures
 FROM rt_read WHERE state = 'ok';
 
+-- the info functions: every field of the jsonb cast but the centroids
+-- (medoids), with the same values, for every value accepted
+SELECT count(*) FILTER (WHERE NOT coalesce(kmeans_model_info(km) = km::jsonb - 'centroids',
+										   pmedian_model_info(pm) = pm::jsonb - 'medoids')) AS info_differences,
+	   count(*) FILTER (WHERE NOT coalesce(kmeans_model_info(km) ? 'sizes' AND NOT kmeans_model_info(km) ? 'centroids',
+										   pmedian_model_info(pm) ? 'medoid_ids' AND NOT pmedian_model_info(pm) ? 'medoids'))
+	   AS info_shape_failures
+FROM rt_read WHERE state = 'ok';
+SELECT kmeans_model_info(NULL) IS NULL AS kmeans_strict, pmedian_model_info(NULL) IS NULL AS pmedian_strict;
+
 -- binary form, through COPY BINARY: reads back to the same value
 SELECT '/tmp/gpuclust_model_roundtrip_' || pg_backend_pid() || '.bin' AS rt_file \gset
 CREATE TABLE rt_ok AS SELECT id, km, pm FROM rt_read WHERE state = 'ok';
