@@ -28,7 +28,8 @@ before the timings start):
   - the same fits with {"metric": "cosine"}.
 Both sides are timed warm: gpuclust's serial and parallel fits each after a
 warm-up fit of their kind (the session's CUDA context and buffers; the
-workers' shared memory, first touched), PyTorch's Lloyd after its CUDA
+workers' shared memory, first touched), the labels after a warm-up
+kmeans_gpu_assign of their kind, PyTorch's Lloyd after its CUDA
 context and cuBLAS are made (runs up to narrow-rows-h100.md counted PyTorch's
 context in the export route and timed the first parallel fits cold).
 Each measurement prints one JSON line (also appended to $OUT/embedding.jsonl);
@@ -131,28 +132,35 @@ def bare_scan(cur, table, workers=0, values=False):
 
 def fit(cur, table, k, options, label, workers=0):
     """The table -> model time: the model stored in a table, as a user keeps
-    one (ms).  Its fields are read afterwards through the jsonb cast, whose
-    time (json_ms: the text form of k x d centroids, parsed as jsonb) is
-    given apart; runs before 2026-11-24 timed the cast with the fit."""
+    one (ms).  Its fields are read afterwards, timed apart both ways: the
+    jsonb cast (json_ms: the text form of k x d centroids, parsed as jsonb)
+    and kmeans_model_info (info_ms); runs before 2026-11-24 timed the cast
+    with the fit."""
     cur.execute(f"SET max_parallel_workers_per_gather = {workers}")
     cur.execute("DROP TABLE IF EXISTS fit_model")
     ms, _ = timed(cur, f"CREATE TEMP TABLE fit_model AS SELECT kmeans_gpu(embedding, %s, %s::jsonb) AS m "
                        f"FROM {table}", (k, json.dumps(options)))
     cur.execute("RESET max_parallel_workers_per_gather")
-    json_ms, rows = timed(cur, "SELECT m::jsonb - 'centroids' - 'sizes' FROM fit_model")
+    json_ms, _ = timed(cur, "SELECT m::jsonb - 'centroids' - 'sizes' FROM fit_model")
+    info_ms, rows = timed(cur, "SELECT kmeans_model_info(m) - 'sizes' FROM fit_model")
     model = rows[0][0]
     return emit(phase="kmeans_gpu", table=table, variant=label, workers=workers, options=options,
-                ms=ms, json_ms=json_ms, timings=model.get("timings_ms"), inertia=model.get("inertia"),
+                ms=ms, json_ms=json_ms, info_ms=info_ms, timings=model.get("timings_ms"), inertia=model.get("inertia"),
                 iterations=model.get("iterations"), kernel=model.get("kernel"),
                 device=model.get("device"), path=model.get("path"),
                 partial_states=model.get("partial_states"))
 
 
 def assign_into_table(cur, table, k, options, workers=None):
-    """CREATE TABLE AS and UPDATE .. FROM over kmeans_gpu_assign; workers
-    sets max_parallel_workers_per_gather for both (None: the server's)."""
+    """CREATE TABLE AS and UPDATE .. FROM over kmeans_gpu_assign, after one
+    kmeans_gpu_assign counted (its first run with these workers, as the fits
+    have their warm-up; runs before 2026-11-25 timed the CREATE TABLE AS
+    cold); workers sets max_parallel_workers_per_gather for all three
+    (None: the server's)."""
     if workers is not None:
         cur.execute(f"SET max_parallel_workers_per_gather = {workers}")
+    timed(cur, f"SELECT count(*) FROM kmeans_gpu_assign('SELECT id, embedding FROM {table}', %s, %s::jsonb)",
+          (k, json.dumps(options)))
     cur.execute("DROP TABLE IF EXISTS labels_ours")
     ms, _ = timed(cur, "CREATE TABLE labels_ours AS SELECT * FROM kmeans_gpu_assign("
                        f"'SELECT id, embedding FROM {table}', %s, %s::jsonb)", (k, json.dumps(options)))
@@ -164,6 +172,39 @@ def assign_into_table(cur, table, k, options, workers=None):
     if workers is not None:
         cur.execute("RESET max_parallel_workers_per_gather")
     return rec_ctas, rec_update
+
+
+def labels_parallel(cur, k, options):
+    """Where the labels' time goes with 8 workers, each measured warm (after
+    one kmeans_gpu_assign of its own) and twice: the float32 model, the
+    labels counted in the server, the same into a table (CREATE TABLE AS),
+    that statement under EXPLAIN ANALYZE (the function scan's last row
+    against the statement: the rest is the heap's inserts), and the inserts'
+    floor, as many rows of the same columns from generate_series"""
+    cur.execute("SET max_parallel_workers_per_gather = 8")
+    query = "kmeans_gpu_assign('SELECT id, embedding FROM emb', %s, %s::jsonb)"
+    args = (k, json.dumps(options))
+    timed(cur, f"SELECT count(*) FROM {query}", args)
+    for _ in range(2):
+        fit(cur, "emb", k, options, "float32 parallel", workers=8)
+        cur.execute("SET max_parallel_workers_per_gather = 8")
+        ms, rows = timed(cur, f"SELECT count(*) FROM {query}", args)
+        emit(phase="assign_count", workers=8, ms=ms, rows=rows[0][0])
+        cur.execute("DROP TABLE IF EXISTS labels_ours")
+        ms, _ = timed(cur, f"CREATE TABLE labels_ours AS SELECT * FROM {query}", args)
+        emit(phase="assign_ctas", workers=8, ms=ms)
+    cur.execute("DROP TABLE IF EXISTS labels_ours")
+    ms, rows = timed(cur, "EXPLAIN (ANALYZE, FORMAT JSON) CREATE TABLE labels_ours AS "
+                          f"SELECT * FROM {query}", args)
+    plan = rows[0][0][0]
+    emit(phase="assign_ctas_explain", workers=8, ms=ms, execution_ms=plan["Execution Time"],
+         function_scan_ms=plan["Plan"]["Actual Total Time"])
+    cur.execute("DROP TABLE IF EXISTS labels_floor")
+    ms, _ = timed(cur, "CREATE TABLE labels_floor AS SELECT i AS id, (i % 1000)::int AS cluster, "
+                       "i * 1e-6::float8 AS distance FROM generate_series(1::bigint, 1000000) i")
+    emit(phase="ctas_floor", rows=1_000_000, ms=ms)
+    cur.execute("DROP TABLE labels_floor")
+    cur.execute("RESET max_parallel_workers_per_gather")
 
 
 def export_binary(conn, d):
@@ -262,6 +303,8 @@ def main():
                     help="only the serial bare scans and the vector and halfvec float32 fits")
     ap.add_argument("--parallel-only", action="store_true",
                     help="only the vector table, with 8 workers: its parallel bare scan and fits")
+    ap.add_argument("--labels", action="store_true",
+                    help="with --parallel-only: also where the labels' time goes (labels_parallel)")
     ap.add_argument("--data", choices=("blobs", "near"), default="blobs",
                     help="near: 1,000 patterns plus noise of 0.01, rows that nearly repeat one another")
     a = ap.parse_args()
@@ -283,6 +326,8 @@ def main():
             for label, opts in (("float32", fixed), ("float32", fixed), ("bf16", dict(fixed, precision="bf16"))):
                 pfit = fit(cur, "emb", a.k, opts, label + " parallel", workers=8)
                 emit(phase="ratio", variant=label, fit_vs_parallel_scan=pfit["ms"] / pscan["ms"])
+            if a.labels:
+                labels_parallel(cur, a.k, fixed)
         return
     with conn.cursor() as cur:
         cur.execute(f"SET gpuclust.device = {a.device}")
