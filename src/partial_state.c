@@ -20,8 +20,9 @@
  *   place: nothing is copied again and nothing passes through the Gather
  *   tuple queue.
  * - Inline (15 and 16 without the preload, tiny states, no segment to be
- *   had, or /dev/shm too full to hold one): the rows are copied into the serialized bytea
- *   itself (at most 1 GB) and the leader copies them into its row store.
+ *   had, or /dev/shm too full to hold one): the rows are copied into the
+ *   serialized bytea itself (at most 1 GB) and the leader copies them into
+ *   its row store.
  *
  * Who may map a segment, and who unpins it when its leader never reads
  * it, is the registry's (segment_registry.c); what the leader does with

@@ -64,7 +64,6 @@
 /* Segments held for leaders at once, server-wide */
 #define GC_PARTIAL_SLOTS		1024
 
-
 typedef struct GcPartialSlot
 {
 	dsm_handle	handle;
