@@ -32,6 +32,9 @@
  *-------------------------------------------------------------------------
  */
 #include "gpu_service.h"
+#include "shared_struct.h"
+
+#include <limits.h>
 
 #include "miscadmin.h"
 #include "fmgr.h"
@@ -40,7 +43,6 @@
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
 #include "storage/ipc.h"
-#include "storage/lwlock.h"
 #include "storage/shmem.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -59,8 +61,6 @@ GcServiceShared *gc_service_shared = NULL;
 
 static int	service_fits = 4;
 static int	service_gpu_memory_mb = 0;
-static shmem_request_hook_type prev_shmem_request_hook = NULL;
-static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
 /* The service's own state (its process only) */
 typedef struct GcPending
@@ -90,31 +90,24 @@ service_shmem_size(void)
 }
 
 static void
-service_shmem_request(void)
+service_shmem_init(void *ptr)
 {
-	if (prev_shmem_request_hook)
-		prev_shmem_request_hook();
-	RequestAddinShmemSpace(service_shmem_size());
+	GcServiceShared *shared = ptr;
+
+	memset(shared, 0, service_shmem_size());
+	SpinLockInit(&shared->mutex);
+	shared->nslots = MaxBackends;
+	shared->next_ticket = 1;
 }
 
-static void
-service_shmem_startup(void)
-{
-	bool		found;
-
-	if (prev_shmem_startup_hook)
-		prev_shmem_startup_hook();
-	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	gc_service_shared = ShmemInitStruct("gpuclust GPU service", service_shmem_size(), &found);
-	if (!found)
-	{
-		memset(gc_service_shared, 0, service_shmem_size());
-		SpinLockInit(&gc_service_shared->mutex);
-		gc_service_shared->nslots = MaxBackends;
-		gc_service_shared->next_ticket = 1;
-	}
-	LWLockRelease(AddinShmemInitLock);
-}
+/* Only with the preload: the service is a background worker started with the server */
+static GcSharedStruct service_struct = {
+	.name = "gpuclust GPU service",
+	.dsm_name = NULL,
+	.size = service_shmem_size,
+	.init = service_shmem_init,
+	.address = (void **) &gc_service_shared
+};
 
 /* Register the worker that runs gpuclust_service_main */
 static void
@@ -154,10 +147,7 @@ gc_service_init(void)
 							"run on the CPU when one alone exceeds it). 0: 90% of the GPU's memory.",
 							&service_gpu_memory_mb, 0, 0, INT_MAX,
 							PGC_SIGHUP, GUC_UNIT_MB, NULL, NULL, NULL);
-	prev_shmem_request_hook = shmem_request_hook;
-	shmem_request_hook = service_shmem_request;
-	prev_shmem_startup_hook = shmem_startup_hook;
-	shmem_startup_hook = service_shmem_startup;
+	gc_shared_struct_request(&service_struct);
 	register_service_worker();
 }
 

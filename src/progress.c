@@ -30,6 +30,7 @@
  *-------------------------------------------------------------------------
  */
 #include "gpuclust.h"
+#include "shared_struct.h"
 
 #include <math.h>
 
@@ -38,11 +39,7 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "port/atomics.h"
-#if GC_HAVE_DSM_REGISTRY
-#include "storage/dsm_registry.h"
-#endif
 #include "storage/ipc.h"
-#include "storage/lwlock.h"
 #include "storage/shmem.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
@@ -76,8 +73,6 @@ typedef struct GcProgressShared
 } GcProgressShared;
 
 static GcProgressShared *progress_shared = NULL;
-static shmem_request_hook_type prev_shmem_request_hook = NULL;
-static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
 /* This backend's slot (NULL until its first report, or without the array) */
 static GcProgressSlot *my_slot = NULL;
@@ -112,14 +107,6 @@ progress_shmem_size(void)
 					mul_size(MaxBackends, sizeof(GcProgressSlot)));
 }
 
-static void
-progress_shmem_request(void)
-{
-	if (prev_shmem_request_hook)
-		prev_shmem_request_hook();
-	RequestAddinShmemSpace(progress_shmem_size());
-}
-
 /* Empty slots for every backend */
 static void
 progress_shmem_init(void *ptr)
@@ -130,19 +117,13 @@ progress_shmem_init(void *ptr)
 	shared->nslots = MaxBackends;
 }
 
-static void
-progress_shmem_startup(void)
-{
-	bool		found;
-
-	if (prev_shmem_startup_hook)
-		prev_shmem_startup_hook();
-	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	progress_shared = ShmemInitStruct("gpuclust progress", progress_shmem_size(), &found);
-	if (!found)
-		progress_shmem_init(progress_shared);
-	LWLockRelease(AddinShmemInitLock);
-}
+static GcSharedStruct progress_struct = {
+	.name = "gpuclust progress",
+	.dsm_name = "gpuclust_progress",
+	.size = progress_shmem_size,
+	.init = progress_shmem_init,
+	.address = (void **) &progress_shared
+};
 
 /*
  * The slot array: the preloaded one, else (17 and later) the DSM
@@ -151,16 +132,7 @@ progress_shmem_startup(void)
 static GcProgressShared *
 progress_array(void)
 {
-#if GC_HAVE_DSM_REGISTRY
-	if (progress_shared == NULL)
-	{
-		bool		found;
-
-		progress_shared = GetNamedDSMSegment("gpuclust_progress", progress_shmem_size(),
-											 progress_shmem_init, &found);
-	}
-#endif
-	return progress_shared;
+	return gc_shared_struct_attach(&progress_struct);
 }
 
 /*
@@ -170,12 +142,8 @@ progress_array(void)
 void
 gc_progress_init(void)
 {
-	if (!process_shared_preload_libraries_in_progress)
-		return;
-	prev_shmem_request_hook = shmem_request_hook;
-	shmem_request_hook = progress_shmem_request;
-	prev_shmem_startup_hook = shmem_startup_hook;
-	shmem_startup_hook = progress_shmem_startup;
+	if (process_shared_preload_libraries_in_progress)
+		gc_shared_struct_request(&progress_struct);
 }
 
 #define BEGIN_WRITE(slot) \

@@ -44,6 +44,7 @@
  *-------------------------------------------------------------------------
  */
 #include "segment_registry.h"
+#include "shared_struct.h"
 
 #include <sys/statvfs.h>
 
@@ -51,15 +52,9 @@
 #include "miscadmin.h"
 #include "port/atomics.h"
 #include "storage/dsm_impl.h"
-#include "storage/ipc.h"
-#include "storage/lwlock.h"
 #include "storage/proc.h"
 #include "storage/procarray.h"
-#include "storage/shmem.h"
 #include "storage/spin.h"
-#if GC_HAVE_DSM_REGISTRY
-#include "storage/dsm_registry.h"
-#endif
 
 /* Segments held for leaders at once, server-wide */
 #define GC_PARTIAL_SLOTS		1024
@@ -80,15 +75,11 @@ typedef struct GcPartialRegistry
 } GcPartialRegistry;
 
 static GcPartialRegistry *registry = NULL;
-static shmem_request_hook_type prev_shmem_request_hook = NULL;
-static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
-static void
-partial_shmem_request(void)
+static Size
+registry_size(void)
 {
-	if (prev_shmem_request_hook)
-		prev_shmem_request_hook();
-	RequestAddinShmemSpace(MAXALIGN(sizeof(GcPartialRegistry)));
+	return sizeof(GcPartialRegistry);
 }
 
 static void
@@ -101,40 +92,24 @@ registry_init(void *ptr)
 	pg_atomic_init_u32(&fresh->used, 0);
 }
 
-static void
-partial_shmem_startup(void)
-{
-	bool		found;
-
-	if (prev_shmem_startup_hook)
-		prev_shmem_startup_hook();
-	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	registry = ShmemInitStruct("gpuclust partial states",
-							   sizeof(GcPartialRegistry), &found);
-	if (!found)
-		registry_init(registry);
-	LWLockRelease(AddinShmemInitLock);
-}
+static GcSharedStruct registry_struct = {
+	.name = "gpuclust partial states",
+	.dsm_name = "gpuclust partial states",
+	.size = registry_size,
+	.init = registry_init,
+	.address = (void **) &registry
+};
 
 /*
  * The registry: in the main shared memory when gpuclust is preloaded,
- * else (PostgreSQL 17 and later) in a named DSM segment that the first
- * process to need it creates; NULL on 15 and 16 without the preload
+ * else (PostgreSQL 17 and later, under a postmaster) in a named DSM
+ * segment that the first process to need it creates; NULL on 15 and 16
+ * without the preload
  */
 static GcPartialRegistry *
 get_registry(void)
 {
-#if GC_HAVE_DSM_REGISTRY
-	if (registry == NULL && IsUnderPostmaster)
-	{
-		bool		found;
-
-		registry = GetNamedDSMSegment("gpuclust partial states",
-									  sizeof(GcPartialRegistry),
-									  registry_init, &found);
-	}
-#endif
-	return registry;
+	return IsUnderPostmaster ? gc_shared_struct_attach(&registry_struct) : registry;
 }
 
 /*
@@ -182,12 +157,7 @@ void
 gc_segment_registry_init(void)
 {
 	if (process_shared_preload_libraries_in_progress)
-	{
-		prev_shmem_request_hook = shmem_request_hook;
-		shmem_request_hook = partial_shmem_request;
-		prev_shmem_startup_hook = shmem_startup_hook;
-		shmem_startup_hook = partial_shmem_startup;
-	}
+		gc_shared_struct_request(&registry_struct);
 	RegisterXactCallback(partial_xact_callback, NULL);
 }
 
