@@ -151,6 +151,12 @@ def fit(cur, table, k, options, label, workers=0):
                 partial_states=model.get("partial_states"))
 
 
+def assign_call(table):
+    """kmeans_gpu_assign over the table's (id, embedding), its k and options
+    left as the parameters %s, %s::jsonb"""
+    return f"kmeans_gpu_assign('SELECT id, embedding FROM {table}', %s, %s::jsonb)"
+
+
 def assign_into_table(cur, table, k, options, workers=None):
     """CREATE TABLE AS and UPDATE .. FROM over kmeans_gpu_assign, after one
     kmeans_gpu_assign counted (its first run with these workers, as the fits
@@ -159,15 +165,12 @@ def assign_into_table(cur, table, k, options, workers=None):
     (None: the server's)."""
     if workers is not None:
         cur.execute(f"SET max_parallel_workers_per_gather = {workers}")
-    timed(cur, f"SELECT count(*) FROM kmeans_gpu_assign('SELECT id, embedding FROM {table}', %s, %s::jsonb)",
-          (k, json.dumps(options)))
+    query, args = assign_call(table), (k, json.dumps(options))
+    timed(cur, f"SELECT count(*) FROM {query}", args)
     cur.execute("DROP TABLE IF EXISTS labels_ours")
-    ms, _ = timed(cur, "CREATE TABLE labels_ours AS SELECT * FROM kmeans_gpu_assign("
-                       f"'SELECT id, embedding FROM {table}', %s, %s::jsonb)", (k, json.dumps(options)))
+    ms, _ = timed(cur, f"CREATE TABLE labels_ours AS SELECT * FROM {query}", args)
     rec_ctas = emit(phase="assign_ctas", table=table, options=options, workers=workers, ms=ms)
-    ms, _ = timed(cur, f"UPDATE {table} t SET label = a.cluster FROM kmeans_gpu_assign("
-                       f"'SELECT id, embedding FROM {table}', %s, %s::jsonb) a WHERE a.id = t.id",
-                  (k, json.dumps(options)))
+    ms, _ = timed(cur, f"UPDATE {table} t SET label = a.cluster FROM {query} a WHERE a.id = t.id", args)
     rec_update = emit(phase="assign_update", table=table, options=options, workers=workers, ms=ms)
     if workers is not None:
         cur.execute("RESET max_parallel_workers_per_gather")
@@ -182,8 +185,7 @@ def labels_parallel(cur, k, options):
     against the statement: the rest is the heap's inserts), and the inserts'
     floor, as many rows of the same columns from generate_series"""
     cur.execute("SET max_parallel_workers_per_gather = 8")
-    query = "kmeans_gpu_assign('SELECT id, embedding FROM emb', %s, %s::jsonb)"
-    args = (k, json.dumps(options))
+    query, args = assign_call("emb"), (k, json.dumps(options))
     timed(cur, f"SELECT count(*) FROM {query}", args)
     for _ in range(2):
         fit(cur, "emb", k, options, "float32 parallel", workers=8)
