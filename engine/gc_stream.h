@@ -14,6 +14,12 @@
  * points into the other level by level; the final model is weighted
  * k-means over every point the summary holds.
  *
+ * Under the cosine metric the rows are unit vectors when they enter and the
+ * reductions stay Euclidean: a centre is then the mean of the unit rows it
+ * took, shorter than 1, and w times it is their sum, which is all the
+ * spherical fit needs of them (its labels rank by x . c, its centroids are
+ * sums of rows put back on the sphere).
+ *
  * IDENTIFICATION
  *	  engine/gc_stream.h
  *
@@ -44,6 +50,7 @@ typedef struct GcStream
 	int			m;				/* centres each reduction keeps */
 	int			block_rows;
 	int			nlevels;		/* levels in use, at least 1 */
+	bool		cosine;			/* the rows are unit vectors (the cosine metric) */
 	int64_t		rows;			/* rows summarised */
 	uint64_t	seed;
 	int64_t		reductions;		/* reductions so far, varies their seeds */
@@ -81,7 +88,11 @@ extern void gc_stream_encode(const GcStream *s, uint8_t *buf, size_t len);
 /*
  * Weighted k-means (params->k clusters) over every point of the summary,
  * on backend: centroids (k * d), the rows each cluster stands for
- * (weights, k) and the weighted inertia over the summary's points.
+ * (weights, k) and the weighted inertia over the summary's points.  Under
+ * the cosine metric (params->metric, the summary's) the inertia is the sum
+ * of w (1 - x . c), x a point and c its unit centroid: as x is the mean of
+ * the w unit rows it stands for, the sum of 1 - cos over those rows, had
+ * each gone where its point went.
  */
 extern GcStatus gc_stream_fit(const GcStream *s, const GcKmeansBackend *backend,
 							  const GcKmeansParams *params, double *centroids,

@@ -47,6 +47,7 @@ gc_stream_init(GcStream *s, const GcStreamHeader *shape,
 	s->m = shape->m;
 	s->block_rows = shape->block_rows;
 	s->seed = shape->seed;
+	s->cosine = shape->cosine;
 	s->nlevels = 1;
 	s->backend = backend;
 	s->alloc = alloc;
@@ -345,6 +346,7 @@ gc_stream_encode(const GcStream *s, uint8_t *buf, size_t len)
 	h.nlevels = s->nlevels;
 	h.rows = s->rows;
 	h.seed = s->seed;
+	h.cosine = s->cosine;
 	h.counts[0] = s->block.n;
 	for (int l = 1; l < s->nlevels; l++)
 		h.counts[l] = s->levels[l].count;
@@ -388,6 +390,31 @@ collect_points(const GcStream *s, GcRows *rows, GcError *err)
 	return status;
 }
 
+/*
+ * Under the cosine metric, the sum over points of w (1 - x . c), c the
+ * point's unit centroid: the rows' 1 - cos where each went with its point
+ * (gc_stream_fit)
+ */
+static double
+cosine_inertia(const GcRows *rows, const int32_t *labels, const double *centroids)
+{
+	double		inertia = 0.0;
+
+	for (int64_t i = 0; i < rows->n; i++)
+	{
+		const double *x = gc_rows_get(rows, i);
+		const double *c = centroids + (size_t) labels[i] * rows->d;
+		double		dot = 0.0;
+
+		for (int j = 0; j < rows->d; j++)
+			dot += x[j] * c[j];
+		/* a unit row on its centroid may round to a dot above 1 */
+		if (dot < 1.0)
+			inertia += gc_rows_weight(rows, i) * (1.0 - dot);
+	}
+	return inertia;
+}
+
 GcStatus
 gc_stream_fit(const GcStream *s, const GcKmeansBackend *backend,
 			  const GcKmeansParams *params, double *centroids, int64_t *weights,
@@ -415,6 +442,8 @@ gc_stream_fit(const GcStream *s, const GcKmeansBackend *backend,
 		memset(weights, 0, sizeof(int64_t) * params->k);
 		for (int64_t i = 0; i < rows.n; i++)
 			weights[labels[i]] += (int64_t) gc_rows_weight(&rows, i);
+		if (params->metric == GC_METRIC_COSINE)
+			result->inertia = cosine_inertia(&rows, labels, centroids);
 	}
 	gc_rows_release(&rows);
 	result->sizes = NULL;

@@ -104,7 +104,8 @@ gc_stream_put_header(uint8_t *buf, const GcStreamHeader *h)
 {
 	put_u32(buf, GC_STREAM_MAGIC);
 	buf[4] = GC_STREAM_VERSION;
-	buf[5] = buf[6] = buf[7] = 0;
+	buf[5] = buf[7] = 0;
+	buf[6] = h->cosine ? GC_STREAM_FLAG_COSINE : 0;
 	put_u32(buf + 8, (uint32_t) h->d);
 	put_u32(buf + 12, (uint32_t) h->k);
 	put_u32(buf + 16, (uint32_t) h->m);
@@ -172,8 +173,9 @@ decode_header(const uint8_t *buf, size_t len, GcStreamHeader *h)
 		return "the value does not start with the kmeans_stream magic number";
 	if (buf[4] != GC_STREAM_VERSION || buf[5] != 0)
 		return "the value has an unsupported format version";
-	if (buf[6] != 0 || buf[7] != 0)
+	if ((buf[6] & ~GC_STREAM_FLAG_COSINE) != 0 || buf[7] != 0)
 		return "the value has unknown flags set";
+	h->cosine = (buf[6] & GC_STREAM_FLAG_COSINE) != 0;
 	h->d = (int32_t) get_u32(buf + 8);
 	h->k = (int32_t) get_u32(buf + 12);
 	h->m = (int32_t) get_u32(buf + 16);
@@ -231,13 +233,15 @@ decode_counts(const uint8_t *buf, size_t len, GcStreamHeader *h)
 
 /*
  * Weights: positive integers (1 at level 0) summing to the row count;
- * values: finite and within GC_MAX_MAGNITUDE
+ * values: finite and within GC_MAX_MAGNITUDE; under the cosine metric
+ * points no longer than 1 (unit rows and their means)
  */
 static const char *
 decode_points(const uint8_t *buf, const GcStreamHeader *h)
 {
 	int64_t		index = 0;
 	double		sum = 0.0;
+	double		norm2;
 
 	for (int l = 0; l < h->nlevels; l++)
 		for (int64_t i = 0; i < h->counts[l]; i++, index++)
@@ -250,13 +254,17 @@ decode_points(const uint8_t *buf, const GcStreamHeader *h)
 			if (l == 0 && w != 1.0)
 				return "a raw row has a weight other than 1";
 			sum += w;
+			norm2 = 0.0;
 			for (int j = 0; j < h->d; j++)
 			{
 				double		x = get_double(p + 8 * j);
 
 				if (!isfinite(x) || fabs(x) > GC_MAX_MAGNITUDE)
 					return "a centre holds a non-finite or out-of-range value";
+				norm2 += x * x;
 			}
+			if (h->cosine && norm2 > 1.0 + GC_STREAM_UNIT_SLACK)
+				return "a point of a cosine summary is longer than a unit vector";
 		}
 	if (sum != (double) h->rows)
 		return "the weights do not sum to the row count";

@@ -9,7 +9,8 @@
  *
  *	  0  uint32  magic "GCKS"
  *	  4  uint16  version (1)
- *	  6  uint16  flags (0)
+ *	  6  uint16  flags: bit 0 (GC_STREAM_FLAG_COSINE) for a summary of unit rows
+ *	                under the cosine metric; no other bit is set
  *	  8  int32   d            dimension, 1..GC_MAX_DIM
  *	 12  int32   k            clusters of the final model, 1..GC_MAX_K
  *	 16  int32   m            centres each reduction keeps, k..GC_STREAM_MAX_CENTRES
@@ -36,6 +37,7 @@
 #ifndef GC_STREAM_FORMAT_H
 #define GC_STREAM_FORMAT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -49,6 +51,13 @@
 
 #define GC_STREAM_HEADER_BYTES	48
 
+#define GC_STREAM_FLAG_COSINE	1
+/*
+ * A cosine summary's points are unit rows (level 0) or means of unit rows:
+ * none is longer than 1, beyond the rounding of the normalisation
+ */
+#define GC_STREAM_UNIT_SLACK	1e-9
+
 typedef struct GcStreamHeader
 {
 	int			d;
@@ -56,6 +65,7 @@ typedef struct GcStreamHeader
 	int			m;
 	int			block_rows;
 	int			nlevels;
+	bool		cosine;			/* unit rows, the cosine metric */
 	int64_t		rows;
 	uint64_t	seed;
 	int64_t		counts[GC_STREAM_MAX_LEVELS];

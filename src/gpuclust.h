@@ -198,6 +198,7 @@ typedef struct GcKmeansOptions
 	int			init_cols;
 	bool		n_init_given;	/* the options set n_init */
 	bool		init_candidates_given;	/* the options set init_candidates */
+	bool		metric_given;	/* the options set metric */
 } GcKmeansOptions;
 
 extern void gc_parse_kmeans_options(Jsonb *options, int k,

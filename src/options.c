@@ -270,8 +270,11 @@ kmeans_option(const char *name, JsonbValue *v, void *arg)
 														lengthof(precision_names),
 														"\"float32\", \"float64\", \"tf32\", \"bf16\", \"fp16\" or \"auto\"");
 	else if (strcmp(name, "metric") == 0)
+	{
 		params->metric = (GcMetric) option_choice(name, v, metric_names, 2,
 												  "\"euclidean\" or \"cosine\"");
+		opts->metric_given = true;
+	}
 	else
 		return false;
 	return true;
@@ -361,7 +364,7 @@ gc_check_init_shape(GcKmeansOptions *opts, int d)
 						 errhint("Under the cosine metric every centroid needs a direction.")));
 }
 
-#define VALID_STREAM_OPTIONS_HINT "Valid options are block_rows, centres and seed."
+#define VALID_STREAM_OPTIONS_HINT "Valid options are block_rows, centres, metric and seed."
 
 typedef struct StreamOptions
 {
@@ -387,6 +390,9 @@ stream_option(const char *name, JsonbValue *v, void *arg)
 	else if (strcmp(name, "seed") == 0)
 		so->shape->seed = (uint64) option_integer(name, v, PG_INT64_MIN, PG_INT64_MAX,
 												  "an integer");
+	else if (strcmp(name, "metric") == 0)
+		so->shape->cosine = option_choice(name, v, metric_names, 2,
+										  "\"euclidean\" or \"cosine\"") == GC_METRIC_COSINE;
 	else
 		return false;
 	return true;

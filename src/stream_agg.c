@@ -101,6 +101,8 @@ stream_transfn(FunctionCallInfo fcinfo, Oid format)
 	if (slot == NULL)
 		gc_raise(&err);
 	gc_vector_copy(&view, slot, state->stream.rows + 1);
+	if (state->stream.cosine)
+		gc_input_normalize(slot, state->stream.d, state->stream.rows + 1);
 	if (gc_stream_commit(&state->stream, &err) != GC_OK)
 		gc_raise(&err);
 	PG_RETURN_DATUM(EOHPGetRWDatum(&state->hdr));
@@ -203,6 +205,27 @@ gpuclust_stream_merge(PG_FUNCTION_ARGS)
 #define STREAM_MODEL_N_INIT 100
 
 /*
+ * A model of a summary has the summary's metric: its rows were made unit
+ * vectors (or not) as they entered, so an option naming the other metric
+ * is an error
+ */
+static void
+check_model_metric(const GcKmeansOptions *opts, const GcStream *s)
+{
+	if (!opts->metric_given || (opts->params.metric == GC_METRIC_COSINE) == s->cosine)
+		return;
+	if (s->cosine)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("this kmeans_stream summary is of unit rows, for the cosine metric"),
+				 errhint("Leave \"metric\" out of the options, or summarise the rows again without \"metric\": \"cosine\".")));
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("this kmeans_stream summary is Euclidean"),
+			 errhint("Summarise the rows with kmeans_stream_state(vec, k, '{\"metric\": \"cosine\"}') for a cosine model.")));
+}
+
+/*
  * kmeans_stream_model(state, options) -> kmeans_model: weighted k-means
  * with the summary's k over its points; sizes are the rows each cluster
  * stands for, and the inertia, over the summary's points rather than the
@@ -228,11 +251,8 @@ gpuclust_stream_model(PG_FUNCTION_ARGS)
 	s = &state->stream;
 	gc_parse_kmeans_options(PG_NARGS() > 1 && !PG_ARGISNULL(1) ? PG_GETARG_JSONB_P(1) : NULL,
 							s->k, &opts);
-	if (opts.params.metric != GC_METRIC_EUCLIDEAN)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("kmeans_stream summaries are Euclidean"),
-				 errhint("Fit a cosine model with kmeans_gpu over the rows themselves.")));
+	check_model_metric(&opts, s);
+	opts.params.metric = s->cosine ? GC_METRIC_COSINE : GC_METRIC_EUCLIDEAN;
 	gc_check_init_shape(&opts, s->d);
 	if (!opts.n_init_given && opts.params.init != GC_INIT_GIVEN)
 		opts.params.n_init = STREAM_MODEL_N_INIT;
@@ -256,7 +276,7 @@ gpuclust_stream_model(PG_FUNCTION_ARGS)
 	origin.path = GC_PATH_BACKEND;
 	origin.fitted_on = GC_FITTED_ON_SUMMARY;
 	origin.precision_requested = opts.params.precision;
-	origin.metric = GC_METRIC_EUCLIDEAN;
+	origin.metric = opts.params.metric;
 	origin.rows = s->rows;
 	origin.null_rows = 0;		/* the summary does not count NULL rows */
 	origin.collect_ms = 0.0;

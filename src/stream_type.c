@@ -196,6 +196,7 @@ gc_stream_state_merge(GcStreamState *state, Datum value)
 		other = (GcStreamState *) DatumGetEOHP(value);
 		h.d = other->stream.d;
 		h.k = other->stream.k;
+		h.cosine = other->stream.cosine;
 	}
 	else
 		bytes = stream_bytes(value, &h, &len);
@@ -205,6 +206,11 @@ gc_stream_state_merge(GcStreamState *state, Datum value)
 				 errmsg("cannot merge kmeans_stream summaries of different shapes"),
 				 errdetail("One has k = %d in %d dimensions, the other k = %d in %d dimensions.",
 						   state->stream.k, state->stream.d, h.k, h.d)));
+	if (h.cosine != state->stream.cosine)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("cannot merge kmeans_stream summaries of different metrics"),
+				 errdetail("One summarises unit rows for the cosine metric, the other rows as they are.")));
 	check_merged_rows(state->stream.rows, other ? other->stream.rows : h.rows);
 	if ((other ? gc_stream_merge(&state->stream, &other->stream, &err)
 		 : gc_stream_merge_encoded(&state->stream, bytes, &h, &err)) != GC_OK)
@@ -231,6 +237,7 @@ gc_stream_state_copy(Datum value, MemoryContext parent, bool use_gpu)
 		shape.m = s->m;
 		shape.block_rows = s->block_rows;
 		shape.seed = s->seed;
+		shape.cosine = s->cosine;
 	}
 	else
 	{
@@ -389,10 +396,12 @@ gpuclust_stream_info(PG_FUNCTION_ARGS)
 
 	stream_bytes(PG_GETARG_DATUM(0), &h, &len);
 	initStringInfo(&buf);
-	appendStringInfo(&buf, "{\"version\": %d, \"d\": %d, \"k\": %d, \"centres_per_block\": %d, "
-					 "\"block_rows\": %d, \"rows\": " INT64_FORMAT ", \"points\": " INT64_FORMAT
-					 ", \"levels\": %d, \"level_points\": [",
-					 GC_STREAM_VERSION, h.d, h.k, h.m, h.block_rows, h.rows, h.total, h.nlevels);
+	appendStringInfo(&buf, "{\"version\": %d, \"d\": %d, \"k\": %d, \"metric\": \"%s\", "
+					 "\"centres_per_block\": %d, \"block_rows\": %d, \"rows\": " INT64_FORMAT
+					 ", \"points\": " INT64_FORMAT ", \"levels\": %d, \"level_points\": [",
+					 GC_STREAM_VERSION, h.d, h.k,
+					 gc_metric_name(h.cosine ? GC_METRIC_COSINE : GC_METRIC_EUCLIDEAN),
+					 h.m, h.block_rows, h.rows, h.total, h.nlevels);
 	for (int l = 0; l < h.nlevels; l++)
 		appendStringInfo(&buf, "%s" INT64_FORMAT, l ? ", " : "", h.counts[l]);
 	appendStringInfo(&buf, "], \"bytes\": %zu}", len + VARHDRSZ);

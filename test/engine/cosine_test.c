@@ -8,7 +8,10 @@
  *	  k-means would mix, and does not depend on row order; where a GPU is
  *	  usable, the CUDA backend gives the same labels and centroids to the
  *	  last bit, on the SIMT kernels (d = 8) and the tensor path (d = 64,
- *	  k = 128).
+ *	  k = 128).  A cosine stream summary (unit rows, Euclidean reductions)
+ *	  gives a spherical model that recovers the directions, whose
+ *	  inertia is the rows' 1 - cos where each goes with its point, the
+ *	  same on the GPU to the bit.
  *
  *	  cosine_test              run the checks, ending with "N passed, N failed"
  *	  cosine_test N            the Nth case alone (for compute-sanitizer)
@@ -25,6 +28,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "gc_stream.h"
 #ifdef GC_WITH_CUDA
 #include "gc_cuda.h"
 #endif
@@ -156,6 +160,129 @@ test_cpu(void)
 	free(x);
 }
 
+/* A cosine fit of a stream summary's points on backend */
+static Fit
+stream_fit(const GcStream *s, const GcKmeansBackend *backend, int k, int d)
+{
+	Fit			f;
+	GcKmeansParams params = {0};
+	GcError		err = {0};
+
+	params.k = k;
+	params.max_iter = 300;
+	params.tol = 1e-4;
+	params.metric = GC_METRIC_COSINE;
+	params.init = GC_INIT_KMEANSPP;
+	params.seed = 3;
+	params.n_init = 4;
+	f.centroids = malloc(sizeof(double) * k * d);
+	f.sizes = malloc(sizeof(int64_t) * k);	/* the rows each cluster stands for */
+	f.labels = NULL;
+	memset(&f.result, 0, sizeof(f.result));
+	f.status = gc_stream_fit(s, backend, &params, f.centroids, f.sizes, &f.result, &err);
+	if (f.status != GC_OK)
+		printf("stream fit failed: %s\n", err.message);
+	return f;
+}
+
+/*
+ * A summary of unit rows in blocks of 1,000 (levels of weighted means),
+ * its spherical model against the rows
+ */
+static void
+test_stream(void)
+{
+	int64_t		n = 12000;
+	int			d = 16,
+				k = 8;
+	int		   *truth = malloc(sizeof(int) * n);
+	int32_t    *labels = malloc(sizeof(int32_t) * n);
+	double	   *x = make_directions(n, d, k, 0.05, truth);
+	GcStreamHeader shape = {0},
+				h;
+	GcStream	s;
+	GcError		err = {0};
+	Fit			f;
+	double		rows_inertia = 0.0;
+	int64_t		total = 0;
+	size_t		len;
+	uint8_t    *buf;
+
+	shape.d = d;
+	shape.k = k;
+	shape.m = 10 * k;
+	shape.block_rows = 1000;
+	shape.cosine = true;
+	gc_stream_init(&s, &shape, &gc_kmeans_cpu_backend, plain_alloc, free, NULL, &err);
+	for (int64_t i = 0; i < n; i++)
+	{
+		memcpy(gc_stream_reserve(&s, &err), x + i * d, sizeof(double) * d);
+		gc_stream_commit(&s, &err);
+	}
+	check(err.status == GC_OK && s.nlevels >= 2, "a cosine stream reduces its blocks", "cosine stream");
+	f = stream_fit(&s, &gc_kmeans_cpu_backend, k, d);
+	check(f.status == GC_OK, "a cosine stream's model fits", "cosine stream");
+	check(centroids_unit(&f, k, d), "its centroids are unit vectors", "cosine stream");
+	for (int c = 0; c < k; c++)
+		total += f.sizes[c];
+	check(total == n, "its clusters stand for every row", "cosine stream");
+	for (int64_t i = 0; i < n; i++)
+	{
+		double		best = -INFINITY;
+
+		for (int c = 0; c < k; c++)
+		{
+			double		dot = 0.0;
+
+			for (int j = 0; j < d; j++)
+				dot += x[i * d + j] * f.centroids[c * d + j];
+			if (dot > best)
+			{
+				best = dot;
+				labels[i] = c;
+			}
+		}
+		rows_inertia += 1.0 - best;
+	}
+	check(recovers(truth, labels, n, k), "its centroids recover the directions", "cosine stream");
+	check(f.result.inertia >= rows_inertia - 1e-9 && f.result.inertia <= 1.01 * rows_inertia,
+		  "its inertia is the rows' 1 - cos where each goes with its point", "cosine stream");
+	printf("cosine stream: %d levels, inertia %.6f, rows at their nearest %.6f\n", s.nlevels,
+		   f.result.inertia, rows_inertia);
+
+	gc_stream_compact(&s, &err);
+	len = gc_stream_encoded_bytes(&s);
+	buf = malloc(len);
+	gc_stream_encode(&s, buf, len);
+	check(gc_stream_decode(buf, len, &h) == NULL && h.cosine, "its encoding decodes as cosine",
+		  "cosine stream");
+	free(buf);
+#ifdef GC_WITH_CUDA
+	{
+		char		why[256];
+
+		if (gc_cuda_use_device(0, why, sizeof(why)))
+		{
+			Fit			g = stream_fit(&s, &gc_kmeans_cuda_backend, k, d);
+			Fit			cpu = stream_fit(&s, &gc_kmeans_cpu_backend, k, d);
+
+			check(g.status == GC_OK && cpu.status == GC_OK &&
+				  memcmp(g.centroids, cpu.centroids, sizeof(double) * k * d) == 0 &&
+				  memcmp(g.sizes, cpu.sizes, sizeof(int64_t) * k) == 0 &&
+				  g.result.inertia == cpu.result.inertia,
+				  "GPU model of a cosine summary equals the CPU's to the bit", "cosine stream");
+			free_fit(&g);
+			free_fit(&cpu);
+		}
+	}
+#endif
+	free_fit(&f);
+	gc_stream_release(&s);
+	free(labels);
+	free(truth);
+	free(x);
+}
+
 #ifdef GC_WITH_CUDA
 static void
 test_gpu(int64_t n, int d, int k, double sigma, const char *what)
@@ -193,6 +320,8 @@ main(int argc, char **argv)
 		test_normalize();
 	if (case_selected())
 		test_cpu();
+	if (case_selected())
+		test_stream();
 #ifdef GC_WITH_CUDA
 	{
 		static const struct

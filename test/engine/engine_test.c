@@ -750,7 +750,8 @@ run_stream_format_cases(void)
 	EXPECT_BAD("a byte past the end", bad[len] = 0, len + 1, 0);
 	EXPECT_BAD("bad magic", bad[0] = 'X', len, 1);
 	EXPECT_BAD("wrong version", bad[4] = 2, len, 1);
-	EXPECT_BAD("unknown flags", bad[6] = 1, len, 1);
+	EXPECT_BAD("unknown flags", bad[6] = 2, len, 1);
+	EXPECT_BAD("cosine flag on points longer than 1", bad[6] = GC_STREAM_FLAG_COSINE, len, 1);
 	EXPECT_BAD("zero dimension", put32(bad + 8, 0), len, 1);
 	EXPECT_BAD("negative k", put32(bad + 12, (uint32_t) -1), len, 1);
 	EXPECT_BAD("m below k", put32(bad + 16, 0), len, 1);
@@ -765,6 +766,25 @@ run_stream_format_cases(void)
 	EXPECT_BAD("raw row of weight 3", do { double w = 3.0; memcpy(bad + 64, &w, 8); } while (0), len, 1);
 	EXPECT_BAD("fractional weight", do { double w = 2.5; memcpy(bad + 72, &w, 8); } while (0), len, 1);
 #undef EXPECT_BAD
+
+	/* a cosine summary: a unit row and a mean of unit rows, rounding included */
+	{
+		const double unit[2] = {0.6, 0.8000000000000002};
+		const double mean[2] = {0.3, 0.4};
+
+		h.cosine = true;
+		gc_stream_put_header(good, &h);
+		gc_stream_put_point(good, &h, 0, 1.0, unit);
+		gc_stream_put_point(good, &h, 1, 3.0, mean);
+		gc_stream_seal(good, len);
+		check(gc_stream_decode(good, len, &got) == NULL && got.cosine,
+			  "a cosine summary decodes as one", "format");
+		h.cosine = false;
+		gc_stream_put_header(good, &h);
+		gc_stream_seal(good, len);
+		check(gc_stream_decode(good, len, &got) == NULL && !got.cosine,
+			  "a summary without the flag decodes as Euclidean", "format");
+	}
 	free(good);
 	free(bad);
 }

@@ -60,11 +60,56 @@ SELECT ('{"k": 1, "d": 2, "metric": "cosine", "sizes": [1], "centroids": [[1, 0]
 SELECT kmeans_distance('{"k": 1, "d": 2, "metric": "cosine", "sizes": [1], "centroids": [[1, 0]]}'::kmeans_model,
 					   ARRAY[0.0, 3.0]::float8[]) AS orthogonal;
 
--- errors: zero vectors have no direction; unknown metric; streams
+-- errors: zero vectors have no direction; unknown metric
 SELECT kmeans_gpu(v, 2, '{"metric": "cosine"}') FROM (VALUES (ARRAY[1.0, 0.0]::float8[]), (ARRAY[0.0, 0.0]::float8[])) t(v);
 SELECT kmeans_gpu(v, 1, '{"metric": "cosine", "init": [[0, 0]]}') FROM dirs;
 SELECT kmeans_predict('{"k": 1, "d": 2, "metric": "cosine", "sizes": [1], "centroids": [[1, 0]]}'::kmeans_model,
 					  ARRAY[0.0, 0.0]::float8[]);
 SELECT kmeans_gpu(v, 2, '{"metric": "manhattan"}') FROM dirs;
 SELECT '{"k": 1, "d": 2, "metric": "l1", "sizes": [1], "centroids": [[1, 0]]}'::kmeans_model;
+
+-- Stream summaries of unit rows: "metric": "cosine" on kmeans_stream_state
+-- normalises each row as it enters; the model of the summary is spherical.
+-- A summary whose rows all stay raw (centres >= rows) gives the model
+-- kmeans_gpu gives, and its summary_inertia is the rows' inertia
+SELECT kmeans_stream_info(s)->>'metric' AS metric,
+	   kmeans_stream_info(kmeans_stream_state_text)->>'metric' AS metric_after_text
+FROM (SELECT kmeans_stream_state(v, 2, '{"metric": "cosine", "centres": 400}') AS s,
+			 kmeans_stream_state(v, 2, '{"metric": "cosine", "centres": 400}')::text::kmeans_stream
+				AS kmeans_stream_state_text FROM dirs) t;
+WITH s AS (SELECT kmeans_stream_model(kmeans_stream_state(v, 2, '{"metric": "cosine", "centres": 400}'),
+									 '{"seed": 3, "n_init": 1}')::jsonb AS sm,
+				  (SELECT kmeans_gpu(v, 2, '{"metric": "cosine", "seed": 3}')::jsonb FROM dirs) AS gm
+		   FROM dirs)
+SELECT sm->>'metric' AS metric, sm->'centroids' = gm->'centroids' AS same_centroids,
+	   sm->'sizes' = gm->'sizes' AS same_sizes,
+	   abs((sm->>'summary_inertia')::float8 - (gm->>'inertia')::float8) < 1e-12 AS inertia_of_the_rows,
+	   sm->'inertia' AS inertia
+FROM s;
+-- reduced in blocks of 50 rows and merged from two halves: each direction
+-- still one cluster, centroids on the sphere, and the summary's inertia
+-- (each row where its point went) no lower than the rows' own
+CREATE TABLE dirs_summaries AS
+SELECT i % 2 = 0 AS half, kmeans_stream_state(v, 2, '{"metric": "cosine", "centres": 10, "block_rows": 50}') AS s
+FROM dirs GROUP BY 1;
+WITH m AS (SELECT kmeans_stream_model(kmeans_stream_merge(s), '{"seed": 3}') AS m FROM dirs_summaries)
+SELECT (SELECT count(DISTINCT kmeans_predict(m, v)) FROM dirs WHERE direction = 0) AS clusters_0,
+	   (SELECT count(DISTINCT kmeans_predict(m, v)) FROM dirs WHERE direction = 1) AS clusters_1,
+	   (SELECT count(DISTINCT kmeans_predict(m, v)) FROM dirs) AS clusters,
+	   (SELECT bool_and(abs(sqrt(c[1] * c[1] + c[2] * c[2]) - 1) < 1e-12)
+		FROM kmeans_centroids(m) AS kc(cluster, c, size)) AS unit_centroids,
+	   (SELECT sum(size) FROM kmeans_centroids(m) AS kc(cluster, c, size)) AS rows,
+	   (m::jsonb->>'summary_inertia')::float8 >= (SELECT sum(kmeans_distance(m, v)) FROM dirs) - 1e-9
+		AND (m::jsonb->>'summary_inertia')::float8 <= 1.01 * (SELECT sum(kmeans_distance(m, v)) FROM dirs)
+		AS inertia_of_the_rows
+FROM m;
+-- the model takes the summary's metric: naming the other is an error, as is
+-- merging summaries of different metrics; zero vectors have no direction
 SELECT kmeans_stream_model(s, '{"metric": "cosine"}') FROM (SELECT kmeans_stream_state(v, 2) s FROM dirs) t;
+SELECT kmeans_stream_model(kmeans_stream_merge(s), '{"metric": "euclidean"}') FROM dirs_summaries;
+SELECT kmeans_stream_merge(s)
+FROM (SELECT kmeans_stream_state(v, 2) s FROM dirs UNION ALL SELECT s FROM dirs_summaries) t;
+SELECT kmeans_stream_state(v, 2, '{"metric": "cosine"}') FROM (VALUES (ARRAY[1.0, 0.0]::float8[]), (ARRAY[0.0, 0.0]::float8[])) t(v);
+\echo :LAST_ERROR_SQLSTATE
+SELECT kmeans_stream_state(v, 2, '{"metric": "angular"}') FROM dirs;
+DROP TABLE dirs_summaries;
