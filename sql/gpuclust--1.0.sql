@@ -543,6 +543,141 @@ CREATE AGGREGATE pmedian_gpu(id bigint, vec real[], demand float8, p int, option
 	PARALLEL = SAFE
 );
 
+-- Vectors of any number type, as for kmeans_gpu: ARRAY[1, 2] (integer[])
+-- would otherwise be ambiguous between float8[] and real[].
+
+CREATE FUNCTION pmedian_gpu_transfn(internal, bigint, integer[], int) RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_pmedian_transfn_numeric'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION pmedian_gpu_transfn(internal, bigint, integer[], int, jsonb) RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_pmedian_transfn_numeric'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION pmedian_gpu_transfn(internal, bigint, integer[], float8, int, jsonb) RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_pmedian_transfn_numeric'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE AGGREGATE pmedian_gpu(id bigint, vec integer[], p int) (
+	SFUNC = pmedian_gpu_transfn, STYPE = internal,
+	FINALFUNC = pmedian_gpu_finalfn, COMBINEFUNC = pmedian_gpu_combinefn,
+	SERIALFUNC = pmedian_gpu_serialfn, DESERIALFUNC = pmedian_gpu_deserialfn,
+	PARALLEL = SAFE
+);
+
+CREATE AGGREGATE pmedian_gpu(id bigint, vec integer[], p int, options jsonb) (
+	SFUNC = pmedian_gpu_transfn, STYPE = internal,
+	FINALFUNC = pmedian_gpu_finalfn, COMBINEFUNC = pmedian_gpu_combinefn,
+	SERIALFUNC = pmedian_gpu_serialfn, DESERIALFUNC = pmedian_gpu_deserialfn,
+	PARALLEL = SAFE
+);
+
+CREATE AGGREGATE pmedian_gpu(id bigint, vec integer[], demand float8, p int, options jsonb) (
+	SFUNC = pmedian_gpu_transfn, STYPE = internal,
+	FINALFUNC = pmedian_gpu_finalfn, COMBINEFUNC = pmedian_gpu_combinefn,
+	SERIALFUNC = pmedian_gpu_serialfn, DESERIALFUNC = pmedian_gpu_deserialfn,
+	PARALLEL = SAFE
+);
+
+CREATE FUNCTION pmedian_gpu_transfn(internal, bigint, bigint[], int) RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_pmedian_transfn_numeric'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION pmedian_gpu_transfn(internal, bigint, bigint[], int, jsonb) RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_pmedian_transfn_numeric'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION pmedian_gpu_transfn(internal, bigint, bigint[], float8, int, jsonb) RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_pmedian_transfn_numeric'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE AGGREGATE pmedian_gpu(id bigint, vec bigint[], p int) (
+	SFUNC = pmedian_gpu_transfn, STYPE = internal,
+	FINALFUNC = pmedian_gpu_finalfn, COMBINEFUNC = pmedian_gpu_combinefn,
+	SERIALFUNC = pmedian_gpu_serialfn, DESERIALFUNC = pmedian_gpu_deserialfn,
+	PARALLEL = SAFE
+);
+
+CREATE AGGREGATE pmedian_gpu(id bigint, vec bigint[], p int, options jsonb) (
+	SFUNC = pmedian_gpu_transfn, STYPE = internal,
+	FINALFUNC = pmedian_gpu_finalfn, COMBINEFUNC = pmedian_gpu_combinefn,
+	SERIALFUNC = pmedian_gpu_serialfn, DESERIALFUNC = pmedian_gpu_deserialfn,
+	PARALLEL = SAFE
+);
+
+CREATE AGGREGATE pmedian_gpu(id bigint, vec bigint[], demand float8, p int, options jsonb) (
+	SFUNC = pmedian_gpu_transfn, STYPE = internal,
+	FINALFUNC = pmedian_gpu_finalfn, COMBINEFUNC = pmedian_gpu_combinefn,
+	SERIALFUNC = pmedian_gpu_serialfn, DESERIALFUNC = pmedian_gpu_deserialfn,
+	PARALLEL = SAFE
+);
+
+CREATE FUNCTION pmedian_gpu_transfn(internal, bigint, smallint[], int) RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_pmedian_transfn_numeric'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION pmedian_gpu_transfn(internal, bigint, smallint[], int, jsonb) RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_pmedian_transfn_numeric'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION pmedian_gpu_transfn(internal, bigint, smallint[], float8, int, jsonb) RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_pmedian_transfn_numeric'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE AGGREGATE pmedian_gpu(id bigint, vec smallint[], p int) (
+	SFUNC = pmedian_gpu_transfn, STYPE = internal,
+	FINALFUNC = pmedian_gpu_finalfn, COMBINEFUNC = pmedian_gpu_combinefn,
+	SERIALFUNC = pmedian_gpu_serialfn, DESERIALFUNC = pmedian_gpu_deserialfn,
+	PARALLEL = SAFE
+);
+
+CREATE AGGREGATE pmedian_gpu(id bigint, vec smallint[], p int, options jsonb) (
+	SFUNC = pmedian_gpu_transfn, STYPE = internal,
+	FINALFUNC = pmedian_gpu_finalfn, COMBINEFUNC = pmedian_gpu_combinefn,
+	SERIALFUNC = pmedian_gpu_serialfn, DESERIALFUNC = pmedian_gpu_deserialfn,
+	PARALLEL = SAFE
+);
+
+CREATE AGGREGATE pmedian_gpu(id bigint, vec smallint[], demand float8, p int, options jsonb) (
+	SFUNC = pmedian_gpu_transfn, STYPE = internal,
+	FINALFUNC = pmedian_gpu_finalfn, COMBINEFUNC = pmedian_gpu_combinefn,
+	SERIALFUNC = pmedian_gpu_serialfn, DESERIALFUNC = pmedian_gpu_deserialfn,
+	PARALLEL = SAFE
+);
+
+CREATE FUNCTION pmedian_gpu_transfn(internal, bigint, numeric[], int) RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_pmedian_transfn_numeric'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION pmedian_gpu_transfn(internal, bigint, numeric[], int, jsonb) RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_pmedian_transfn_numeric'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION pmedian_gpu_transfn(internal, bigint, numeric[], float8, int, jsonb) RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_pmedian_transfn_numeric'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE AGGREGATE pmedian_gpu(id bigint, vec numeric[], p int) (
+	SFUNC = pmedian_gpu_transfn, STYPE = internal,
+	FINALFUNC = pmedian_gpu_finalfn, COMBINEFUNC = pmedian_gpu_combinefn,
+	SERIALFUNC = pmedian_gpu_serialfn, DESERIALFUNC = pmedian_gpu_deserialfn,
+	PARALLEL = SAFE
+);
+
+CREATE AGGREGATE pmedian_gpu(id bigint, vec numeric[], p int, options jsonb) (
+	SFUNC = pmedian_gpu_transfn, STYPE = internal,
+	FINALFUNC = pmedian_gpu_finalfn, COMBINEFUNC = pmedian_gpu_combinefn,
+	SERIALFUNC = pmedian_gpu_serialfn, DESERIALFUNC = pmedian_gpu_deserialfn,
+	PARALLEL = SAFE
+);
+
+CREATE AGGREGATE pmedian_gpu(id bigint, vec numeric[], demand float8, p int, options jsonb) (
+	SFUNC = pmedian_gpu_transfn, STYPE = internal,
+	FINALFUNC = pmedian_gpu_finalfn, COMBINEFUNC = pmedian_gpu_combinefn,
+	SERIALFUNC = pmedian_gpu_serialfn, DESERIALFUNC = pmedian_gpu_deserialfn,
+	PARALLEL = SAFE
+);
+
 -- The id of the nearest medoid, by the model's metric
 
 CREATE FUNCTION pmedian_predict(model pmedian_model, vec float8[]) RETURNS bigint
@@ -551,6 +686,22 @@ CREATE FUNCTION pmedian_predict(model pmedian_model, vec float8[]) RETURNS bigin
 
 CREATE FUNCTION pmedian_predict(model pmedian_model, vec real[]) RETURNS bigint
 	AS 'MODULE_PATHNAME', 'gpuclust_pmedian_predict_real'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION pmedian_predict(model pmedian_model, vec integer[]) RETURNS bigint
+	AS 'MODULE_PATHNAME', 'gpuclust_pmedian_predict_numeric'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION pmedian_predict(model pmedian_model, vec bigint[]) RETURNS bigint
+	AS 'MODULE_PATHNAME', 'gpuclust_pmedian_predict_numeric'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION pmedian_predict(model pmedian_model, vec smallint[]) RETURNS bigint
+	AS 'MODULE_PATHNAME', 'gpuclust_pmedian_predict_numeric'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION pmedian_predict(model pmedian_model, vec numeric[]) RETURNS bigint
+	AS 'MODULE_PATHNAME', 'gpuclust_pmedian_predict_numeric'
 	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
 -- A model's fields without the medoids' coordinates (model::jsonb -
@@ -642,6 +793,88 @@ CREATE AGGREGATE kmeans_stream_state(vec real[], k int, options jsonb) (
 );
 
 CREATE AGGREGATE kmeans_stream_state(vec real[], k int) (
+	SFUNC = kmeans_stream_transfn, STYPE = kmeans_stream,
+	FINALFUNC = kmeans_stream_final, COMBINEFUNC = kmeans_stream_merge,
+	PARALLEL = SAFE
+);
+
+-- Vectors of any number type, as for kmeans_gpu
+
+CREATE FUNCTION kmeans_stream_transfn(kmeans_stream, integer[], int, jsonb) RETURNS kmeans_stream
+	AS 'MODULE_PATHNAME', 'gpuclust_stream_transfn_numeric'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION kmeans_stream_transfn(kmeans_stream, integer[], int) RETURNS kmeans_stream
+	AS 'MODULE_PATHNAME', 'gpuclust_stream_transfn_numeric'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE AGGREGATE kmeans_stream_state(vec integer[], k int, options jsonb) (
+	SFUNC = kmeans_stream_transfn, STYPE = kmeans_stream,
+	FINALFUNC = kmeans_stream_final, COMBINEFUNC = kmeans_stream_merge,
+	PARALLEL = SAFE
+);
+
+CREATE AGGREGATE kmeans_stream_state(vec integer[], k int) (
+	SFUNC = kmeans_stream_transfn, STYPE = kmeans_stream,
+	FINALFUNC = kmeans_stream_final, COMBINEFUNC = kmeans_stream_merge,
+	PARALLEL = SAFE
+);
+
+CREATE FUNCTION kmeans_stream_transfn(kmeans_stream, bigint[], int, jsonb) RETURNS kmeans_stream
+	AS 'MODULE_PATHNAME', 'gpuclust_stream_transfn_numeric'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION kmeans_stream_transfn(kmeans_stream, bigint[], int) RETURNS kmeans_stream
+	AS 'MODULE_PATHNAME', 'gpuclust_stream_transfn_numeric'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE AGGREGATE kmeans_stream_state(vec bigint[], k int, options jsonb) (
+	SFUNC = kmeans_stream_transfn, STYPE = kmeans_stream,
+	FINALFUNC = kmeans_stream_final, COMBINEFUNC = kmeans_stream_merge,
+	PARALLEL = SAFE
+);
+
+CREATE AGGREGATE kmeans_stream_state(vec bigint[], k int) (
+	SFUNC = kmeans_stream_transfn, STYPE = kmeans_stream,
+	FINALFUNC = kmeans_stream_final, COMBINEFUNC = kmeans_stream_merge,
+	PARALLEL = SAFE
+);
+
+CREATE FUNCTION kmeans_stream_transfn(kmeans_stream, smallint[], int, jsonb) RETURNS kmeans_stream
+	AS 'MODULE_PATHNAME', 'gpuclust_stream_transfn_numeric'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION kmeans_stream_transfn(kmeans_stream, smallint[], int) RETURNS kmeans_stream
+	AS 'MODULE_PATHNAME', 'gpuclust_stream_transfn_numeric'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE AGGREGATE kmeans_stream_state(vec smallint[], k int, options jsonb) (
+	SFUNC = kmeans_stream_transfn, STYPE = kmeans_stream,
+	FINALFUNC = kmeans_stream_final, COMBINEFUNC = kmeans_stream_merge,
+	PARALLEL = SAFE
+);
+
+CREATE AGGREGATE kmeans_stream_state(vec smallint[], k int) (
+	SFUNC = kmeans_stream_transfn, STYPE = kmeans_stream,
+	FINALFUNC = kmeans_stream_final, COMBINEFUNC = kmeans_stream_merge,
+	PARALLEL = SAFE
+);
+
+CREATE FUNCTION kmeans_stream_transfn(kmeans_stream, numeric[], int, jsonb) RETURNS kmeans_stream
+	AS 'MODULE_PATHNAME', 'gpuclust_stream_transfn_numeric'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION kmeans_stream_transfn(kmeans_stream, numeric[], int) RETURNS kmeans_stream
+	AS 'MODULE_PATHNAME', 'gpuclust_stream_transfn_numeric'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE AGGREGATE kmeans_stream_state(vec numeric[], k int, options jsonb) (
+	SFUNC = kmeans_stream_transfn, STYPE = kmeans_stream,
+	FINALFUNC = kmeans_stream_final, COMBINEFUNC = kmeans_stream_merge,
+	PARALLEL = SAFE
+);
+
+CREATE AGGREGATE kmeans_stream_state(vec numeric[], k int) (
 	SFUNC = kmeans_stream_transfn, STYPE = kmeans_stream,
 	FINALFUNC = kmeans_stream_final, COMBINEFUNC = kmeans_stream_merge,
 	PARALLEL = SAFE

@@ -28,6 +28,7 @@
 
 PG_FUNCTION_INFO_V1(gpuclust_pmedian_transfn);
 PG_FUNCTION_INFO_V1(gpuclust_pmedian_transfn_real);
+PG_FUNCTION_INFO_V1(gpuclust_pmedian_transfn_numeric);
 PG_FUNCTION_INFO_V1(gpuclust_pmedian_transfn_vector);
 PG_FUNCTION_INFO_V1(gpuclust_pmedian_transfn_halfvec);
 PG_FUNCTION_INFO_V1(gpuclust_pmedian_finalfn);
@@ -119,6 +120,13 @@ Datum
 gpuclust_pmedian_transfn_real(PG_FUNCTION_ARGS)
 {
 	return pmedian_transfn(fcinfo, FLOAT4OID);
+}
+
+/* vectors of any number type */
+Datum
+gpuclust_pmedian_transfn_numeric(PG_FUNCTION_ARGS)
+{
+	return pmedian_transfn(fcinfo, GC_NUMERIC_ARRAY);
 }
 
 /* pgvector's types, declared by the gpuclust_pgvector extension */

@@ -32,6 +32,7 @@ PG_FUNCTION_INFO_V1(gpuclust_pmedian_model_recv);
 PG_FUNCTION_INFO_V1(gpuclust_pmedian_model_send);
 PG_FUNCTION_INFO_V1(gpuclust_pmedian_predict);
 PG_FUNCTION_INFO_V1(gpuclust_pmedian_predict_real);
+PG_FUNCTION_INFO_V1(gpuclust_pmedian_predict_numeric);
 PG_FUNCTION_INFO_V1(gpuclust_pmedian_predict_vector);
 PG_FUNCTION_INFO_V1(gpuclust_pmedian_predict_halfvec);
 
@@ -310,6 +311,13 @@ Datum
 gpuclust_pmedian_predict_real(PG_FUNCTION_ARGS)
 {
 	PG_RETURN_INT64(predict(fcinfo, FLOAT4OID));
+}
+
+/* vectors of any number type */
+Datum
+gpuclust_pmedian_predict_numeric(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT64(predict(fcinfo, GC_NUMERIC_ARRAY));
 }
 
 /* pgvector's types, declared by the gpuclust_pgvector extension */

@@ -25,6 +25,7 @@
 
 PG_FUNCTION_INFO_V1(gpuclust_stream_transfn);
 PG_FUNCTION_INFO_V1(gpuclust_stream_transfn_real);
+PG_FUNCTION_INFO_V1(gpuclust_stream_transfn_numeric);
 PG_FUNCTION_INFO_V1(gpuclust_stream_transfn_vector);
 PG_FUNCTION_INFO_V1(gpuclust_stream_transfn_halfvec);
 PG_FUNCTION_INFO_V1(gpuclust_stream_finalfn);
@@ -118,6 +119,13 @@ Datum
 gpuclust_stream_transfn_real(PG_FUNCTION_ARGS)
 {
 	return stream_transfn(fcinfo, FLOAT4OID);
+}
+
+/* vectors of any number type */
+Datum
+gpuclust_stream_transfn_numeric(PG_FUNCTION_ARGS)
+{
+	return stream_transfn(fcinfo, GC_NUMERIC_ARRAY);
 }
 
 /* pgvector's types, declared by the gpuclust_pgvector extension */

@@ -1,7 +1,8 @@
 --
 -- friendly_types: vectors of any number type (integer[], bigint[],
--- smallint[], numeric[]) and a bigint k do what the user means; other
--- arrays are refused with a hint naming the cast
+-- smallint[], numeric[]) and a bigint k do what the user means, in every
+-- function that takes vectors; other arrays are refused with a hint naming
+-- the cast
 --
 CREATE TABLE ft_pts AS
 SELECT i AS id, ARRAY[100 * (i % 3) + i % 7, i % 5]::int[] AS iv
@@ -63,6 +64,32 @@ JOIN kmeans_gpu_assign('SELECT id, nv FROM ft_pts', 3, '{"seed": 4}') c USING (i
 SELECT count(*) AS rows, count(*) FILTER (WHERE a.medoid_id <> b.medoid_id OR a.distance <> b.distance) AS differences
 FROM pmedian_gpu_assign('SELECT id, bv FROM ft_pts', 3) a
 JOIN pmedian_gpu_assign('SELECT id, fv FROM ft_pts', 3) b USING (id);
+
+-- pmedian_gpu (all three forms), pmedian_predict and kmeans_stream_state
+-- take them too, with the results of the same values as float8[]
+SELECT (SELECT pmedian_gpu(id, iv, 3)::jsonb - 'timings_ms' FROM ft_pts)
+	 = (SELECT pmedian_gpu(id, fv, 3)::jsonb - 'timings_ms' FROM ft_pts) AS pm_integer_same,
+	   (SELECT pmedian_gpu(id, bv, 3, '{"seed": 2}')::jsonb - 'timings_ms' FROM ft_pts)
+	 = (SELECT pmedian_gpu(id, fv, 3, '{"seed": 2}')::jsonb - 'timings_ms' FROM ft_pts) AS pm_bigint_same,
+	   (SELECT pmedian_gpu(id, sv, 1.0, 3, '{"capacity": 25}')::jsonb - 'timings_ms' FROM ft_pts)
+	 = (SELECT pmedian_gpu(id, fv, 1.0, 3, '{"capacity": 25}')::jsonb - 'timings_ms' FROM ft_pts) AS pm_demand_same,
+	   (SELECT pmedian_gpu(id, nv, 3)::jsonb - 'timings_ms' FROM ft_pts)
+	 = (SELECT pmedian_gpu(id, fv, 3)::jsonb - 'timings_ms' FROM ft_pts) AS pm_numeric_same;
+SELECT pmedian_predict(m, ARRAY[200, 1]) = pmedian_predict(m, ARRAY[200, 1]::float8[]) AS pm_predict_int,
+	   pmedian_predict(m, ARRAY[200.0, 1]) = pmedian_predict(m, ARRAY[200, 1]::float8[]) AS pm_predict_numeric,
+	   pmedian_predict(m, ARRAY[0, 0]::smallint[]) = pmedian_predict(m, ARRAY[0, 0]::float8[]) AS pm_predict_smallint,
+	   pmedian_predict(m, ARRAY[100, 4]::bigint[]) = pmedian_predict(m, ARRAY[100, 4]::float8[]) AS pm_predict_bigint
+FROM (SELECT pmedian_gpu(id, fv, 3) AS m FROM ft_pts) s;
+SELECT (SELECT kmeans_stream_model(kmeans_stream_state(iv, 3), '{"seed": 4}')::jsonb - 'timings_ms' FROM ft_pts)
+	 = (SELECT kmeans_stream_model(kmeans_stream_state(fv, 3), '{"seed": 4}')::jsonb - 'timings_ms' FROM ft_pts) AS stream_integer_same,
+	   (SELECT kmeans_stream_model(kmeans_stream_state(nv, 3, '{"metric": "cosine"}'), '{"seed": 4}')::jsonb - 'timings_ms' FROM ft_pts)
+	 = (SELECT kmeans_stream_model(kmeans_stream_state(fv, 3, '{"metric": "cosine"}'), '{"seed": 4}')::jsonb - 'timings_ms' FROM ft_pts) AS stream_numeric_same,
+	   (SELECT kmeans_stream_model(kmeans_stream_state(v, 1), '{}')::jsonb->'centroids'
+		FROM (VALUES (ARRAY[1, 2]), (ARRAY[3, 4]::smallint[]::int[])) t(v)) AS stream_centroids;
+SELECT pmedian_gpu(id, v, 1) FROM (VALUES (1, ARRAY[1, NULL]::bigint[])) t(id, v);
+\echo :LAST_ERROR_SQLSTATE
+SELECT kmeans_stream_state(v, 1) FROM (VALUES (ARRAY[1, 'NaN']::numeric[])) t(v);
+\echo :LAST_ERROR_SQLSTATE
 
 --
 -- What cannot be a vector is refused, naming the cast
