@@ -387,6 +387,23 @@ collect_points(const GcStream *s, GcRows *rows, GcError *err)
 			gc_rows_commit_weighted(rows, l == 0 ? 1.0 : s->levels[l].weights[i]);
 		}
 	}
+
+	/*
+	 * A cosine fit puts its centroids on the unit sphere, while the fit's
+	 * frame bounds a point's distance to its centroid by the diagonal of
+	 * the points' box.  Unit rows keep to that bound, as kmeans_gpu's do;
+	 * centres, means of unit rows, are as short as the rows are spread and
+	 * may all lie far inside the sphere: with any of them the box spans
+	 * [-1, 1] in every dimension, where the points and the centroids lie
+	 */
+	if (status == GC_OK && s->cosine && gc_stream_points(s) > s->block.n)
+		for (int j = 0; j < s->d; j++)
+		{
+			if (rows->lo[j] > -1.0)
+				rows->lo[j] = -1.0;
+			if (rows->hi[j] < 1.0)
+				rows->hi[j] = 1.0;
+		}
 	return status;
 }
 

@@ -234,7 +234,7 @@ decode_counts(const uint8_t *buf, size_t len, GcStreamHeader *h)
 /*
  * Weights: positive integers (1 at level 0) summing to the row count;
  * values: finite and within GC_MAX_MAGNITUDE; under the cosine metric
- * points no longer than 1 (unit rows and their means)
+ * raw rows of unit length and centres no longer than 1 (means of unit rows)
  */
 static const char *
 decode_points(const uint8_t *buf, const GcStreamHeader *h)
@@ -265,6 +265,8 @@ decode_points(const uint8_t *buf, const GcStreamHeader *h)
 			}
 			if (h->cosine && norm2 > 1.0 + GC_STREAM_UNIT_SLACK)
 				return "a point of a cosine summary is longer than a unit vector";
+			if (h->cosine && l == 0 && norm2 < 1.0 - GC_STREAM_UNIT_SLACK)
+				return "a raw row of a cosine summary is not a unit vector";
 		}
 	if (sum != (double) h->rows)
 		return "the weights do not sum to the row count";

@@ -53,8 +53,9 @@
 
 #define GC_STREAM_FLAG_COSINE	1
 /*
- * A cosine summary's points are unit rows (level 0) or means of unit rows:
- * none is longer than 1, beyond the rounding of the normalisation
+ * A cosine summary's raw rows (level 0) are unit vectors and its centres
+ * means of unit rows, no longer than 1: to within this, the rounding of
+ * the normalisation
  */
 #define GC_STREAM_UNIT_SLACK	1e-9
 

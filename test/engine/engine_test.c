@@ -779,6 +779,11 @@ run_stream_format_cases(void)
 		gc_stream_seal(good, len);
 		check(gc_stream_decode(good, len, &got) == NULL && got.cosine,
 			  "a cosine summary decodes as one", "format");
+		memcpy(bad, good, len);
+		gc_stream_put_point(bad, &h, 0, 1.0, mean);
+		reseal(bad, len);
+		check(gc_stream_decode(bad, len, &got) != NULL, "a cosine summary's raw row of length 1/2",
+			  "format");
 		h.cosine = false;
 		gc_stream_put_header(good, &h);
 		gc_stream_seal(good, len);
