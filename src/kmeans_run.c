@@ -140,7 +140,7 @@ gc_run_kmeans(GcInput *input, GcKmeansOptions *opts, double collect_ms,
 	int			k = opts->params.k;
 	KmeansModel *model;
 	GcKmeansResult result;
-	GcModelOrigin origin;
+	GcModelOrigin origin = {0};
 	GcServiceFit service_fit;
 
 	Assert(input->started && rows->n > 0);

@@ -247,7 +247,7 @@ gpuclust_stream_model(PG_FUNCTION_ARGS)
 	GcStream   *s;
 	GcKmeansOptions opts;
 	GcKmeansResult result;
-	GcModelOrigin origin;
+	GcModelOrigin origin = {0};
 	KmeansModel *model;
 	GcDevice	device;
 	GcError		err = {0};
@@ -287,6 +287,7 @@ gpuclust_stream_model(PG_FUNCTION_ARGS)
 	origin.metric = opts.params.metric;
 	origin.rows = s->rows;
 	origin.null_rows = 0;		/* the summary does not count NULL rows */
+	origin.input = InvalidOid;	/* nor keep the rows' type: "unknown" */
 	origin.collect_ms = 0.0;
 	gc_model_record_result(model, &result, &origin);
 	gc_stream_state_free(state);
