@@ -18,10 +18,7 @@
  *		demand or size, all sub-problems solved at once), then a
  *		location-allocation polish over all n;
  *	  - beyond the paper, a FasterPAM-style swap improvement (Schubert &
- *		Rousseeuw, 2021): candidates are evaluated in batches by the
- *		backend, each batch's best improving swap is made, until a whole
- *		pass finds none.  Gains are fixed-point integers, so both backends
- *		make the same swaps.
+ *		Rousseeuw, 2021), in pmedian_improve.c.
  *
  *	  Initial centres come from a D-sampling race (k-means++ with
  *	  distances as weights) over seeded per-row draws.
@@ -31,49 +28,11 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "pmedian_engine.h"
+#include "pmedian_fit.h"
 #include "pmedian_math.h"
 
 #include <float.h>
 #include <stdlib.h>
-
-/* Upper bound on swaps, against any pathological loop */
-#define MAX_SWAPS 1000000
-
-typedef struct PmFit
-{
-	const GcPmBackend *backend;
-	void	   *session;
-	const GcPmParams *params;
-	const GcRows *rows;
-	const double *demand;
-	int64_t		n;
-	GcError    *err;
-	GcPmImprove improvement;	/* resolved: none, sample or full */
-} PmFit;
-
-/* One location-allocation problem: entities and centres in groups */
-typedef struct PmProblem
-{
-	int			ngroups;
-	int32_t		nent;
-	int32_t    *ent;			/* rows, grouped */
-	int32_t    *group;			/* nent */
-	int32_t		ncen;
-	int32_t    *cen;			/* rows, grouped */
-	int32_t    *cen_first;		/* ngroups + 1 */
-	double		capacity;		/* 0: uncapacitated */
-	double	   *penalty;		/* ncen multipliers */
-	int32_t    *alloc;			/* nent: index into cen */
-	double	   *dist;			/* nent */
-	double		objective;
-	double		violation;
-	int			iterations;
-	bool		converged;
-} PmProblem;
-
-static GcStatus improve(PmFit *f, PmProblem *pb, GcPmResult *result);
-static GcStatus improve_sample(PmFit *f, PmProblem *sample, GcPmResult *result);
 
 static const char *const metric_names[] = {"euclidean", "sqeuclidean", "manhattan", "cosine"};
 static const char *const method_names[] = {"auto", "location_allocation", "three_phase"};
@@ -127,8 +86,8 @@ gc_pmedian_nearest(const double *x, const double *medoids, int p, int d,
 	return best;
 }
 
-static void *
-alloc_array(size_t count, size_t size, bool *failed)
+void *
+gc_pm_alloc_array(size_t count, size_t size, bool *failed)
 {
 	void	   *p = malloc(size * (count > 0 ? count : 1));
 
@@ -137,8 +96,8 @@ alloc_array(size_t count, size_t size, bool *failed)
 	return p;
 }
 
-static void
-problem_release(PmProblem *pb)
+void
+gc_pm_problem_release(PmProblem *pb)
 {
 	free(pb->ent);
 	free(pb->group);
@@ -153,8 +112,8 @@ problem_release(PmProblem *pb)
 /*
  * Allocate the arrays of a problem of nent entities and ncen centres
  */
-static GcStatus
-problem_init(PmProblem *pb, int ngroups, int32_t nent, int32_t ncen, GcError *err)
+GcStatus
+gc_pm_problem_init(PmProblem *pb, int ngroups, int32_t nent, int32_t ncen, GcError *err)
 {
 	bool		failed = false;
 
@@ -162,16 +121,16 @@ problem_init(PmProblem *pb, int ngroups, int32_t nent, int32_t ncen, GcError *er
 	pb->ngroups = ngroups;
 	pb->nent = nent;
 	pb->ncen = ncen;
-	pb->ent = alloc_array(nent, sizeof(int32_t), &failed);
-	pb->group = alloc_array(nent, sizeof(int32_t), &failed);
-	pb->cen = alloc_array(ncen, sizeof(int32_t), &failed);
-	pb->cen_first = alloc_array(ngroups + 1, sizeof(int32_t), &failed);
-	pb->penalty = alloc_array(ncen, sizeof(double), &failed);
-	pb->alloc = alloc_array(nent, sizeof(int32_t), &failed);
-	pb->dist = alloc_array(nent, sizeof(double), &failed);
+	pb->ent = gc_pm_alloc_array(nent, sizeof(int32_t), &failed);
+	pb->group = gc_pm_alloc_array(nent, sizeof(int32_t), &failed);
+	pb->cen = gc_pm_alloc_array(ncen, sizeof(int32_t), &failed);
+	pb->cen_first = gc_pm_alloc_array(ngroups + 1, sizeof(int32_t), &failed);
+	pb->penalty = gc_pm_alloc_array(ncen, sizeof(double), &failed);
+	pb->alloc = gc_pm_alloc_array(nent, sizeof(int32_t), &failed);
+	pb->dist = gc_pm_alloc_array(nent, sizeof(double), &failed);
 	if (failed)
 	{
-		problem_release(pb);
+		gc_pm_problem_release(pb);
 		return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for a p-median problem");
 	}
 	memset(pb->group, 0, sizeof(int32_t) * nent);
@@ -181,8 +140,8 @@ problem_init(PmProblem *pb, int ngroups, int32_t nent, int32_t ncen, GcError *er
 	return GC_OK;
 }
 
-static bool
-interrupted(const PmFit *f)
+bool
+gc_pm_interrupted(const PmFit *f)
 {
 	return f->params->interrupted && f->params->interrupted();
 }
@@ -314,10 +273,10 @@ static GcStatus
 location_allocation(PmFit *f, PmProblem *pb, int max_iter)
 {
 	bool		failed = false;
-	int32_t    *members = alloc_array(pb->nent, sizeof(int32_t), &failed);
-	int32_t    *first = alloc_array(pb->ncen + 1, sizeof(int32_t), &failed);
-	double	   *sums = alloc_array(pb->nent, sizeof(double), &failed);
-	double	   *load = alloc_array(pb->ncen, sizeof(double), &failed);
+	int32_t    *members = gc_pm_alloc_array(pb->nent, sizeof(int32_t), &failed);
+	int32_t    *first = gc_pm_alloc_array(pb->ncen + 1, sizeof(int32_t), &failed);
+	double	   *sums = gc_pm_alloc_array(pb->nent, sizeof(double), &failed);
+	double	   *load = gc_pm_alloc_array(pb->ncen, sizeof(double), &failed);
 	GcStatus	status = GC_OK;
 	int			it;
 
@@ -346,7 +305,7 @@ location_allocation(PmFit *f, PmProblem *pb, int max_iter)
 		}
 		if (pb->capacity > 0.0)
 			update_penalties(f, pb, load, it);
-		if (interrupted(f))
+		if (gc_pm_interrupted(f))
 			status = gc_fail(f->err, GC_INTERRUPTED, "interrupted in iteration %d", it);
 	}
 	if (status == GC_OK && !pb->converged)
@@ -370,7 +329,7 @@ seed_centres(PmFit *f, const int32_t *ent, int32_t nent, int k, uint64_t seed,
 			 int32_t *cen)
 {
 	bool		failed = false;
-	bool	   *taken = alloc_array(nent, sizeof(bool), &failed);
+	bool	   *taken = gc_pm_alloc_array(nent, sizeof(bool), &failed);
 	int32_t		centre = -1,
 				next_free = 0;
 	GcStatus	status = GC_OK;
@@ -395,7 +354,7 @@ seed_centres(PmFit *f, const int32_t *ent, int32_t nent, int k, uint64_t seed,
 		}
 		taken[e] = true;
 		cen[t] = centre = ent[e];
-		if (interrupted(f))
+		if (gc_pm_interrupted(f))
 			status = gc_fail(f->err, GC_INTERRUPTED, "interrupted during seeding");
 	}
 	free(taken);
@@ -462,8 +421,8 @@ drawn_row_cmp(const void *a, const void *b)
 	return x->row < y->row ? -1 : x->row > y->row;
 }
 
-static int
-int32_cmp(const void *a, const void *b)
+int
+gc_pm_int32_cmp(const void *a, const void *b)
 {
 	int32_t		x = *(const int32_t *) a,
 				y = *(const int32_t *) b;
@@ -477,7 +436,7 @@ int32_cmp(const void *a, const void *b)
 static GcStatus
 whole_problem(PmFit *f, PmProblem *pb, int32_t ncen, double capacity)
 {
-	if (problem_init(pb, 1, (int32_t) f->n, ncen, f->err) != GC_OK)
+	if (gc_pm_problem_init(pb, 1, (int32_t) f->n, ncen, f->err) != GC_OK)
 		return f->err->status;
 	for (int32_t i = 0; i < (int32_t) f->n; i++)
 		pb->ent[i] = i;
@@ -560,7 +519,7 @@ sample_phase(PmFit *f, int nbig, PmProblem *sample, GcPmResult *result)
 	int64_t    *chosen;
 	GcStatus	status;
 
-	if (problem_init(sample, 1, s, nbig, f->err) != GC_OK)
+	if (gc_pm_problem_init(sample, 1, s, nbig, f->err) != GC_OK)
 		return f->err->status;
 	chosen = malloc(sizeof(int64_t) * s);
 	if (chosen == NULL)
@@ -574,7 +533,7 @@ sample_phase(PmFit *f, int nbig, PmProblem *sample, GcPmResult *result)
 	for (int32_t e = 0; e < s; e++)
 		sample->ent[e] = (int32_t) chosen[e];
 	free(chosen);
-	qsort(sample->ent, s, sizeof(int32_t), int32_cmp);
+	qsort(sample->ent, s, sizeof(int32_t), gc_pm_int32_cmp);
 	if (params->capacitated)
 	{
 		double		total = 0.0;
@@ -592,7 +551,7 @@ sample_phase(PmFit *f, int nbig, PmProblem *sample, GcPmResult *result)
 	{
 		double		t0 = gc_now_ms();
 
-		status = improve_sample(f, sample, result);
+		status = gc_pm_improve_sample(f, sample, result);
 		result->timings.improve_ms += gc_now_ms() - t0;
 	}
 	return status;
@@ -609,14 +568,14 @@ small_phase(PmFit *f, const PmProblem *global, PmProblem *small)
 	int			nbig = global->ncen,
 				p = f->params->p;
 	bool		failed = false;
-	int32_t    *size = alloc_array(nbig, sizeof(int32_t), &failed);
-	int32_t    *part = alloc_array(nbig, sizeof(int32_t), &failed);
-	double	   *weight = alloc_array(nbig, sizeof(double), &failed);
-	int32_t    *first = alloc_array(nbig + 1, sizeof(int32_t), &failed);
-	DrawnRow   *drawn = alloc_array(f->n, sizeof(DrawnRow), &failed);
+	int32_t    *size = gc_pm_alloc_array(nbig, sizeof(int32_t), &failed);
+	int32_t    *part = gc_pm_alloc_array(nbig, sizeof(int32_t), &failed);
+	double	   *weight = gc_pm_alloc_array(nbig, sizeof(double), &failed);
+	int32_t    *first = gc_pm_alloc_array(nbig + 1, sizeof(int32_t), &failed);
+	DrawnRow   *drawn = gc_pm_alloc_array(f->n, sizeof(DrawnRow), &failed);
 	GcStatus	status = GC_OK;
 
-	if (failed || problem_init(small, nbig, (int32_t) f->n, p, f->err) != GC_OK)
+	if (failed || gc_pm_problem_init(small, nbig, (int32_t) f->n, p, f->err) != GC_OK)
 	{
 		status = gc_fail(f->err, GC_ERR_HOST_MEMORY, "out of memory for the small phase");
 		goto done;
@@ -727,9 +686,9 @@ three_phase(PmFit *f, PmProblem *final, GcPmResult *result)
 			status = adopt_allocation(f, final, &small);
 	}
 	result->timings.location_ms = gc_now_ms() - t0;
-	problem_release(&sample);
-	problem_release(&global);
-	problem_release(&small);
+	gc_pm_problem_release(&sample);
+	gc_pm_problem_release(&global);
+	gc_pm_problem_release(&small);
 	return status;
 }
 
@@ -757,7 +716,7 @@ plain_location_allocation(PmFit *f, PmProblem *pb, GcPmResult *result)
 			memcpy(pb->cen, sample.cen, sizeof(int32_t) * params->p);
 			pb->iterations = sample.iterations;
 		}
-		problem_release(&sample);
+		gc_pm_problem_release(&sample);
 		result->timings.sample_ms = gc_now_ms() - t0 - result->timings.improve_ms;
 	}
 	else
@@ -772,173 +731,6 @@ plain_location_allocation(PmFit *f, PmProblem *pb, GcPmResult *result)
 	if (status == GC_OK)
 		status = location_allocation(f, pb, params->max_iter);
 	result->timings.location_ms = gc_now_ms() - t0;
-	return status;
-}
-
-/*
- * A bound on any dissimilarity, from the bounding box
- */
-static double
-distance_bound(const GcRows *rows, GcPmMetric metric)
-{
-	double		l1 = 0.0,
-				l2 = 0.0;
-
-	if (metric == GC_PM_COSINE)
-		return 1.0;
-	for (int j = 0; j < rows->d; j++)
-	{
-		double		range = rows->hi[j] - rows->lo[j];
-
-		l1 += range;
-		l2 += range * range;
-	}
-	return metric == GC_PM_MANHATTAN ? l1 : metric == GC_PM_SQEUCLIDEAN ? l2 : sqrt(l2);
-}
-
-/*
- * Removal loss of each medoid, in fixed point
- */
-static void
-removal_loss(int p, int64_t n, const int32_t *nearest, const double *dn,
-			 const double *ds, double scale, int64_t *removal)
-{
-	memset(removal, 0, sizeof(int64_t) * p);
-	for (int64_t i = 0; i < n; i++)
-		removal[nearest[i]] += gc_pm_fixed(ds[i], scale) - gc_pm_fixed(dn[i], scale);
-}
-
-/*
- * Swap improvement from the medoids in pb->cen: batches of non-medoid
- * candidates in row order, the best improving swap of each batch made at
- * once, until n - p candidates in a row bring nothing
- */
-static GcStatus
-improve(PmFit *f, PmProblem *pb, GcPmResult *result)
-{
-	int			p = f->params->p;
-	int64_t		n = f->n;
-	double		far = 2.0 * distance_bound(f->rows, f->params->metric) + 1.0;
-	double		scale;
-	int			e;
-	bool		failed = false;
-	bool	   *is_medoid = alloc_array(n, sizeof(bool), &failed);
-	double	   *ds = alloc_array(n, sizeof(double), &failed);
-	int64_t    *removal = alloc_array(p, sizeof(int64_t), &failed);
-	int32_t		cand[GC_PM_SWAP_BATCH],
-				best_medoid[GC_PM_SWAP_BATCH];
-	int64_t		best_gain[GC_PM_SWAP_BATCH];
-	int64_t		cursor = 0,
-				idle = 0;
-	GcStatus	status = GC_OK;
-
-	frexp((double) n * far, &e);	/* n * far < 2^e */
-	scale = ldexp(1.0, 61 - e);
-	if (failed)
-		status = gc_fail(f->err, GC_ERR_HOST_MEMORY, "out of memory for swaps");
-	else
-	{
-		memset(is_medoid, 0, sizeof(bool) * n);
-		for (int m = 0; m < p; m++)
-			is_medoid[pb->cen[m]] = true;
-		status = f->backend->nearest2(f->session, p, pb->cen, far, pb->alloc,
-									  pb->dist, ds, f->err);
-	}
-	while (status == GC_OK && idle < n - p && result->swaps < MAX_SWAPS)
-	{
-		int			ncand = 0,
-					best = -1;
-
-		removal_loss(p, n, pb->alloc, pb->dist, ds, scale, removal);
-		while (ncand < GC_PM_SWAP_BATCH && ncand + idle < n - p)
-		{
-			if (!is_medoid[cursor])
-				cand[ncand++] = (int32_t) cursor;
-			cursor = (cursor + 1) % n;
-		}
-		status = f->backend->swap_gains(f->session, p, ncand, cand, scale, removal,
-										best_medoid, best_gain, f->err);
-		if (status != GC_OK)
-			break;
-		for (int k = 0; k < ncand; k++)
-			if (best_gain[k] < 0 && (best < 0 || best_gain[k] < best_gain[best]))
-				best = k;
-		if (interrupted(f))
-			status = gc_fail(f->err, GC_INTERRUPTED, "interrupted while improving");
-		if (best < 0 || status != GC_OK)
-		{
-			idle += ncand;
-			continue;
-		}
-		is_medoid[pb->cen[best_medoid[best]]] = false;
-		is_medoid[cand[best]] = true;
-		pb->cen[best_medoid[best]] = cand[best];
-		result->swaps++;
-		idle = 0;
-		status = f->backend->nearest2(f->session, p, pb->cen, far, pb->alloc,
-									  pb->dist, ds, f->err);
-	}
-	if (status == GC_OK)
-	{
-		pb->objective = 0.0;
-		for (int64_t i = 0; i < n; i++)
-			pb->objective += pb->dist[i];
-	}
-	free(is_medoid);
-	free(ds);
-	free(removal);
-	return status;
-}
-
-/*
- * The swap improvement over a sample's rows only, in a backend session of
- * its own over a copy of them (same allocator, same row hashes): the
- * sample's centres end at a swap-local optimum of the sample
- */
-static GcStatus
-improve_sample(PmFit *f, PmProblem *sample, GcPmResult *result)
-{
-	GcRows		sub;
-	GcPmParams	params = *f->params;
-	PmFit		g = {f->backend, NULL, &params, &sub, NULL, sample->nent, f->err,
-	GC_PM_IMPROVE_FULL};
-	PmProblem	pb = {0};
-	GcStatus	status;
-
-	params.p = sample->ncen;
-	if (gc_rows_init(&sub, f->rows->d, f->rows->alloc, f->rows->free, f->err) != GC_OK)
-		return f->err->status;
-	status = problem_init(&pb, 1, sample->nent, sample->ncen, f->err);
-	for (int32_t e = 0; status == GC_OK && e < sample->nent; e++)
-	{
-		double	   *slot = gc_rows_reserve(&sub, f->err);
-
-		if (slot == NULL)
-			status = f->err->status;
-		else
-		{
-			memcpy(slot, gc_rows_get(f->rows, sample->ent[e]), sizeof(double) * sub.d);
-			gc_rows_commit(&sub);
-		}
-	}
-	/* the centres as positions in the sample, whose rows are sorted */
-	for (int32_t c = 0; status == GC_OK && c < sample->ncen; c++)
-	{
-		int32_t    *at = bsearch(&sample->cen[c], sample->ent, sample->nent,
-								 sizeof(int32_t), int32_cmp);
-
-		pb.cen[c] = (int32_t) (at - sample->ent);
-	}
-	if (status == GC_OK)
-		status = f->backend->open(&sub, NULL, &params, &g.session, f->err);
-	if (status == GC_OK)
-		status = improve(&g, &pb, result);
-	for (int32_t c = 0; status == GC_OK && c < sample->ncen; c++)
-		sample->cen[c] = sample->ent[pb.cen[c]];
-	if (g.session)
-		f->backend->close(g.session);
-	problem_release(&pb);
-	gc_rows_release(&sub);
 	return status;
 }
 
@@ -1039,7 +831,7 @@ gc_pmedian_fit(const GcPmBackend *backend, const GcRows *rows,
 	if (status == GC_OK && f.improvement == GC_PM_IMPROVE_FULL)
 	{
 		t0 = gc_now_ms();
-		status = improve(&f, &pb, result);
+		status = gc_pm_improve(&f, &pb, result);
 		result->timings.improve_ms += gc_now_ms() - t0;
 	}
 	if (status == GC_OK && params->capacitated && params->hard_capacity)
@@ -1052,6 +844,6 @@ gc_pmedian_fit(const GcPmBackend *backend, const GcRows *rows,
 		fill_result(&f, &pb, result);
 	if (f.session)
 		backend->close(f.session);
-	problem_release(&pb);
+	gc_pm_problem_release(&pb);
 	return status;
 }
