@@ -23,7 +23,7 @@ ENGINE_OBJS = engine/common.o engine/rowstore.o engine/kmeans_fit.o engine/kmean
 GLUE_OBJS = src/gpuclust.o src/assign_rows.o src/interrupt.o src/input.o src/options.o src/model.o \
 	src/kmeans_run.o src/kmeans_agg.o src/partial_state.o src/partial_adopt.o src/segment_registry.o src/shared_struct.o src/kmeans_window.o src/kmeans_assign.o \
 	src/pmedian_options.o src/pmedian_model.o src/pmedian_run.o src/pmedian_agg.o \
-	src/pmedian_assign.o src/stream_type.o src/stream_agg.o src/spi_rows.o src/model_io.o \
+	src/pmedian_assign.o src/stream_type.o src/stream_service.o src/stream_agg.o src/spi_rows.o src/model_io.o \
 	src/pgvector_input.o src/progress.o src/gpu_service.o src/service_runner.o \
 	src/service_client.o src/array_growth.o
 OBJS = $(ENGINE_OBJS) $(GLUE_OBJS)

@@ -43,6 +43,15 @@ typedef struct GcStreamLevel
 	double	   *points;			/* as many rows of d values */
 } GcStreamLevel;
 
+/*
+ * How a summary's clusterings run (its reductions and its model's fit):
+ * gc_kmeans_fit on backend, unless the caller puts its own in GcStream.fit
+ * (the glue's hands them to the GPU service)
+ */
+typedef GcStatus (*GcStreamFit) (void *arg, const GcKmeansBackend *backend,
+								 GcRows *rows, const GcKmeansParams *params,
+								 GcKmeansResult *result, GcError *err);
+
 typedef struct GcStream
 {
 	int			d;
@@ -57,6 +66,8 @@ typedef struct GcStream
 	GcRows		block;			/* level 0: raw rows */
 	GcStreamLevel levels[GC_STREAM_MAX_LEVELS];	/* [0] unused */
 	const GcKmeansBackend *backend; /* clusters full blocks and levels */
+	GcStreamFit fit;			/* NULL: gc_kmeans_fit */
+	void	   *fit_arg;
 	GcHostAlloc alloc;			/* the block's memory (pinned for the GPU) */
 	GcHostFree	free;
 	bool		(*interrupted) (void);
@@ -87,7 +98,7 @@ extern void gc_stream_encode(const GcStream *s, uint8_t *buf, size_t len);
 
 /*
  * Weighted k-means (params->k clusters) over every point of the summary,
- * on backend: centroids (k * d), the rows each cluster stands for
+ * on backend (through s->fit when set): centroids (k * d), the rows each cluster stands for
  * (weights, k) and the weighted inertia over the summary's points.  Under
  * the cosine metric (params->metric, the summary's) the inertia is the sum
  * of w (1 - x . c), x a point and c its unit centroid: as x is the mean of

@@ -36,6 +36,16 @@ plain_alloc(size_t bytes)
 static GcStatus push_level(GcStream *s, int level, double weight, const double *x,
 						   GcError *err);
 
+/* One clustering of the summary's: the caller's fit, or the engine's */
+static GcStatus
+run_fit(const GcStream *s, const GcKmeansBackend *backend, GcRows *rows,
+		const GcKmeansParams *params, GcKmeansResult *result, GcError *err)
+{
+	if (s->fit != NULL)
+		return s->fit(s->fit_arg, backend, rows, params, result, err);
+	return gc_kmeans_fit(backend, rows, params, result, err);
+}
+
 GcStatus
 gc_stream_init(GcStream *s, const GcStreamHeader *shape,
 			   const GcKmeansBackend *backend, GcHostAlloc alloc,
@@ -103,7 +113,7 @@ reduce_rows(GcStream *s, const GcKmeansBackend *backend, GcRows *rows,
 	result.centroids = centroids;
 	result.sizes = sizes;
 	result.labels = labels;
-	status = gc_kmeans_fit(backend, rows, &params, &result, err);
+	status = run_fit(s, backend, rows, &params, &result, err);
 	if (status == GC_OK)
 	{
 		for (int c = 0; c < s->m; c++)
@@ -452,7 +462,7 @@ gc_stream_fit(const GcStream *s, const GcKmeansBackend *backend,
 		result->centroids = centroids;
 		result->sizes = sizes;
 		result->labels = labels;
-		status = gc_kmeans_fit(backend, &rows, params, result, err);
+		status = run_fit(s, backend, &rows, params, result, err);
 	}
 	if (status == GC_OK)
 	{

@@ -293,6 +293,12 @@ typedef struct GcStreamState
 	GcDevice	device;
 } GcStreamState;
 
+/* stream_service.c: a summary's clusterings in the GPU service */
+typedef struct GcStreamService GcStreamService;
+extern GcStreamService *gc_stream_use_service(GcStream *s, GcDevice *device, uint32 progress,
+											  MemoryContext context);
+extern bool gc_stream_service_ran(const GcStreamService *svc);
+
 extern GcStreamState *gc_stream_state_new(MemoryContext parent,
 										  const GcStreamHeader *shape,
 										  bool use_gpu);

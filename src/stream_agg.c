@@ -250,6 +250,7 @@ gpuclust_stream_model(PG_FUNCTION_ARGS)
 	GcModelOrigin origin = {0};
 	KmeansModel *model;
 	GcDevice	device;
+	GcStreamService *service;
 	GcError		err = {0};
 	uint32		progress;
 
@@ -271,17 +272,18 @@ gpuclust_stream_model(PG_FUNCTION_ARGS)
 						gc_stream_points(s), s->k),
 				 errhint("Summarise at least k distinct vectors.")));
 	model = gc_model_alloc(s->k, s->d);
-	gc_choose_device(&device);
+	gc_choose_service_device(&device);
 	gc_settle_device(&device, (double) gc_stream_points(s) * s->k * s->d * opts.params.n_init);
 	progress = gc_progress_fit(0, GC_FIT_STREAM_MODEL, &opts.params, gc_stream_points(s),
 							   &device);
+	service = gc_stream_use_service(s, &device, progress, CurrentMemoryContext);
 	if (gc_stream_fit(s, device.kmeans, &opts.params, KmeansModelCentroids(model),
 					  KmeansModelSizes(model), &result, &err) != GC_OK)
 		gc_raise(&err);
 	gc_progress_end(progress);
 	origin.device = device.kind;
 	origin.device_reason = device.reason;
-	origin.path = GC_PATH_BACKEND;
+	origin.path = gc_stream_service_ran(service) ? GC_PATH_SERVICE : GC_PATH_BACKEND;
 	origin.fitted_on = GC_FITTED_ON_SUMMARY;
 	origin.precision_requested = opts.params.precision;
 	origin.metric = opts.params.metric;

@@ -102,7 +102,7 @@ gc_stream_state_new(MemoryContext parent, const GcStreamHeader *shape, bool use_
 	if (use_gpu)
 	{
 		/* each block of block_rows rows is reduced to m centres */
-		gc_choose_device(&state->device);
+		gc_choose_service_device(&state->device);
 		gc_settle_device(&state->device, (double) shape->block_rows * shape->m * shape->d);
 	}
 	else
@@ -116,6 +116,7 @@ gc_stream_state_new(MemoryContext parent, const GcStreamHeader *shape, bool use_
 		gc_stream_release(&state->stream);
 		gc_raise(&err);
 	}
+	(void) gc_stream_use_service(&state->stream, &state->device, 0, objcxt);
 	MemoryContextRegisterResetCallback(objcxt, cb);
 	return state;
 }

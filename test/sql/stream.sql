@@ -41,9 +41,12 @@ SELECT count(*) AS clusters, min(size) AS smallest, max(size) AS largest
 FROM stream_one, kmeans_centroids(kmeans_stream_model(s));
 WITH model AS MATERIALIZED (SELECT kmeans_stream_model(s) AS m FROM stream_one)
 SELECT count(DISTINCT kmeans_predict(m, vec)) AS predicted FROM model, stream_pts;
--- what the model says of its origin: a summary, whose rows' type is not kept
+-- what the model says of its origin: a summary, whose rows' type is not
+-- kept; fitted in the GPU service where one runs and the fit is on the GPU
 SELECT i->>'input' AS input, i->>'inertia' AS inertia, (i->>'summary_inertia')::float8 > 0 AS summary_inertia,
-	   i->>'null_rows' AS null_rows, i->'timings_ms'->>'collect' AS collect, i->>'path' AS path
+	   i->>'null_rows' AS null_rows, i->'timings_ms'->>'collect' AS collect,
+	   i->>'path' = CASE WHEN (gpuclust_service_info()->>'running')::bool AND i->>'device' = 'gpu'
+						 THEN 'service' ELSE 'backend' END AS path_ok
 FROM stream_one, kmeans_model_info(kmeans_stream_model(s)) i;
 
 -- 16 summaries, one per part, merged by the aggregate and pairwise
