@@ -298,6 +298,7 @@ typedef struct GcStreamService GcStreamService;
 extern GcStreamService *gc_stream_use_service(GcStream *s, GcDevice *device, uint32 progress,
 											  MemoryContext context);
 extern bool gc_stream_service_ran(const GcStreamService *svc);
+extern void gc_stream_raise(GcError *err);
 
 extern GcStreamState *gc_stream_state_new(MemoryContext parent,
 										  const GcStreamHeader *shape,

@@ -100,12 +100,12 @@ stream_transfn(FunctionCallInfo fcinfo, Oid format)
 						state->stream.rows + 1, view.d, state->stream.d)));
 	slot = gc_stream_reserve(&state->stream, &err);
 	if (slot == NULL)
-		gc_raise(&err);
+		gc_stream_raise(&err);
 	gc_vector_copy(&view, slot, state->stream.rows + 1);
 	if (state->stream.cosine)
 		gc_input_normalize(slot, state->stream.d, state->stream.rows + 1);
 	if (gc_stream_commit(&state->stream, &err) != GC_OK)
-		gc_raise(&err);
+		gc_stream_raise(&err);
 	PG_RETURN_DATUM(EOHPGetRWDatum(&state->hdr));
 }
 
@@ -153,7 +153,7 @@ compacted_copy(Datum value)
 	Datum		result;
 
 	if (gc_stream_compact(&copy->stream, &err) != GC_OK)
-		gc_raise(&err);
+		gc_stream_raise(&err);
 	result = gc_stream_state_flatten(copy);
 	gc_stream_state_free(copy);
 	return result;
@@ -279,7 +279,7 @@ gpuclust_stream_model(PG_FUNCTION_ARGS)
 	service = gc_stream_use_service(s, &device, progress, CurrentMemoryContext);
 	if (gc_stream_fit(s, device.kmeans, &opts.params, KmeansModelCentroids(model),
 					  KmeansModelSizes(model), &result, &err) != GC_OK)
-		gc_raise(&err);
+		gc_stream_raise(&err);
 	gc_progress_end(progress);
 	origin.device = device.kind;
 	origin.device_reason = device.reason;

@@ -13,12 +13,21 @@
  * every later one run in this process, on the GPU chosen or on the CPU,
  * as gc_leave_service decides.
  *
+ * The wait for the service honours cancel and statement_timeout by an
+ * error, which must not unwind through the engine's frames (their malloc'd
+ * arrays, up to every point of a summary, would be lost): it is caught
+ * here, the engine is told the clustering was interrupted and frees what
+ * it holds, and gc_stream_raise throws the error itself once the engine
+ * has returned.
+ *
  * IDENTIFICATION
  *	  src/stream_service.c
  *
  *-------------------------------------------------------------------------
  */
 #include "gpu_service.h"
+
+#include "utils/memutils.h"
 
 struct GcStreamService
 {
@@ -27,6 +36,9 @@ struct GcStreamService
 	bool		ran;			/* the service ran at least one clustering */
 	GcServiceFit fit;			/* holds the kernel and init names results point to */
 };
+
+/* An error raised while waiting for the service, for gc_stream_raise */
+static ErrorData *pending_error = NULL;
 
 /* GcStreamFit: in the service while the device says so, else here */
 static GcStatus
@@ -38,7 +50,9 @@ service_fit(void *arg, const GcKmeansBackend *backend, GcRows *rows,
 
 	if (device->service && device->kind == GC_KIND_GPU)
 	{
-		GcServiceOutcome outcome;
+		MemoryContext context = CurrentMemoryContext;
+		volatile GcServiceOutcome outcome = GC_SERVICE_UNAVAILABLE;
+		volatile bool failed = false;
 
 		svc->fit.rows = rows;
 		svc->fit.segments = NULL;
@@ -46,7 +60,20 @@ service_fit(void *arg, const GcKmeansBackend *backend, GcRows *rows,
 		svc->fit.device = device;
 		svc->fit.progress = svc->progress;
 		svc->fit.result = result;
-		outcome = gc_service_fit_kmeans(&svc->fit, err);
+		PG_TRY();
+		{
+			outcome = gc_service_fit_kmeans(&svc->fit, err);
+		}
+		PG_CATCH();
+		{
+			MemoryContextSwitchTo(context);
+			pending_error = CopyErrorData();
+			FlushErrorState();
+			failed = true;
+		}
+		PG_END_TRY();
+		if (failed)
+			return gc_fail(err, GC_INTERRUPTED, "interrupted while waiting for the GPU service");
 		if (outcome == GC_SERVICE_RAN)
 		{
 			svc->ran = true;
@@ -82,4 +109,21 @@ bool
 gc_stream_service_ran(const GcStreamService *svc)
 {
 	return svc->ran;
+}
+
+/*
+ * Raise the error of a summary's engine call: the one the wait for the
+ * service caught, if any, else err's
+ */
+void
+gc_stream_raise(GcError *err)
+{
+	if (pending_error != NULL)
+	{
+		ErrorData  *edata = pending_error;
+
+		pending_error = NULL;
+		ReThrowError(edata);
+	}
+	gc_raise(err);
 }

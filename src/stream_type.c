@@ -54,7 +54,7 @@ stream_get_flat_size(ExpandedObjectHeader *eohptr)
 	size_t		bytes;
 
 	if (gc_stream_compact(&state->stream, &err) != GC_OK)
-		gc_raise(&err);
+		gc_stream_raise(&err);
 	bytes = gc_stream_encoded_bytes(&state->stream);
 	if (bytes == 0 || bytes > MaxAllocSize - VARHDRSZ)
 		ereport(ERROR,
@@ -114,7 +114,7 @@ gc_stream_state_new(MemoryContext parent, const GcStreamHeader *shape, bool use_
 					   &err) != GC_OK)
 	{
 		gc_stream_release(&state->stream);
-		gc_raise(&err);
+		gc_stream_raise(&err);
 	}
 	(void) gc_stream_use_service(&state->stream, &state->device, 0, objcxt);
 	MemoryContextRegisterResetCallback(objcxt, cb);
@@ -215,7 +215,7 @@ gc_stream_state_merge(GcStreamState *state, Datum value)
 	check_merged_rows(state->stream.rows, other ? other->stream.rows : h.rows);
 	if ((other ? gc_stream_merge(&state->stream, &other->stream, &err)
 		 : gc_stream_merge_encoded(&state->stream, bytes, &h, &err)) != GC_OK)
-		gc_raise(&err);
+		gc_stream_raise(&err);
 }
 
 /*
