@@ -174,26 +174,20 @@ extern void gc_runner_assign(GcServiceJob *job);
 extern void gc_runner_release(GcServiceJob *job);
 
 /* service_client.c: a backend's side */
-typedef enum GcServiceOutcome
-{
-	GC_SERVICE_RAN = 0,			/* result filled in (or err set) */
-	GC_SERVICE_UNAVAILABLE,		/* not running, lost, or no segment: run it here */
-	GC_SERVICE_DECLINED			/* over the GPU memory budget under auto */
-} GcServiceOutcome;
-
 typedef struct GcServiceFit
 {
 	const GcRows *rows;
 	const struct GcPartialSegments *segments;	/* where borrowed rows lie, or NULL */
 	const GcKmeansParams *params;
-	const GcDevice *device;
+	GcDevice   *device;			/* left for this backend when the service cannot
+								 * run the fit */
 	uint32		progress;		/* the fit's progress token */
 	GcKmeansResult *result;		/* centroids, sizes (labels, distances) to fill */
 	char		kernel[GC_KERNEL_NAME_BYTES];	/* result->kernel points here */
 	char		init[GC_INIT_NAME_BYTES];	/* and result->init here */
 } GcServiceFit;
 
-extern GcServiceOutcome gc_service_fit_kmeans(GcServiceFit *fit, GcError *err);
+extern bool gc_service_fit_kmeans(GcServiceFit *fit, GcError *err);
 extern bool gc_service_gpu_usable(int gpu_id, char *why, size_t whylen);
 
 #endif							/* GC_GPU_SERVICE_H */

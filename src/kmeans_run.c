@@ -103,23 +103,19 @@ fit_kmeans(GcInput *input, GcKmeansParams *params, GcKmeansResult *result,
 
 	if (input->device.service)
 	{
-		GcServiceOutcome outcome;
-
 		service_fit->rows = &input->rows;
 		service_fit->segments = input->segments;
 		service_fit->params = params;
 		service_fit->device = &input->device;
 		service_fit->progress = input->progress;
 		service_fit->result = result;
-		outcome = gc_service_fit_kmeans(service_fit, &err);
-		if (outcome == GC_SERVICE_RAN)
+		if (gc_service_fit_kmeans(service_fit, &err))
 		{
 			if (err.status != GC_OK)
 				gc_raise(&err);
 			return GC_PATH_SERVICE;
 		}
-		gc_leave_service(&input->device, outcome == GC_SERVICE_DECLINED ?
-						 GC_REASON_AUTO_OVER_BUDGET : input->device.reason);
+		/* the progress shows the device the fit now runs on */
 		input->progress = gc_progress_fit(input->progress, input->fit, params,
 										  input->rows.n, &input->device);
 	}

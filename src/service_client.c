@@ -29,6 +29,14 @@
 #include "storage/ipc.h"
 #include "utils/wait_event.h"
 
+/* What became of a request */
+typedef enum GcServiceOutcome
+{
+	GC_SERVICE_RAN = 0,			/* result filled in (or err set) */
+	GC_SERVICE_UNAVAILABLE,		/* not running, lost, or no segment: run it here */
+	GC_SERVICE_DECLINED			/* over the GPU memory budget under auto */
+} GcServiceOutcome;
+
 /* How often a waiting backend looks at the service's progress */
 #define GC_SERVICE_POLL_MS 50
 
@@ -305,13 +313,12 @@ read_result(GcServiceRequest *req, GcServiceFit *fit, GcError *err)
 }
 
 /*
- * Run fit in the GPU service (the workers' segments holding its rows, if
- * any, stay mapped here meanwhile).  GC_SERVICE_RAN: the result, or the
- * engine's failure in err; otherwise the caller runs the fit itself (no
- * service, no segment to be had, or, under auto, over the GPU budget).
+ * Submit fit to the GPU service and wait for it (the workers' segments
+ * holding its rows, if any, stay mapped here meanwhile).  GC_SERVICE_RAN:
+ * the result, or the engine's failure in err
  */
-GcServiceOutcome
-gc_service_fit_kmeans(GcServiceFit *fit, GcError *err)
+static GcServiceOutcome
+submit_fit(GcServiceFit *fit, GcError *err)
 {
 	int			i = GC_MY_PROC_INDEX;
 	GcServiceRequest layout;
@@ -353,6 +360,24 @@ gc_service_fit_kmeans(GcServiceFit *fit, GcError *err)
 	}
 	dsm_detach(segment);
 	return outcome;
+}
+
+/*
+ * Run fit in the GPU service: true when it ran, its result or the engine's
+ * failure in err.  Otherwise (no service, no segment to be had, or, under
+ * auto, over the GPU budget) fit->device leaves the service as
+ * gc_leave_service decides, and the caller runs the fit itself on it.
+ */
+bool
+gc_service_fit_kmeans(GcServiceFit *fit, GcError *err)
+{
+	GcServiceOutcome outcome = submit_fit(fit, err);
+
+	if (outcome == GC_SERVICE_RAN)
+		return true;
+	gc_leave_service(fit->device, outcome == GC_SERVICE_DECLINED ?
+					 GC_REASON_AUTO_OVER_BUDGET : fit->device->reason);
+	return false;
 }
 
 /*

@@ -14,11 +14,12 @@
  * as gc_leave_service decides.
  *
  * The wait for the service honours cancel and statement_timeout by an
- * error, which must not unwind through the engine's frames (their malloc'd
- * arrays, up to every point of a summary, would be lost): it is caught
- * here, the engine is told the clustering was interrupted and frees what
- * it holds, and gc_stream_raise throws the error itself once the engine
- * has returned.
+ * error, and leaving the service can raise one (gpuclust.device = gpu with
+ * no GPU this process can use): neither must unwind through the engine's
+ * frames (their malloc'd arrays, up to every point of a summary, would be
+ * lost).  Such an error is caught here, the engine is told the clustering
+ * was interrupted and frees what it holds, and gc_stream_raise throws the
+ * error itself once the engine has returned.
  *
  * IDENTIFICATION
  *	  src/stream_service.c
@@ -51,7 +52,7 @@ service_fit(void *arg, const GcKmeansBackend *backend, GcRows *rows,
 	if (device->service && device->kind == GC_KIND_GPU)
 	{
 		MemoryContext context = CurrentMemoryContext;
-		volatile GcServiceOutcome outcome = GC_SERVICE_UNAVAILABLE;
+		volatile bool ran = false;
 		volatile bool failed = false;
 
 		svc->fit.rows = rows;
@@ -62,7 +63,7 @@ service_fit(void *arg, const GcKmeansBackend *backend, GcRows *rows,
 		svc->fit.result = result;
 		PG_TRY();
 		{
-			outcome = gc_service_fit_kmeans(&svc->fit, err);
+			ran = gc_service_fit_kmeans(&svc->fit, err);
 		}
 		PG_CATCH();
 		{
@@ -74,13 +75,11 @@ service_fit(void *arg, const GcKmeansBackend *backend, GcRows *rows,
 		PG_END_TRY();
 		if (failed)
 			return gc_fail(err, GC_INTERRUPTED, "interrupted while waiting for the GPU service");
-		if (outcome == GC_SERVICE_RAN)
+		if (ran)
 		{
 			svc->ran = true;
 			return err->status;
 		}
-		gc_leave_service(device, outcome == GC_SERVICE_DECLINED ?
-						 GC_REASON_AUTO_OVER_BUDGET : device->reason);
 	}
 	return gc_kmeans_fit(device->kmeans, rows, params, result, err);
 }
