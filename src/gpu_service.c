@@ -3,7 +3,7 @@
  * gpu_service.c
  *	  The GPU service: a background worker, started when gpuclust is in
  *	  shared_preload_libraries, that owns one CUDA context per visible GPU
- *	  and runs the k-means fits backends submit.  This file holds its
+ *	  and runs the k-means and p-median fits backends submit.  This file holds its
  *	  shared memory (the queue), its GUCs, its registration and its main
  *	  loop: mapping submitted requests, admitting them in submission order
  *	  within the GPU memory budget, handing them to runner threads
@@ -187,7 +187,7 @@ gpu_budget(int g)
 }
 
 /*
- * GPU memory a fit may hold, an upper bound, in bytes per row (cuda/):
+ * GPU memory a k-means fit may hold, an upper bound, in bytes per row (cuda/):
  * - the session's (kmeans_cuda.cu): the rows in double and float32 (12 d),
  *   weights, hashes, labels, previous labels, moves and work (40);
  * - the largest labeler's, one at a time: the pruned one's re-ordered
@@ -213,7 +213,7 @@ gpu_budget(int g)
  * and 64 MB of workspace
  */
 static Size
-estimate_gpu_bytes(const GcServiceRequest *req)
+estimate_kmeans_gpu_bytes(const GcServiceRequest *req)
 {
 	double		n = req->n,
 				d = req->d,
@@ -238,6 +238,33 @@ estimate_gpu_bytes(const GcServiceRequest *req)
 	}
 	return (Size) (n * (12 * d + 40 + Max(pruned, tensor) + 12 + seeding) +
 				   k * d * 56 + pruned_k * pruned_k * 12 + table * table * 8 + (64 << 20));
+}
+
+/*
+ * GPU memory a p-median fit may hold, an upper bound, in bytes
+ * (cuda/pmedian_cuda.cu): per row the rows and the gathered members in
+ * double (16 d) and twelve arrays of 4 or 8 bytes (hashes, demands,
+ * entities, groups, nearest distances, allocation, distances, members,
+ * sums, and the swap improvement's nearest medoid and two distances: 76);
+ * per medoid its gathered row (8 d) and four small arrays (24); and 64 MB
+ * of workspace
+ */
+static Size
+estimate_pmedian_gpu_bytes(const GcServiceRequest *req)
+{
+	double		n = req->n,
+				d = req->d,
+				p = req->pm_params.p;
+
+	return (Size) (n * (16 * d + 76) + p * (8 * d + 24) + (64 << 20));
+}
+
+/* GPU memory the fit of req may hold, an upper bound, in bytes */
+static Size
+estimate_gpu_bytes(const GcServiceRequest *req)
+{
+	return req->kind == GC_SERVICE_KMEANS ? estimate_kmeans_gpu_bytes(req) :
+		estimate_pmedian_gpu_bytes(req);
 }
 
 /*
@@ -427,6 +454,7 @@ map_request(int i, uint64 ticket, dsm_handle handle)
 	req = dsm_segment_address(segment);
 	if (dsm_segment_map_length(segment) < sizeof(GcServiceRequest) ||
 		req->magic != GC_SERVICE_MAGIC || req->slot != i || req->ticket != ticket ||
+		(req->kind != GC_SERVICE_KMEANS && req->kind != GC_SERVICE_PMEDIAN) ||
 		(req->device == GC_KIND_GPU && (req->gpu_id < 0 || req->gpu_id >= gpu_count)))
 	{
 		dsm_detach(segment);

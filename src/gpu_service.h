@@ -2,8 +2,8 @@
  *
  * gpu_service.h
  *	  The GPU service: one background worker per server that owns the CUDA
- *	  contexts and runs the k-means fits that backends submit through
- *	  shared memory.  Shared by the worker (gpu_service.c), its runner
+ *	  contexts and runs the k-means and p-median fits that backends submit
+ *	  through shared memory.  Shared by the worker (gpu_service.c), its runner
  *	  threads (service_runner.c) and the backends' side
  *	  (service_client.c).
  *
@@ -63,6 +63,13 @@ typedef struct GcServiceShared
 	GcServiceSlot slots[FLEXIBLE_ARRAY_MEMBER];
 } GcServiceShared;
 
+/* What a request asks the service to run */
+typedef enum GcServiceFitKind
+{
+	GC_SERVICE_KMEANS = 0,		/* gc_kmeans_fit: params, centroids and sizes */
+	GC_SERVICE_PMEDIAN			/* gc_pmedian_fit: pm_params, demands, medoids */
+} GcServiceFitKind;
+
 /* What the service did with a request */
 typedef enum GcServiceVerdict
 {
@@ -97,7 +104,9 @@ typedef struct GcServiceRequest
 	int			slot;
 	uint64		ticket;
 	/* the fit */
-	GcKmeansParams params;		/* pointers replaced on each side */
+	GcServiceFitKind kind;
+	GcKmeansParams params;		/* k-means; pointers replaced on each side */
+	GcPmParams	pm_params;		/* p-median; its hook replaced on each side */
 	GcDeviceKind device;		/* decided by the backend */
 	int			gpu_id;			/* the service may choose another unless pinned */
 	bool		gpu_pinned;
@@ -111,6 +120,7 @@ typedef struct GcServiceRequest
 	bool		has_init;
 	bool		want_labels;
 	bool		want_distances;
+	bool		has_demand;		/* p-median: demands beside the rows */
 	bool		may_decline;	/* device = auto: over budget, the backend runs it */
 	int			nchunks;
 	Size		off_chunks,		/* GcServiceChunk[nchunks] */
@@ -120,9 +130,13 @@ typedef struct GcServiceRequest
 				off_hashes,
 				off_weights,
 				off_init,
-				off_centroids,
+				off_centroids,	/* k-means: k x d */
 				off_sizes,
-				off_labels,
+				off_demand,		/* p-median: n, in the rows' order */
+				off_medoids,	/* p-median: p row numbers */
+				off_penalties,
+				off_labels,		/* each row's cluster (p-median: index of
+								 * its medoid), when asked for */
 				off_distances;
 	/* progress, written by the runner (read without a lock: a display) */
 	volatile int phase;			/* GcPhase; QUEUED until a runner takes it */
@@ -135,6 +149,7 @@ typedef struct GcServiceRequest
 	GcError		error;
 	GcKmeansResult result;		/* its pointers meaningless here: arrays at the
 								 * offsets, names in kernel and init */
+	GcPmResult	pm_result;		/* likewise */
 	char		kernel[GC_KERNEL_NAME_BYTES];
 	char		init[GC_INIT_NAME_BYTES];
 } GcServiceRequest;
@@ -176,18 +191,24 @@ extern void gc_runner_release(GcServiceJob *job);
 /* service_client.c: a backend's side */
 typedef struct GcServiceFit
 {
+	GcServiceFitKind kind;
 	const GcRows *rows;
 	const struct GcPartialSegments *segments;	/* where borrowed rows lie, or NULL */
-	const GcKmeansParams *params;
 	GcDevice   *device;			/* left for this backend when the service cannot
 								 * run the fit */
 	uint32		progress;		/* the fit's progress token */
+	/* a k-means fit */
+	const GcKmeansParams *params;
 	GcKmeansResult *result;		/* centroids, sizes (labels, distances) to fill */
 	char		kernel[GC_KERNEL_NAME_BYTES];	/* result->kernel points here */
 	char		init[GC_INIT_NAME_BYTES];	/* and result->init here */
+	/* a p-median fit */
+	const GcPmParams *pm_params;
+	const double *demand;		/* n, or NULL */
+	GcPmResult *pm_result;		/* medoids, penalties (alloc, dist) to fill */
 } GcServiceFit;
 
-extern bool gc_service_fit_kmeans(GcServiceFit *fit, GcError *err);
+extern bool gc_service_fit(GcServiceFit *fit, GcError *err);
 extern bool gc_service_gpu_usable(int gpu_id, char *why, size_t whylen);
 
 #endif							/* GC_GPU_SERVICE_H */

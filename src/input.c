@@ -367,7 +367,8 @@ gc_input_add(GcInput *input, Datum vector, Oid format)
 	d = view.d;
 	if (!input->started)
 	{
-		if (!input->device_fixed && input->fit == GC_FIT_KMEANS)
+		if (!input->device_fixed &&
+			(input->fit == GC_FIT_KMEANS || input->fit == GC_FIT_PMEDIAN))
 			gc_choose_service_device(&input->device);
 		else if (!input->device_fixed)
 			gc_choose_device(&input->device);

@@ -199,6 +199,7 @@ start_combined_state(const GcPartialRows *first, MemoryContext aggcontext)
 	gc_pm_input_init(&state->in, false, aggcontext);
 	gc_input_release_at_reset(&state->in.input, aggcontext);
 	state->segments = gc_partial_segments_create(aggcontext);
+	state->in.input.segments = state->segments;
 	state->started_ms = first->meta.started_ms;
 	MemoryContextSwitchTo(oldcontext);
 	return state;
@@ -240,7 +241,7 @@ gpuclust_pmedian_combinefn(PG_FUNCTION_ARGS)
 	}
 	else if (part->n > 0 && with_demand != state->in.with_demand)
 		elog(ERROR, "pmedian_gpu partial states with and without demands");
-	gc_partial_adopt(&state->in.input, part, state->segments, gc_choose_device);
+	gc_partial_adopt(&state->in.input, part, state->segments, gc_choose_service_device);
 	if (part->n > 0)
 		gc_pm_input_add_ids(&state->in, gc_partial_column(part, 0),
 							with_demand ? gc_partial_column(part, 1) : NULL, part->n);

@@ -50,6 +50,8 @@ typedef struct PmedianModel
 	int16		method;			/* GcPmMethod, as run */
 	int16		improvement;	/* GcPmImprove, as run */
 	int16		hard_capacity;	/* capacity_mode hard */
+	int16		device_reason;	/* GcDeviceReason */
+	int16		path;			/* GcFitPath */
 	int32		p;
 	int32		d;
 	int32		iterations;
@@ -75,7 +77,7 @@ typedef struct PmedianModel
 	char		data[FLEXIBLE_ARRAY_MEMBER];
 } PmedianModel;
 
-#define PMEDIAN_MODEL_VERSION 2
+#define PMEDIAN_MODEL_VERSION 3
 #define PmedianModelIds(m) ((int64 *) (m)->data)
 #define PmedianModelPenalties(m) ((double *) ((m)->data + sizeof(int64) * (m)->p))
 #define PmedianModelMedoids(m) ((double *) ((m)->data + (sizeof(int64) + sizeof(double)) * (m)->p))

@@ -92,6 +92,8 @@ static const GcModelField model_fields[] = {
 	E("capacity_mode", hard_capacity, capacity_mode_name, 2),
 	F("repair_cost", GC_FIELD_DOUBLE, GC_PLACE_TOP, repair_cost),
 	E("device", device, device_name, 2),
+	E("device_reason", device_reason, gc_device_reason_name, GC_REASON_COUNT),
+	E("path", path, gc_fit_path_name, GC_PATH_COUNT),
 	F("collect", GC_FIELD_DOUBLE, GC_PLACE_TIMINGS, collect_ms),
 	F("transfer", GC_FIELD_DOUBLE, GC_PLACE_TIMINGS, transfer_ms),
 	F("seeding", GC_FIELD_DOUBLE, GC_PLACE_TIMINGS, seeding_ms),

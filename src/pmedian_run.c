@@ -6,8 +6,9 @@
  *	  gc_input_add, with all its checks) and their ids and demands into
  *	  arrays beside it (or joined from a parallel plan's partial states);
  *	  the fit checks p against n, puts the rows in the order of their ids
- *	  (rejecting duplicates), runs the engine on the chosen device, and
- *	  builds the model.
+ *	  (rejecting duplicates), runs the engine on the chosen device (in the
+ *	  GPU service when the device was chosen for it, gpu_service.h, else
+ *	  here), and builds the model.
  *
  * The order of the ids makes the model independent of the order in which
  * the rows arrived: the engine breaks ties between equal distances by row
@@ -23,6 +24,7 @@
  */
 #include "pmedian_glue.h"
 #include "array_growth.h"
+#include "gpu_service.h"
 
 #include <math.h>
 
@@ -217,6 +219,47 @@ check_total_capacity(const PmInput *in, const GcPmParams *params)
 }
 
 /*
+ * Run the fit in the GPU service when the input's device was chosen for
+ * it; otherwise, or when the service cannot run it, here.  Returns the
+ * path it ran on; engine failures are raised.
+ */
+static GcFitPath
+fit_pmedian(PmInput *in, GcPmParams *params, GcPmResult *result)
+{
+	GcInput    *input = &in->input;
+	GcError		err = {0};
+
+	if (input->device.service)
+	{
+		GcServiceFit service_fit;
+
+		memset(&service_fit, 0, sizeof(service_fit));
+		service_fit.kind = GC_SERVICE_PMEDIAN;
+		service_fit.rows = &input->rows;
+		service_fit.segments = input->segments;
+		service_fit.device = &input->device;
+		service_fit.progress = input->progress;
+		service_fit.pm_params = params;
+		service_fit.demand = in->demand;
+		service_fit.pm_result = result;
+		if (gc_service_fit(&service_fit, &err))
+		{
+			if (err.status != GC_OK)
+				gc_raise(&err);
+			return GC_PATH_SERVICE;
+		}
+		/* the progress shows the device the fit now runs on */
+		input->progress = gc_progress_fit(input->progress, GC_FIT_PMEDIAN, NULL,
+										  input->rows.n, &input->device);
+		gc_progress_phase(input->progress, GC_PHASE_ITERATING, input->rows.n, 0, 0);
+	}
+	if (gc_pmedian_fit(input->device.pmedian, &input->rows, in->demand, params,
+					   result, &err) != GC_OK)
+		gc_raise(&err);
+	return GC_PATH_BACKEND;
+}
+
+/*
  * Fit the p-median model over the collected rows, with ereport on
  * failure; alloc (index into the medoids) and dist are filled when given
  */
@@ -228,7 +271,7 @@ gc_run_pmedian(PmInput *in, GcPmParams *params, double collect_ms,
 	int			p = params->p,
 				d = rows->d;
 	GcPmResult	result = {0};
-	GcError		err = {0};
+	GcFitPath	path;
 	PmedianModel *m;
 
 	check_input(in, p);
@@ -243,13 +286,13 @@ gc_run_pmedian(PmInput *in, GcPmParams *params, double collect_ms,
 	in->input.progress = gc_progress_fit(in->input.progress, GC_FIT_PMEDIAN, NULL,
 										 rows->n, &in->input.device);
 	gc_progress_phase(in->input.progress, GC_PHASE_ITERATING, rows->n, 0, 0);
-	if (gc_pmedian_fit(in->input.device.pmedian, rows, in->demand, params,
-					   &result, &err) != GC_OK)
-		gc_raise(&err);
+	path = fit_pmedian(in, params, &result);
 	gc_progress_end(in->input.progress);
 
 	m = gc_pmedian_model_alloc(p, d);
 	m->device = in->input.device.kind;
+	m->device_reason = in->input.device.reason;
+	m->path = path;
 	m->metric = params->metric;
 	m->method = result.method;
 	m->improvement = result.improvement;

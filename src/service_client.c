@@ -1,10 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * service_client.c
- *	  A backend's side of the GPU service: put a fit's rows into a request
- *	  segment, queue it in this process's slot, wait on the latch for the
- *	  result (showing the service's progress meanwhile) and copy the result
- *	  out.
+ *	  A backend's side of the GPU service: put a fit's rows (and a p-median
+ *	  fit's demands) into a request segment, queue it in this process's
+ *	  slot, wait on the latch for the result (showing the service's
+ *	  progress meanwhile) and copy the result out.
  *
  * The wait honours cancel, statement_timeout and termination: it calls
  * CHECK_FOR_INTERRUPTS, and the error cleanup takes the request back (a
@@ -23,6 +23,8 @@
 
 #include "partial_state.h"
 #include "segment_registry.h"
+
+#include <math.h>
 
 #include "miscadmin.h"
 #include "pgstat.h"
@@ -80,6 +82,13 @@ rows_to_copy(const GcServiceFit *fit)
 	return n;
 }
 
+/* The fit's k (k-means) or p (p-median) */
+static Size
+fit_centres(const GcServiceFit *fit)
+{
+	return fit->kind == GC_SERVICE_KMEANS ? fit->params->k : fit->pm_params->p;
+}
+
 /* Lay out fit's request in req; returns the segment's size */
 static Size
 layout_request(GcServiceRequest *req, const GcServiceFit *fit)
@@ -87,7 +96,8 @@ layout_request(GcServiceRequest *req, const GcServiceFit *fit)
 	Size		n = fit->rows->n,
 				copied = rows_to_copy(fit),
 				d = fit->rows->d,
-				k = fit->params->k;
+				k = fit_centres(fit);
+	bool		kmeans = fit->kind == GC_SERVICE_KMEANS;
 	Size		offset = TYPEALIGN(REQUEST_ALIGN, sizeof(GcServiceRequest));
 	Size		value_bytes = gc_value_bytes(fit->rows->narrow);
 
@@ -99,8 +109,11 @@ layout_request(GcServiceRequest *req, const GcServiceFit *fit)
 	place(&offset, &req->off_hashes, mul_size(sizeof(uint64), copied));
 	place(&offset, &req->off_weights, fit->rows->weighted ? mul_size(sizeof(double), copied) : 0);
 	place(&offset, &req->off_init, req->has_init ? sizeof(double) * k * d : 0);
-	place(&offset, &req->off_centroids, sizeof(double) * k * d);
-	place(&offset, &req->off_sizes, sizeof(int64) * k);
+	place(&offset, &req->off_centroids, kmeans ? sizeof(double) * k * d : 0);
+	place(&offset, &req->off_sizes, kmeans ? sizeof(int64) * k : 0);
+	place(&offset, &req->off_demand, req->has_demand ? mul_size(sizeof(double), n) : 0);
+	place(&offset, &req->off_medoids, kmeans ? 0 : sizeof(int32) * k);
+	place(&offset, &req->off_penalties, kmeans ? 0 : sizeof(double) * k);
 	place(&offset, &req->off_labels, req->want_labels ? mul_size(sizeof(int32), n) : 0);
 	place(&offset, &req->off_distances, req->want_distances ? mul_size(sizeof(double), n) : 0);
 	return offset;
@@ -155,15 +168,23 @@ static void
 fill_request(GcServiceRequest *req, const GcServiceFit *fit, int slot)
 {
 	const GcRows *rows = fit->rows;
-	const GcKmeansParams *params = fit->params;
 
 	req->magic = GC_SERVICE_MAGIC;
 	req->slot = slot;
-	req->params = *params;
-	req->params.init_centroids = NULL;
-	req->params.interrupted = NULL;
-	req->params.progress = NULL;
-	req->params.progress_arg = NULL;
+	req->kind = fit->kind;
+	if (fit->kind == GC_SERVICE_KMEANS)
+	{
+		req->params = *fit->params;
+		req->params.init_centroids = NULL;
+		req->params.interrupted = NULL;
+		req->params.progress = NULL;
+		req->params.progress_arg = NULL;
+	}
+	else
+	{
+		req->pm_params = *fit->pm_params;
+		req->pm_params.interrupted = NULL;
+	}
 	req->device = fit->device->kind;
 	req->gpu_id = fit->device->gpu_id;
 	req->gpu_pinned = fit->device->gpu_pinned;
@@ -176,10 +197,14 @@ fill_request(GcServiceRequest *req, const GcServiceFit *fit, int slot)
 	req->float_exact = rows->float_exact;
 	req->narrow = rows->narrow;
 	req->phase = GC_PHASE_QUEUED;
+	req->shift = req->inertia = NAN;	/* unknown until an iteration reports */
 	describe_rows(req, fit);
 	if (req->has_init)
-		memcpy(GC_REQUEST_ARRAY(req, off_init, double), params->init_centroids,
-			   sizeof(double) * params->k * rows->d);
+		memcpy(GC_REQUEST_ARRAY(req, off_init, double), fit->params->init_centroids,
+			   sizeof(double) * fit->params->k * rows->d);
+	if (req->has_demand)
+		memcpy(GC_REQUEST_ARRAY(req, off_demand, double), fit->demand,
+			   sizeof(double) * rows->n);
 }
 
 /*
@@ -280,26 +305,17 @@ wait_for_service(int i, GcServiceRequest *req, uint32 progress)
 	return done;
 }
 
-/* Copy the service's result out of the request */
+/* Copy a k-means result out of the request */
 static void
-read_result(GcServiceRequest *req, GcServiceFit *fit, GcError *err)
+read_kmeans_result(GcServiceRequest *req, GcServiceFit *fit)
 {
 	GcKmeansResult *result = fit->result;
 	GcKmeansResult arrays = *result;
-	Size		k = req->params.k,
-				n = req->n;
+	Size		k = req->params.k;
 
-	*err = req->error;
-	if (err->status != GC_OK)
-		return;
 	memcpy(result->centroids, GC_REQUEST_ARRAY(req, off_centroids, double),
 		   sizeof(double) * k * req->d);
 	memcpy(result->sizes, GC_REQUEST_ARRAY(req, off_sizes, int64), sizeof(int64) * k);
-	if (req->want_labels)
-		memcpy(result->labels, GC_REQUEST_ARRAY(req, off_labels, int32), sizeof(int32) * n);
-	if (req->want_distances)
-		memcpy(result->distances, GC_REQUEST_ARRAY(req, off_distances, double),
-			   sizeof(double) * n);
 	/* every number as the engine wrote it; the arrays stay the caller's */
 	*result = req->result;
 	result->centroids = arrays.centroids;
@@ -310,6 +326,44 @@ read_result(GcServiceRequest *req, GcServiceFit *fit, GcError *err)
 	result->kernel = fit->kernel;
 	strlcpy(fit->init, req->init, sizeof(fit->init));
 	result->init = fit->init;
+}
+
+/* Copy a p-median result out of the request */
+static void
+read_pmedian_result(GcServiceRequest *req, GcServiceFit *fit)
+{
+	GcPmResult *result = fit->pm_result;
+	GcPmResult	arrays = *result;
+	Size		p = req->pm_params.p;
+
+	memcpy(result->medoids, GC_REQUEST_ARRAY(req, off_medoids, int32), sizeof(int32) * p);
+	memcpy(result->penalties, GC_REQUEST_ARRAY(req, off_penalties, double), sizeof(double) * p);
+	*result = req->pm_result;
+	result->medoids = arrays.medoids;
+	result->penalties = arrays.penalties;
+	result->alloc = arrays.alloc;
+	result->dist = arrays.dist;
+}
+
+/* Copy the service's result out of the request */
+static void
+read_result(GcServiceRequest *req, GcServiceFit *fit, GcError *err)
+{
+	Size		n = req->n;
+
+	*err = req->error;
+	if (err->status != GC_OK)
+		return;
+	if (req->want_labels)
+		memcpy(fit->kind == GC_SERVICE_KMEANS ? fit->result->labels : fit->pm_result->alloc,
+			   GC_REQUEST_ARRAY(req, off_labels, int32), sizeof(int32) * n);
+	if (req->want_distances)
+		memcpy(fit->kind == GC_SERVICE_KMEANS ? fit->result->distances : fit->pm_result->dist,
+			   GC_REQUEST_ARRAY(req, off_distances, double), sizeof(double) * n);
+	if (fit->kind == GC_SERVICE_KMEANS)
+		read_kmeans_result(req, fit);
+	else
+		read_pmedian_result(req, fit);
 }
 
 /*
@@ -330,9 +384,18 @@ submit_fit(GcServiceFit *fit, GcError *err)
 	if (!gc_service_enabled() || i < 0 || i >= gc_service_shared->nslots)
 		return GC_SERVICE_UNAVAILABLE;
 	memset(&layout, 0, sizeof(layout));
-	layout.has_init = fit->params->init == GC_INIT_GIVEN && fit->params->init_centroids;
-	layout.want_labels = fit->result->labels != NULL;
-	layout.want_distances = fit->result->distances != NULL;
+	if (fit->kind == GC_SERVICE_KMEANS)
+	{
+		layout.has_init = fit->params->init == GC_INIT_GIVEN && fit->params->init_centroids;
+		layout.want_labels = fit->result->labels != NULL;
+		layout.want_distances = fit->result->distances != NULL;
+	}
+	else
+	{
+		layout.has_demand = fit->demand != NULL;
+		layout.want_labels = fit->pm_result->alloc != NULL;
+		layout.want_distances = fit->pm_result->dist != NULL;
+	}
 	bytes = layout_request(&layout, fit);
 	if (!gc_dsm_segment_fits(bytes))
 		return GC_SERVICE_UNAVAILABLE;
@@ -342,8 +405,11 @@ submit_fit(GcServiceFit *fit, GcError *err)
 	req = dsm_segment_address(segment);
 	memcpy(req, &layout, sizeof(layout));
 	fill_request(req, fit, i);
-	gc_progress_phase(fit->progress, GC_PHASE_QUEUED, req->n, req->params.n_init,
-					  req->params.max_iter);
+	if (fit->kind == GC_SERVICE_KMEANS)
+		gc_progress_phase(fit->progress, GC_PHASE_QUEUED, req->n, req->params.n_init,
+						  req->params.max_iter);
+	else
+		gc_progress_phase(fit->progress, GC_PHASE_QUEUED, req->n, 0, 0);
 	if (queue_request(i, req, dsm_segment_handle(segment)) &&
 		wait_for_service(i, req, fit->progress))
 	{
@@ -369,7 +435,7 @@ submit_fit(GcServiceFit *fit, GcError *err)
  * gc_leave_service decides, and the caller runs the fit itself on it.
  */
 bool
-gc_service_fit_kmeans(GcServiceFit *fit, GcError *err)
+gc_service_fit(GcServiceFit *fit, GcError *err)
 {
 	GcServiceOutcome outcome = submit_fit(fit, err);
 

@@ -2,7 +2,7 @@
  *
  * service_runner.c
  *	  The GPU service's runner threads: each runs one fit at a time
- *	  through the engine's driver, on the rows a backend left in a request
+ *	  through the engine's k-means or p-median driver, on the rows a backend left in a request
  *	  segment, and writes the result back into the segment.
  *
  * Threads, not processes, so that every fit shares the service's CUDA
@@ -104,9 +104,12 @@ borrow_rows(GcServiceJob *job, GcRows *rows, GcError *err)
 	return GC_OK;
 }
 
-/* The backend table of the device the backend chose */
-static const GcKmeansBackend *
-job_backend(GcServiceRequest *req, GcError *err)
+/*
+ * Make the GPU the backend chose current in this thread, when it chose
+ * one; false (err set) when it cannot be used
+ */
+static bool
+use_job_device(GcServiceRequest *req, GcError *err)
 {
 #ifdef GC_WITH_CUDA
 	if (req->device == GC_KIND_GPU)
@@ -116,43 +119,35 @@ job_backend(GcServiceRequest *req, GcError *err)
 		if (!gc_cuda_use_device(req->gpu_id, why, sizeof(why)))
 		{
 			gc_fail(err, GC_ERR_NO_DEVICE, "%s", why);
-			return NULL;
+			return false;
 		}
-		return &gc_kmeans_cuda_backend;
 	}
 #endif
-	return &gc_kmeans_cpu_backend;
+	return true;
 }
 
-/* Run the job's fit and write its outcome into the request */
+/* The k-means fit of the request, on its rows; the result into the request */
 static void
-run_job(GcServiceJob *job)
+run_kmeans(GcServiceRequest *req, GcRows *rows, GcError *err)
 {
-	GcServiceRequest *req = job->request;
-	const GcKmeansBackend *backend;
+	const GcKmeansBackend *backend = &gc_kmeans_cpu_backend;
 	GcKmeansParams params = req->params;
 	GcKmeansResult result;
-	GcRows		rows;
-	GcError		err = {0};
 
+#ifdef GC_WITH_CUDA
+	if (req->device == GC_KIND_GPU)
+		backend = &gc_kmeans_cuda_backend;
+#endif
 	memset(&result, 0, sizeof(result));
-	memset(&rows, 0, sizeof(rows));
-	req->phase = GC_PHASE_UPLOADING;
-	backend = job_backend(req, &err);
-	if (backend != NULL && borrow_rows(job, &rows, &err) == GC_OK)
-	{
-		params.init_centroids = req->has_init ? GC_REQUEST_ARRAY(req, off_init, double) : NULL;
-		params.interrupted = runner_interrupted;
-		params.progress = runner_progress;
-		params.progress_arg = req;
-		result.centroids = GC_REQUEST_ARRAY(req, off_centroids, double);
-		result.sizes = GC_REQUEST_ARRAY(req, off_sizes, int64_t);
-		result.labels = req->want_labels ? GC_REQUEST_ARRAY(req, off_labels, int32_t) : NULL;
-		result.distances = req->want_distances ? GC_REQUEST_ARRAY(req, off_distances, double) : NULL;
-		(void) gc_kmeans_fit(backend, &rows, &params, &result, &err);
-	}
-	gc_rows_release(&rows);
-	req->error = err;
+	params.init_centroids = req->has_init ? GC_REQUEST_ARRAY(req, off_init, double) : NULL;
+	params.interrupted = runner_interrupted;
+	params.progress = runner_progress;
+	params.progress_arg = req;
+	result.centroids = GC_REQUEST_ARRAY(req, off_centroids, double);
+	result.sizes = GC_REQUEST_ARRAY(req, off_sizes, int64_t);
+	result.labels = req->want_labels ? GC_REQUEST_ARRAY(req, off_labels, int32_t) : NULL;
+	result.distances = req->want_distances ? GC_REQUEST_ARRAY(req, off_distances, double) : NULL;
+	(void) gc_kmeans_fit(backend, rows, &params, &result, err);
 	snprintf(req->kernel, sizeof(req->kernel), "%s", result.kernel ? result.kernel : "");
 	snprintf(req->init, sizeof(req->init), "%s", result.init ? result.init : "");
 	result.centroids = NULL;
@@ -161,6 +156,59 @@ run_job(GcServiceJob *job)
 	result.distances = NULL;
 	result.kernel = result.init = NULL;
 	req->result = result;
+}
+
+/*
+ * The p-median fit of the request (the engine reports no phases: the
+ * whole fit shows as iterating, as in a backend)
+ */
+static void
+run_pmedian(GcServiceRequest *req, GcRows *rows, GcError *err)
+{
+	const GcPmBackend *backend = &gc_pmedian_cpu_backend;
+	GcPmParams	params = req->pm_params;
+	GcPmResult	result;
+
+#ifdef GC_WITH_CUDA
+	if (req->device == GC_KIND_GPU)
+		backend = &gc_pmedian_cuda_backend;
+#endif
+	memset(&result, 0, sizeof(result));
+	params.interrupted = runner_interrupted;
+	result.medoids = GC_REQUEST_ARRAY(req, off_medoids, int32_t);
+	result.penalties = GC_REQUEST_ARRAY(req, off_penalties, double);
+	result.alloc = req->want_labels ? GC_REQUEST_ARRAY(req, off_labels, int32_t) : NULL;
+	result.dist = req->want_distances ? GC_REQUEST_ARRAY(req, off_distances, double) : NULL;
+	req->phase = GC_PHASE_ITERATING;
+	(void) gc_pmedian_fit(backend, rows,
+						  req->has_demand ? GC_REQUEST_ARRAY(req, off_demand, double) : NULL,
+						  &params, &result, err);
+	result.medoids = NULL;
+	result.penalties = NULL;
+	result.alloc = NULL;
+	result.dist = NULL;
+	req->pm_result = result;
+}
+
+/* Run the job's fit and write its outcome into the request */
+static void
+run_job(GcServiceJob *job)
+{
+	GcServiceRequest *req = job->request;
+	GcRows		rows;
+	GcError		err = {0};
+
+	memset(&rows, 0, sizeof(rows));
+	req->phase = GC_PHASE_UPLOADING;
+	if (use_job_device(req, &err) && borrow_rows(job, &rows, &err) == GC_OK)
+	{
+		if (req->kind == GC_SERVICE_KMEANS)
+			run_kmeans(req, &rows, &err);
+		else
+			run_pmedian(req, &rows, &err);
+	}
+	gc_rows_release(&rows);
+	req->error = err;
 	req->verdict = GC_VERDICT_RAN;
 }
 

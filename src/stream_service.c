@@ -55,6 +55,7 @@ service_fit(void *arg, const GcKmeansBackend *backend, GcRows *rows,
 		volatile bool ran = false;
 		volatile bool failed = false;
 
+		svc->fit.kind = GC_SERVICE_KMEANS;
 		svc->fit.rows = rows;
 		svc->fit.segments = NULL;
 		svc->fit.params = params;
@@ -63,7 +64,7 @@ service_fit(void *arg, const GcKmeansBackend *backend, GcRows *rows,
 		svc->fit.result = result;
 		PG_TRY();
 		{
-			ran = gc_service_fit_kmeans(&svc->fit, err);
+			ran = gc_service_fit(&svc->fit, err);
 		}
 		PG_CATCH();
 		{

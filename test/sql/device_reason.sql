@@ -42,5 +42,22 @@ SELECT m::jsonb->>'device_reason' LIKE 'auto: %' AS auto_reason,
 	   (m::jsonb->>'device' = 'gpu') = (m::jsonb->>'device_reason' = 'auto: large work') AS agrees
 FROM (SELECT kmeans_stream_model(kmeans_stream_state(v, 3)) AS m FROM reason_pts) s;
 
+-- p-median models record the reason and the path too, and read them back
+SET gpuclust.device = cpu;
+SELECT m::jsonb->>'device_reason' AS reason,
+	   m::jsonb->>'path' = CASE WHEN (gpuclust_service_info()->>'running')::bool
+							   THEN 'service' ELSE 'backend' END AS path_ok,
+	   pmedian_model_send(m::text::pmedian_model) = pmedian_model_send(m) AS binary_same
+FROM (SELECT pmedian_gpu(id, v, 3) AS m FROM reason_pts WHERE id <= 500) s;
+SET gpuclust.device = auto;
+SELECT m::jsonb->>'device' AS device, m::jsonb->>'device_reason' AS reason
+FROM (SELECT pmedian_gpu(id, v, 3) AS m FROM reason_pts WHERE id <= 500) s;
+SELECT m::jsonb->>'path' AS path, m::jsonb->>'device_reason' AS reason
+FROM (SELECT '{"p": 1, "d": 1, "path": "service", "device_reason": "auto: small work", "medoid_ids": [1], "medoids": [[0]]}'::pmedian_model AS m) s;
+SELECT m::jsonb->>'path' AS path, m::jsonb->>'device_reason' AS reason
+FROM (SELECT '{"p": 1, "d": 1, "medoid_ids": [1], "medoids": [[0]]}'::pmedian_model AS m) s;
+SELECT '{"p": 1, "d": 1, "path": "elsewhere", "medoid_ids": [1], "medoids": [[0]]}'::pmedian_model;
+SELECT '{"p": 1, "d": 1, "device_reason": "because", "medoid_ids": [1], "medoids": [[0]]}'::pmedian_model;
+
 RESET gpuclust.device;
 DROP TABLE reason_pts;

@@ -1,5 +1,5 @@
 --
--- service: k-means fits run in the GPU service when gpuclust is in
+-- service: k-means and p-median fits run in the GPU service when gpuclust is in
 -- shared_preload_libraries (the CPU path there on a machine without a GPU)
 -- and in the backend otherwise; the model says which, and both give the
 -- same model, labels and distances.  The suite runs both ways in CI.
@@ -76,11 +76,44 @@ RESET parallel_setup_cost;
 RESET parallel_tuple_cost;
 RESET min_parallel_table_scan_size;
 
+-- p-median fits cross to the service too: the aggregate, its capacitated
+-- form (the demands go with the rows), the set-returning form (the
+-- allocation comes back) and a parallel plan (the workers' rows where they
+-- wrote them); each gives the serial aggregate's medoids
+SET max_parallel_workers_per_gather = 0;
+CREATE TABLE svc_pm AS SELECT pmedian_gpu(id, v, 4) AS m FROM svc_pts;
+SELECT m::jsonb->>'path' = expected_path() AS path_ok, m::jsonb->>'device_reason' AS reason,
+	   m::jsonb->'medoid_ids' AS medoids, round((m::jsonb->>'objective')::numeric, 6) AS objective
+FROM svc_pm;
+SELECT m::jsonb->>'path' = expected_path() AS path_ok, m::jsonb->'medoid_ids' AS medoids,
+	   round((m::jsonb->>'objective')::numeric, 6) AS objective,
+	   round((m::jsonb->>'violation')::numeric, 6) AS violation
+FROM (SELECT pmedian_gpu(id, v, 1.0 + id % 2, 4, '{"capacity": 1200}') AS m FROM svc_pts) s;
+SELECT count(*) AS rows, count(DISTINCT a.medoid_id) AS medoids,
+	   count(*) FILTER (WHERE a.medoid_id <> pmedian_predict(m, p.v)) AS wrong_medoids,
+	   abs(sum(a.distance) - (SELECT (m::jsonb->>'objective')::float8 FROM svc_pm)) < 1e-6 AS objective_ok
+FROM pmedian_gpu_assign('SELECT id, v FROM svc_pts', 4) a
+JOIN svc_pts p USING (id), svc_pm;
+CREATE TABLE svc_pm_serial AS SELECT pmedian_gpu(id, v, 5) AS m FROM svc_many WHERE id <= 6000;
+SET max_parallel_workers_per_gather = 2;
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SELECT m::jsonb->>'path' = expected_path() AS path_ok,
+	   (m::jsonb - 'timings_ms') = (s::jsonb - 'timings_ms') AS same_model
+FROM (SELECT pmedian_gpu(id, v, 5) AS m FROM svc_many WHERE id <= 6000) p,
+	 (SELECT m AS s FROM svc_pm_serial) q;
+RESET max_parallel_workers_per_gather;
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size;
+
 -- errors of the fit still come from the backend, before the service
 SELECT kmeans_gpu(v, 5000) FROM svc_pts;
 -- the session works on after a cancelled fit
 SET statement_timeout = '200ms';
 SELECT kmeans_gpu(v, 100, '{"tol": 0, "max_iter": 1000000, "n_init": 1000, "init": "random"}') FROM svc_pts;
+SELECT pmedian_gpu(id, v, 1.0, 400, '{"capacity": 8, "max_iter": 1000000}') FROM svc_pts;
 RESET statement_timeout;
 SELECT m::jsonb->'sizes' AS sizes FROM (SELECT kmeans_gpu(v, 4) AS m FROM svc_pts) s;
 RESET gpuclust.device;
