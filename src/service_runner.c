@@ -150,12 +150,8 @@ run_kmeans(GcServiceRequest *req, GcRows *rows, GcError *err)
 	(void) gc_kmeans_fit(backend, rows, &params, &result, err);
 	snprintf(req->kernel, sizeof(req->kernel), "%s", result.kernel ? result.kernel : "");
 	snprintf(req->init, sizeof(req->init), "%s", result.init ? result.init : "");
-	result.centroids = NULL;
-	result.sizes = NULL;
-	result.labels = NULL;
-	result.distances = NULL;
-	result.kernel = result.init = NULL;
-	req->result = result;
+	req->result = result;		/* its pointers are this process's: the backend
+								 * reads the numbers only */
 }
 
 /*
@@ -183,11 +179,7 @@ run_pmedian(GcServiceRequest *req, GcRows *rows, GcError *err)
 	(void) gc_pmedian_fit(backend, rows,
 						  req->has_demand ? GC_REQUEST_ARRAY(req, off_demand, double) : NULL,
 						  &params, &result, err);
-	result.medoids = NULL;
-	result.penalties = NULL;
-	result.alloc = NULL;
-	result.dist = NULL;
-	req->pm_result = result;
+	req->pm_result = result;	/* likewise */
 }
 
 /* Run the job's fit and write its outcome into the request */
