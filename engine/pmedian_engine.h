@@ -88,6 +88,17 @@ typedef struct GcPmParams
 	int			big_clusters;	/* three_phase big clusters, 0: sqrt(n) */
 	GcPmImprove improve;		/* swap improvement: auto, none or full */
 	bool		(*interrupted) (void);
+
+	/*
+	 * NULL: none.  Reports uploading, seeding (the start of the
+	 * construction), then iterating: after each location-allocation
+	 * iteration, with the iterations of the whole fit so far, and after
+	 * each swap of the improvement; the inertia is the objective of the
+	 * allocation over all rows where the problem is the whole one, NaN in
+	 * the sample and small phases
+	 */
+	GcProgressFn progress;
+	void	   *progress_arg;
 } GcPmParams;
 
 typedef struct GcPmTimings

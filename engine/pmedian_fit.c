@@ -147,6 +147,27 @@ gc_pm_interrupted(const PmFit *f)
 }
 
 /*
+ * Report phase to the progress callback, if any, with the iterations so
+ * far and, where pb is the whole problem (every row in one group), the
+ * objective of its current allocation, summed as score_problem sums it
+ */
+void
+gc_pm_report(const PmFit *f, GcPhase phase, const PmProblem *pb)
+{
+	double		objective = NAN;
+
+	if (f->params->progress == NULL)
+		return;
+	if (pb != NULL && pb->ngroups == 1 && pb->nent == f->n)
+	{
+		objective = 0.0;
+		for (int32_t e = 0; e < pb->nent; e++)
+			objective += pb->dist[e];
+	}
+	f->params->progress(f->params->progress_arg, phase, f->iterations, NAN, objective);
+}
+
+/*
  * Clusters by counting sort of the entities on their centre (Algorithm 3),
  * stable in entity order; load[c] is the cluster's demand
  */
@@ -298,6 +319,8 @@ location_allocation(PmFit *f, PmProblem *pb, int max_iter)
 			break;
 		moved = relocate_centres(pb, members, first, sums);
 		pb->iterations++;
+		f->iterations++;
+		gc_pm_report(f, GC_PHASE_ITERATING, pb);
 		if (moved == 0 && pb->capacity <= 0.0)
 		{
 			pb->converged = true;
@@ -823,8 +846,10 @@ gc_pmedian_fit(const GcPmBackend *backend, const GcRows *rows,
 	}
 	f.improvement = result->improvement = resolve_improvement(&f, result->method);
 
+	gc_pm_report(&f, GC_PHASE_UPLOADING, NULL);
 	status = backend->open(rows, f.demand, params, &f.session, err);
 	result->timings.transfer_ms = gc_now_ms() - t0;
+	gc_pm_report(&f, GC_PHASE_SEEDING, NULL);
 	if (status == GC_OK)
 		status = result->method == GC_PM_THREE_PHASE ? three_phase(&f, &pb, result)
 			: plain_location_allocation(&f, &pb, result);

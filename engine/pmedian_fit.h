@@ -27,6 +27,7 @@ typedef struct PmFit
 	int64_t		n;
 	GcError    *err;
 	GcPmImprove improvement;	/* resolved: none, sample or full */
+	int			iterations;		/* location-allocation iterations so far, all problems */
 } PmFit;
 
 /* One location-allocation problem: entities and centres in groups */
@@ -55,6 +56,7 @@ extern GcStatus gc_pm_problem_init(PmProblem *pb, int ngroups, int32_t nent, int
 								   GcError *err);
 extern void gc_pm_problem_release(PmProblem *pb);
 extern bool gc_pm_interrupted(const PmFit *f);
+extern void gc_pm_report(const PmFit *f, GcPhase phase, const PmProblem *pb);
 extern int	gc_pm_int32_cmp(const void *a, const void *b);
 
 /* pmedian_improve.c: swap improvement of pb's centres, over all rows or a sample's */

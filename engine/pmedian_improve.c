@@ -126,6 +126,8 @@ gc_pm_improve(PmFit *f, PmProblem *pb, GcPmResult *result)
 		idle = 0;
 		status = f->backend->nearest2(f->session, p, pb->cen, far, pb->alloc,
 									  pb->dist, ds, f->err);
+		if (status == GC_OK)
+			gc_pm_report(f, GC_PHASE_ITERATING, pb);
 	}
 	if (status == GC_OK)
 	{
@@ -155,6 +157,7 @@ gc_pm_improve_sample(PmFit *f, PmProblem *sample, GcPmResult *result)
 	GcStatus	status;
 
 	params.p = sample->ncen;
+	params.progress = NULL;		/* a part of the sample phase: no objective of all rows */
 	if (gc_rows_init(&sub, f->rows->d, f->rows->alloc, f->rows->free, f->err) != GC_OK)
 		return f->err->status;
 	status = gc_pm_problem_init(&pb, 1, sample->nent, sample->ncen, f->err);

@@ -115,6 +115,7 @@ extern void gc_progress_rows(uint32 token, int64 rows);
 extern void gc_progress_device(uint32 token, GcProgressDevice device, int gpu_id);
 extern uint32 gc_progress_fit(uint32 token, GcFitKind fit, GcKmeansParams *params,
 							  int64 rows, const GcDevice *device);
+extern void gc_progress_hook(uint32 token, GcProgressFn *progress, void **progress_arg);
 extern void gc_progress_phase(uint32 token, GcPhase phase, int64 rows, int n_init,
 							  int max_iter);
 extern void gc_progress_mirror(uint32 token, GcPhase phase, int restart,

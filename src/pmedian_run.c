@@ -219,6 +219,18 @@ check_total_capacity(const PmInput *in, const GcPmParams *params)
 }
 
 /*
+ * Show the fit in the progress view, on the device it is to run on, the
+ * engine reporting its phases and iterations there
+ */
+static void
+show_fit(PmInput *in, GcPmParams *params)
+{
+	in->input.progress = gc_progress_fit(in->input.progress, GC_FIT_PMEDIAN, NULL,
+										 in->input.rows.n, &in->input.device);
+	gc_progress_hook(in->input.progress, &params->progress, &params->progress_arg);
+}
+
+/*
  * Run the fit in the GPU service when the input's device was chosen for
  * it; otherwise, or when the service cannot run it, here.  Returns the
  * path it ran on; engine failures are raised.
@@ -249,9 +261,7 @@ fit_pmedian(PmInput *in, GcPmParams *params, GcPmResult *result)
 			return GC_PATH_SERVICE;
 		}
 		/* the progress shows the device the fit now runs on */
-		input->progress = gc_progress_fit(input->progress, GC_FIT_PMEDIAN, NULL,
-										  input->rows.n, &input->device);
-		gc_progress_phase(input->progress, GC_PHASE_ITERATING, input->rows.n, 0, 0);
+		show_fit(in, params);
 	}
 	if (gc_pmedian_fit(input->device.pmedian, &input->rows, in->demand, params,
 					   result, &err) != GC_OK)
@@ -282,10 +292,7 @@ gc_run_pmedian(PmInput *in, GcPmParams *params, double collect_ms,
 	result.penalties = palloc(sizeof(double) * p);
 	result.alloc = alloc;
 	result.dist = dist;
-	/* the p-median engine reports no phases: the whole fit is "iterating" */
-	in->input.progress = gc_progress_fit(in->input.progress, GC_FIT_PMEDIAN, NULL,
-										 rows->n, &in->input.device);
-	gc_progress_phase(in->input.progress, GC_PHASE_ITERATING, rows->n, 0, 0);
+	show_fit(in, params);
 	path = fit_pmedian(in, params, &result);
 	gc_progress_end(in->input.progress);
 

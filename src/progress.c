@@ -298,13 +298,18 @@ gc_progress_fit(uint32 token, GcFitKind fit, GcKmeansParams *params, int64 rows,
 		gc_progress_device(token, device->kind == GC_KIND_GPU ?
 						   GC_PROGRESS_DEVICE_GPU : GC_PROGRESS_DEVICE_CPU,
 						   device->gpu_id);
+	inertia_scale = params && params->metric == GC_METRIC_COSINE ? 0.5 : 1.0;
 	if (params)
-	{
-		inertia_scale = params->metric == GC_METRIC_COSINE ? 0.5 : 1.0;
-		params->progress = engine_progress;
-		params->progress_arg = (void *) (uintptr_t) token;
-	}
+		gc_progress_hook(token, &params->progress, &params->progress_arg);
 	return token;
+}
+
+/* The engine's progress callback and its argument, reporting to token's slot */
+void
+gc_progress_hook(uint32 token, GcProgressFn *progress, void **progress_arg)
+{
+	*progress = engine_progress;
+	*progress_arg = (void *) (uintptr_t) token;
 }
 
 /*
@@ -421,7 +426,9 @@ gpuclust_progress_slots(PG_FUNCTION_ARGS)
 			nulls[9] = isnan(s.shift);
 			nulls[10] = isnan(s.inertia);
 			nulls[5] = nulls[6] = s.n_init == 0;
-			nulls[7] = nulls[8] = s.max_iter == 0;
+			/* a p-median fit counts its iterations over all its phases, with no one limit */
+			nulls[7] = s.max_iter == 0 && s.fit != GC_FIT_PMEDIAN;
+			nulls[8] = s.max_iter == 0;
 			nulls[11] = s.device == GC_PROGRESS_DEVICE_UNDECIDED;
 			nulls[12] = s.device != GC_PROGRESS_DEVICE_GPU;
 		}

@@ -184,6 +184,8 @@ fill_request(GcServiceRequest *req, const GcServiceFit *fit, int slot)
 	{
 		req->pm_params = *fit->pm_params;
 		req->pm_params.interrupted = NULL;
+		req->pm_params.progress = NULL;
+		req->pm_params.progress_arg = NULL;
 	}
 	req->device = fit->device->kind;
 	req->gpu_id = fit->device->gpu_id;

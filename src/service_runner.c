@@ -154,10 +154,7 @@ run_kmeans(GcServiceRequest *req, GcRows *rows, GcError *err)
 								 * reads the numbers only */
 }
 
-/*
- * The p-median fit of the request (the engine reports no phases: the
- * whole fit shows as iterating, as in a backend)
- */
+/* The p-median fit of the request, on its rows; the result into the request */
 static void
 run_pmedian(GcServiceRequest *req, GcRows *rows, GcError *err)
 {
@@ -171,11 +168,12 @@ run_pmedian(GcServiceRequest *req, GcRows *rows, GcError *err)
 #endif
 	memset(&result, 0, sizeof(result));
 	params.interrupted = runner_interrupted;
+	params.progress = runner_progress;
+	params.progress_arg = req;
 	result.medoids = GC_REQUEST_ARRAY(req, off_medoids, int32_t);
 	result.penalties = GC_REQUEST_ARRAY(req, off_penalties, double);
 	result.alloc = req->want_labels ? GC_REQUEST_ARRAY(req, off_labels, int32_t) : NULL;
 	result.dist = req->want_distances ? GC_REQUEST_ARRAY(req, off_distances, double) : NULL;
-	req->phase = GC_PHASE_ITERATING;
 	(void) gc_pmedian_fit(backend, rows,
 						  req->has_demand ? GC_REQUEST_ARRAY(req, off_demand, double) : NULL,
 						  &params, &result, err);

@@ -857,6 +857,98 @@ bench_hard(const char *path, int p, double capacity, int cpu_only)
 	free(q);
 }
 
+/* What a fit reported to its progress callback */
+typedef struct Reports
+{
+	int			calls;
+	int			iterating;		/* ITERATING reports */
+	GcPhase		first,
+				second;
+	bool		in_order;		/* phases never went back, iterations never down */
+	GcPhase		last_phase;
+	int			last_iteration;
+	double		last_inertia;
+	int			with_inertia;	/* ITERATING reports with an objective */
+} Reports;
+
+static void
+record_report(void *arg, GcPhase phase, int iteration, double shift, double inertia)
+{
+	Reports    *r = arg;
+
+	if (r->calls == 0)
+		r->first = phase;
+	else if (r->calls == 1)
+		r->second = phase;
+	if (r->calls > 0 && (phase < r->last_phase || iteration < r->last_iteration || !isnan(shift)))
+		r->in_order = false;
+	r->calls++;
+	r->iterating += phase == GC_PHASE_ITERATING;
+	r->with_inertia += phase == GC_PHASE_ITERATING && !isnan(inertia);
+	r->last_phase = phase;
+	r->last_iteration = iteration;
+	r->last_inertia = inertia;
+}
+
+/*
+ * The progress a fit reports: uploading, seeding, then an iterating report
+ * per location-allocation iteration (numbered over the whole fit) and per
+ * swap, the last of them with the final objective where the last problem
+ * is the whole one
+ */
+static void
+test_progress(int gpu)
+{
+	int64_t		n = 3000;
+	double	   *x = make_blobs(n, 2, 12, 40.0);
+	GcRows		rows;
+	const GcPmBackend *backend = bench_backend(gpu, &rows, x, n);
+	GcPmMethod	methods[] = {GC_PM_LOCATION_ALLOCATION, GC_PM_LOCATION_ALLOCATION,
+	GC_PM_THREE_PHASE};
+	GcPmImprove improves[] = {GC_PM_IMPROVE_NONE, GC_PM_IMPROVE_AUTO, GC_PM_IMPROVE_NONE};
+
+	if (backend == NULL)
+	{
+		free(x);
+		return;
+	}
+	for (int c = 0; c < 3; c++)
+	{
+		GcPmParams	params = default_params(12);
+		Reports		r = {.in_order = true};
+		Fit			f;
+		char		config[96];
+
+		params.method = methods[c];
+		params.improve = improves[c];
+		params.big_clusters = 4;
+		params.progress = record_report;
+		params.progress_arg = &r;
+		f = fit(backend, &rows, NULL, &params);
+		snprintf(config, sizeof(config), "%s method=%d improve=%d swaps=%d iterations=%d",
+				 backend->name, (int) methods[c], (int) improves[c], f.result.swaps,
+				 f.result.iterations);
+		check(f.status == GC_OK, "progress: the fit succeeds", config);
+		check(r.first == GC_PHASE_UPLOADING && r.second == GC_PHASE_SEEDING && r.in_order,
+			  "progress: uploading, seeding, then iterating, in order", config);
+		check(r.iterating == f.result.iterations + f.result.swaps,
+			  "progress: a report per iteration and per swap", config);
+		check(r.last_iteration == f.result.iterations,
+			  "progress: the iterations of the whole fit", config);
+		if (c < 2)
+			check(r.with_inertia == r.iterating && r.last_inertia == f.result.objective &&
+				  f.result.converged,
+				  "progress: the objective of every report, the last the fit's", config);
+		else
+			check(r.with_inertia > 0 && r.with_inertia < r.iterating &&
+				  (!f.result.converged || r.last_inertia == f.result.objective),
+				  "progress: three_phase's objective in its polish only", config);
+		free_fit(&f);
+	}
+	gc_rows_release(&rows);
+	free(x);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -924,6 +1016,10 @@ main(int argc, char **argv)
 	test_blobs_undefaulted(33000, 3, 6);
 	test_blobs(20000, 0, 0, 0);
 	test_blobs(33000, 3, 0, 0);
+	test_progress(0);
+#ifdef GC_WITH_CUDA
+	test_progress(1);
+#endif
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed != 0;
 }
