@@ -317,7 +317,9 @@ CREATE AGGREGATE gpuclust_kmeans_assign_collect(id bigint, vec anyelement, k int
 	PARALLEL = SAFE
 );
 
-CREATE FUNCTION kmeans_gpu_assign(query text, k int, options jsonb DEFAULT '{}',
+-- k is bigint, so that an int, a bigint (a count) and a smallint (as
+-- drivers such as psycopg bind small integers) all reach this one function
+CREATE FUNCTION kmeans_gpu_assign(query text, k bigint, options jsonb DEFAULT '{}',
 	OUT id bigint, OUT cluster int, OUT distance float8)
 	RETURNS SETOF record
 	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_assign'
@@ -678,6 +680,42 @@ CREATE AGGREGATE pmedian_gpu(id bigint, vec numeric[], demand float8, p int, opt
 	PARALLEL = SAFE
 );
 
+-- A bigint p (count(*) / 100 is bigint), as kmeans_gpu takes a bigint k:
+-- every array type, other element types getting an error naming the cast
+
+CREATE FUNCTION pmedian_gpu_transfn(internal, bigint, anyarray, bigint) RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_pmedian_transfn_numeric'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION pmedian_gpu_transfn(internal, bigint, anyarray, bigint, jsonb) RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_pmedian_transfn_numeric'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION pmedian_gpu_transfn(internal, bigint, anyarray, float8, bigint, jsonb) RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_pmedian_transfn_numeric'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE AGGREGATE pmedian_gpu(id bigint, vec anyarray, p bigint) (
+	SFUNC = pmedian_gpu_transfn, STYPE = internal,
+	FINALFUNC = pmedian_gpu_finalfn, COMBINEFUNC = pmedian_gpu_combinefn,
+	SERIALFUNC = pmedian_gpu_serialfn, DESERIALFUNC = pmedian_gpu_deserialfn,
+	PARALLEL = SAFE
+);
+
+CREATE AGGREGATE pmedian_gpu(id bigint, vec anyarray, p bigint, options jsonb) (
+	SFUNC = pmedian_gpu_transfn, STYPE = internal,
+	FINALFUNC = pmedian_gpu_finalfn, COMBINEFUNC = pmedian_gpu_combinefn,
+	SERIALFUNC = pmedian_gpu_serialfn, DESERIALFUNC = pmedian_gpu_deserialfn,
+	PARALLEL = SAFE
+);
+
+CREATE AGGREGATE pmedian_gpu(id bigint, vec anyarray, demand float8, p bigint, options jsonb) (
+	SFUNC = pmedian_gpu_transfn, STYPE = internal,
+	FINALFUNC = pmedian_gpu_finalfn, COMBINEFUNC = pmedian_gpu_combinefn,
+	SERIALFUNC = pmedian_gpu_serialfn, DESERIALFUNC = pmedian_gpu_deserialfn,
+	PARALLEL = SAFE
+);
+
 -- The id of the nearest medoid, by the model's metric
 
 CREATE FUNCTION pmedian_predict(model pmedian_model, vec float8[]) RETURNS bigint
@@ -713,7 +751,9 @@ CREATE FUNCTION pmedian_model_info(model pmedian_model) RETURNS jsonb
 
 -- Allocation as a relation: the query yields (id, vector [, demand])
 
-CREATE FUNCTION pmedian_gpu_assign(query text, p int, options jsonb DEFAULT '{}',
+-- p is bigint, so that an int, a bigint (a count) and a smallint (as
+-- drivers such as psycopg bind small integers) all reach this one function
+CREATE FUNCTION pmedian_gpu_assign(query text, p bigint, options jsonb DEFAULT '{}',
 	OUT id bigint, OUT medoid_id bigint, OUT distance float8)
 	RETURNS SETOF record
 	AS 'MODULE_PATHNAME', 'gpuclust_pmedian_assign'
@@ -875,6 +915,28 @@ CREATE AGGREGATE kmeans_stream_state(vec numeric[], k int, options jsonb) (
 );
 
 CREATE AGGREGATE kmeans_stream_state(vec numeric[], k int) (
+	SFUNC = kmeans_stream_transfn, STYPE = kmeans_stream,
+	FINALFUNC = kmeans_stream_final, COMBINEFUNC = kmeans_stream_merge,
+	PARALLEL = SAFE
+);
+
+-- A bigint k, as for kmeans_gpu: every array type
+
+CREATE FUNCTION kmeans_stream_transfn(kmeans_stream, anyarray, bigint, jsonb) RETURNS kmeans_stream
+	AS 'MODULE_PATHNAME', 'gpuclust_stream_transfn_numeric'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION kmeans_stream_transfn(kmeans_stream, anyarray, bigint) RETURNS kmeans_stream
+	AS 'MODULE_PATHNAME', 'gpuclust_stream_transfn_numeric'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE AGGREGATE kmeans_stream_state(vec anyarray, k bigint, options jsonb) (
+	SFUNC = kmeans_stream_transfn, STYPE = kmeans_stream,
+	FINALFUNC = kmeans_stream_final, COMBINEFUNC = kmeans_stream_merge,
+	PARALLEL = SAFE
+);
+
+CREATE AGGREGATE kmeans_stream_state(vec anyarray, k bigint) (
 	SFUNC = kmeans_stream_transfn, STYPE = kmeans_stream,
 	FINALFUNC = kmeans_stream_final, COMBINEFUNC = kmeans_stream_merge,
 	PARALLEL = SAFE

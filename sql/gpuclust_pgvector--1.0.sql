@@ -133,6 +133,47 @@ CREATE AGGREGATE kmeans_stream_state(vec vector, k int) (
 	PARALLEL = SAFE
 );
 
+-- a bigint k, as for arrays, and a smallint one (see kmeans_gpu)
+CREATE FUNCTION kmeans_stream_transfn(kmeans_stream, vector, bigint, jsonb) RETURNS kmeans_stream
+	AS 'MODULE_PATHNAME', 'gpuclust_stream_transfn_vector'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION kmeans_stream_transfn(kmeans_stream, vector, bigint) RETURNS kmeans_stream
+	AS 'MODULE_PATHNAME', 'gpuclust_stream_transfn_vector'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE AGGREGATE kmeans_stream_state(vec vector, k bigint, options jsonb) (
+	SFUNC = kmeans_stream_transfn, STYPE = kmeans_stream,
+	FINALFUNC = kmeans_stream_final, COMBINEFUNC = kmeans_stream_merge,
+	PARALLEL = SAFE
+);
+
+CREATE AGGREGATE kmeans_stream_state(vec vector, k bigint) (
+	SFUNC = kmeans_stream_transfn, STYPE = kmeans_stream,
+	FINALFUNC = kmeans_stream_final, COMBINEFUNC = kmeans_stream_merge,
+	PARALLEL = SAFE
+);
+
+CREATE FUNCTION kmeans_stream_transfn(kmeans_stream, vector, smallint, jsonb) RETURNS kmeans_stream
+	AS 'MODULE_PATHNAME', 'gpuclust_stream_transfn_vector'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION kmeans_stream_transfn(kmeans_stream, vector, smallint) RETURNS kmeans_stream
+	AS 'MODULE_PATHNAME', 'gpuclust_stream_transfn_vector'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE AGGREGATE kmeans_stream_state(vec vector, k smallint, options jsonb) (
+	SFUNC = kmeans_stream_transfn, STYPE = kmeans_stream,
+	FINALFUNC = kmeans_stream_final, COMBINEFUNC = kmeans_stream_merge,
+	PARALLEL = SAFE
+);
+
+CREATE AGGREGATE kmeans_stream_state(vec vector, k smallint) (
+	SFUNC = kmeans_stream_transfn, STYPE = kmeans_stream,
+	FINALFUNC = kmeans_stream_final, COMBINEFUNC = kmeans_stream_merge,
+	PARALLEL = SAFE
+);
+
 -- pmedian_gpu over vector
 
 CREATE FUNCTION pmedian_gpu_transfn(internal, bigint, vector, int) RETURNS internal
@@ -162,6 +203,73 @@ CREATE AGGREGATE pmedian_gpu(id bigint, vec vector, p int, options jsonb) (
 );
 
 CREATE AGGREGATE pmedian_gpu(id bigint, vec vector, demand float8, p int, options jsonb) (
+	SFUNC = pmedian_gpu_transfn, STYPE = internal,
+	FINALFUNC = pmedian_gpu_finalfn, COMBINEFUNC = pmedian_gpu_combinefn,
+	SERIALFUNC = pmedian_gpu_serialfn, DESERIALFUNC = pmedian_gpu_deserialfn,
+	PARALLEL = SAFE
+);
+
+-- a bigint p, as for arrays, and a smallint one (see kmeans_gpu)
+CREATE FUNCTION pmedian_gpu_transfn(internal, bigint, vector, bigint) RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_pmedian_transfn_vector'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION pmedian_gpu_transfn(internal, bigint, vector, bigint, jsonb) RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_pmedian_transfn_vector'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION pmedian_gpu_transfn(internal, bigint, vector, float8, bigint, jsonb) RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_pmedian_transfn_vector'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE AGGREGATE pmedian_gpu(id bigint, vec vector, p bigint) (
+	SFUNC = pmedian_gpu_transfn, STYPE = internal,
+	FINALFUNC = pmedian_gpu_finalfn, COMBINEFUNC = pmedian_gpu_combinefn,
+	SERIALFUNC = pmedian_gpu_serialfn, DESERIALFUNC = pmedian_gpu_deserialfn,
+	PARALLEL = SAFE
+);
+
+CREATE AGGREGATE pmedian_gpu(id bigint, vec vector, p bigint, options jsonb) (
+	SFUNC = pmedian_gpu_transfn, STYPE = internal,
+	FINALFUNC = pmedian_gpu_finalfn, COMBINEFUNC = pmedian_gpu_combinefn,
+	SERIALFUNC = pmedian_gpu_serialfn, DESERIALFUNC = pmedian_gpu_deserialfn,
+	PARALLEL = SAFE
+);
+
+CREATE AGGREGATE pmedian_gpu(id bigint, vec vector, demand float8, p bigint, options jsonb) (
+	SFUNC = pmedian_gpu_transfn, STYPE = internal,
+	FINALFUNC = pmedian_gpu_finalfn, COMBINEFUNC = pmedian_gpu_combinefn,
+	SERIALFUNC = pmedian_gpu_serialfn, DESERIALFUNC = pmedian_gpu_deserialfn,
+	PARALLEL = SAFE
+);
+
+CREATE FUNCTION pmedian_gpu_transfn(internal, bigint, vector, smallint) RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_pmedian_transfn_vector'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION pmedian_gpu_transfn(internal, bigint, vector, smallint, jsonb) RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_pmedian_transfn_vector'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION pmedian_gpu_transfn(internal, bigint, vector, float8, smallint, jsonb) RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_pmedian_transfn_vector'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE AGGREGATE pmedian_gpu(id bigint, vec vector, p smallint) (
+	SFUNC = pmedian_gpu_transfn, STYPE = internal,
+	FINALFUNC = pmedian_gpu_finalfn, COMBINEFUNC = pmedian_gpu_combinefn,
+	SERIALFUNC = pmedian_gpu_serialfn, DESERIALFUNC = pmedian_gpu_deserialfn,
+	PARALLEL = SAFE
+);
+
+CREATE AGGREGATE pmedian_gpu(id bigint, vec vector, p smallint, options jsonb) (
+	SFUNC = pmedian_gpu_transfn, STYPE = internal,
+	FINALFUNC = pmedian_gpu_finalfn, COMBINEFUNC = pmedian_gpu_combinefn,
+	SERIALFUNC = pmedian_gpu_serialfn, DESERIALFUNC = pmedian_gpu_deserialfn,
+	PARALLEL = SAFE
+);
+
+CREATE AGGREGATE pmedian_gpu(id bigint, vec vector, demand float8, p smallint, options jsonb) (
 	SFUNC = pmedian_gpu_transfn, STYPE = internal,
 	FINALFUNC = pmedian_gpu_finalfn, COMBINEFUNC = pmedian_gpu_combinefn,
 	SERIALFUNC = pmedian_gpu_serialfn, DESERIALFUNC = pmedian_gpu_deserialfn,
@@ -297,6 +405,47 @@ CREATE AGGREGATE kmeans_stream_state(vec halfvec, k int) (
 	PARALLEL = SAFE
 );
 
+-- a bigint k, as for arrays, and a smallint one (see kmeans_gpu)
+CREATE FUNCTION kmeans_stream_transfn(kmeans_stream, halfvec, bigint, jsonb) RETURNS kmeans_stream
+	AS 'MODULE_PATHNAME', 'gpuclust_stream_transfn_halfvec'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION kmeans_stream_transfn(kmeans_stream, halfvec, bigint) RETURNS kmeans_stream
+	AS 'MODULE_PATHNAME', 'gpuclust_stream_transfn_halfvec'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE AGGREGATE kmeans_stream_state(vec halfvec, k bigint, options jsonb) (
+	SFUNC = kmeans_stream_transfn, STYPE = kmeans_stream,
+	FINALFUNC = kmeans_stream_final, COMBINEFUNC = kmeans_stream_merge,
+	PARALLEL = SAFE
+);
+
+CREATE AGGREGATE kmeans_stream_state(vec halfvec, k bigint) (
+	SFUNC = kmeans_stream_transfn, STYPE = kmeans_stream,
+	FINALFUNC = kmeans_stream_final, COMBINEFUNC = kmeans_stream_merge,
+	PARALLEL = SAFE
+);
+
+CREATE FUNCTION kmeans_stream_transfn(kmeans_stream, halfvec, smallint, jsonb) RETURNS kmeans_stream
+	AS 'MODULE_PATHNAME', 'gpuclust_stream_transfn_halfvec'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION kmeans_stream_transfn(kmeans_stream, halfvec, smallint) RETURNS kmeans_stream
+	AS 'MODULE_PATHNAME', 'gpuclust_stream_transfn_halfvec'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE AGGREGATE kmeans_stream_state(vec halfvec, k smallint, options jsonb) (
+	SFUNC = kmeans_stream_transfn, STYPE = kmeans_stream,
+	FINALFUNC = kmeans_stream_final, COMBINEFUNC = kmeans_stream_merge,
+	PARALLEL = SAFE
+);
+
+CREATE AGGREGATE kmeans_stream_state(vec halfvec, k smallint) (
+	SFUNC = kmeans_stream_transfn, STYPE = kmeans_stream,
+	FINALFUNC = kmeans_stream_final, COMBINEFUNC = kmeans_stream_merge,
+	PARALLEL = SAFE
+);
+
 -- pmedian_gpu over halfvec
 
 CREATE FUNCTION pmedian_gpu_transfn(internal, bigint, halfvec, int) RETURNS internal
@@ -326,6 +475,73 @@ CREATE AGGREGATE pmedian_gpu(id bigint, vec halfvec, p int, options jsonb) (
 );
 
 CREATE AGGREGATE pmedian_gpu(id bigint, vec halfvec, demand float8, p int, options jsonb) (
+	SFUNC = pmedian_gpu_transfn, STYPE = internal,
+	FINALFUNC = pmedian_gpu_finalfn, COMBINEFUNC = pmedian_gpu_combinefn,
+	SERIALFUNC = pmedian_gpu_serialfn, DESERIALFUNC = pmedian_gpu_deserialfn,
+	PARALLEL = SAFE
+);
+
+-- a bigint p, as for arrays, and a smallint one (see kmeans_gpu)
+CREATE FUNCTION pmedian_gpu_transfn(internal, bigint, halfvec, bigint) RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_pmedian_transfn_halfvec'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION pmedian_gpu_transfn(internal, bigint, halfvec, bigint, jsonb) RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_pmedian_transfn_halfvec'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION pmedian_gpu_transfn(internal, bigint, halfvec, float8, bigint, jsonb) RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_pmedian_transfn_halfvec'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE AGGREGATE pmedian_gpu(id bigint, vec halfvec, p bigint) (
+	SFUNC = pmedian_gpu_transfn, STYPE = internal,
+	FINALFUNC = pmedian_gpu_finalfn, COMBINEFUNC = pmedian_gpu_combinefn,
+	SERIALFUNC = pmedian_gpu_serialfn, DESERIALFUNC = pmedian_gpu_deserialfn,
+	PARALLEL = SAFE
+);
+
+CREATE AGGREGATE pmedian_gpu(id bigint, vec halfvec, p bigint, options jsonb) (
+	SFUNC = pmedian_gpu_transfn, STYPE = internal,
+	FINALFUNC = pmedian_gpu_finalfn, COMBINEFUNC = pmedian_gpu_combinefn,
+	SERIALFUNC = pmedian_gpu_serialfn, DESERIALFUNC = pmedian_gpu_deserialfn,
+	PARALLEL = SAFE
+);
+
+CREATE AGGREGATE pmedian_gpu(id bigint, vec halfvec, demand float8, p bigint, options jsonb) (
+	SFUNC = pmedian_gpu_transfn, STYPE = internal,
+	FINALFUNC = pmedian_gpu_finalfn, COMBINEFUNC = pmedian_gpu_combinefn,
+	SERIALFUNC = pmedian_gpu_serialfn, DESERIALFUNC = pmedian_gpu_deserialfn,
+	PARALLEL = SAFE
+);
+
+CREATE FUNCTION pmedian_gpu_transfn(internal, bigint, halfvec, smallint) RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_pmedian_transfn_halfvec'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION pmedian_gpu_transfn(internal, bigint, halfvec, smallint, jsonb) RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_pmedian_transfn_halfvec'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE FUNCTION pmedian_gpu_transfn(internal, bigint, halfvec, float8, smallint, jsonb) RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_pmedian_transfn_halfvec'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE AGGREGATE pmedian_gpu(id bigint, vec halfvec, p smallint) (
+	SFUNC = pmedian_gpu_transfn, STYPE = internal,
+	FINALFUNC = pmedian_gpu_finalfn, COMBINEFUNC = pmedian_gpu_combinefn,
+	SERIALFUNC = pmedian_gpu_serialfn, DESERIALFUNC = pmedian_gpu_deserialfn,
+	PARALLEL = SAFE
+);
+
+CREATE AGGREGATE pmedian_gpu(id bigint, vec halfvec, p smallint, options jsonb) (
+	SFUNC = pmedian_gpu_transfn, STYPE = internal,
+	FINALFUNC = pmedian_gpu_finalfn, COMBINEFUNC = pmedian_gpu_combinefn,
+	SERIALFUNC = pmedian_gpu_serialfn, DESERIALFUNC = pmedian_gpu_deserialfn,
+	PARALLEL = SAFE
+);
+
+CREATE AGGREGATE pmedian_gpu(id bigint, vec halfvec, demand float8, p smallint, options jsonb) (
 	SFUNC = pmedian_gpu_transfn, STYPE = internal,
 	FINALFUNC = pmedian_gpu_finalfn, COMBINEFUNC = pmedian_gpu_combinefn,
 	SERIALFUNC = pmedian_gpu_serialfn, DESERIALFUNC = pmedian_gpu_deserialfn,

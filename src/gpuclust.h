@@ -207,6 +207,7 @@ extern void gc_parse_kmeans_options(Jsonb *options, int k,
 extern void gc_check_init_shape(GcKmeansOptions *opts, int d);
 extern void gc_option_error(const char *key, const char *expected) GC_NORETURN;
 extern int	gc_k_value(Datum k, Oid type);
+extern int	gc_k_argument(FunctionCallInfo fcinfo, int argno);
 typedef bool (*GcOptionFn) (const char *name, JsonbValue *value, void *arg);
 extern void gc_for_each_option(Jsonb *options, const char *valid_hint,
 							   GcOptionFn fn, void *arg);

@@ -66,14 +66,6 @@ typedef struct KmeansAggState
 #define ARG_VEC(assign) ((assign) ? 2 : 1)
 #define ARG_K(assign) ((assign) ? 3 : 2)
 
-/* k, declared integer or bigint */
-static int
-k_argument(FunctionCallInfo fcinfo, bool assign)
-{
-	return gc_k_value(PG_GETARG_DATUM(ARG_K(assign)),
-					  get_fn_expr_argtype(fcinfo->flinfo, ARG_K(assign)));
-}
-
 /*
  * Create the state on the first row: parse k and options once
  */
@@ -91,7 +83,7 @@ start_state(FunctionCallInfo fcinfo, MemoryContext aggcontext, bool assign)
 				 errmsg("k must not be NULL")));
 	if (PG_NARGS() > karg + 1 && !PG_ARGISNULL(karg + 1))
 		options = PG_GETARG_JSONB_P_COPY(karg + 1);
-	state->k = k_argument(fcinfo, assign);
+	state->k = gc_k_argument(fcinfo, ARG_K(assign));
 	gc_parse_kmeans_options(options, state->k, &state->opts);
 	state->options = options;
 	gc_input_init(&state->input);
@@ -122,7 +114,7 @@ kmeans_transition(FunctionCallInfo fcinfo, Oid format, bool assign)
 	else
 	{
 		state = (KmeansAggState *) PG_GETARG_POINTER(0);
-		if (PG_ARGISNULL(ARG_K(assign)) || k_argument(fcinfo, assign) != state->opts.params.k)
+		if (PG_ARGISNULL(ARG_K(assign)) || gc_k_argument(fcinfo, ARG_K(assign)) != state->opts.params.k)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("k must be the same for every row of one kmeans_gpu")));

@@ -123,7 +123,7 @@ gpuclust_kmeans_assign(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("the query and k must not be NULL")));
 	options = PG_ARGISNULL(2) ? NULL : PG_GETARG_JSONB_P(2);
-	gc_parse_kmeans_options(options, PG_GETARG_INT32(1), &opts);
+	gc_parse_kmeans_options(options, gc_k_argument(fcinfo, 1), &opts);
 	sink.context = rsinfo->econtext->ecxt_per_query_memory;
 
 	if (SPI_connect() != SPI_OK_CONNECT)
@@ -132,7 +132,7 @@ gpuclust_kmeans_assign(PG_FUNCTION_ARGS)
 	PG_TRY();
 	{
 		run_collect_query(collect_query(fcinfo, text_to_cstring(PG_GETARG_TEXT_PP(0)),
-										PG_GETARG_INT32(1), options));
+										opts.params.k, options));
 	}
 	PG_FINALLY();
 	{

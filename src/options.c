@@ -297,6 +297,13 @@ gc_k_value(Datum k, Oid type)
 	return (int) Max(Min(value, (int64) GC_MAX_K + 1), 0);
 }
 
+/* Argument argno of the call, a k or p declared integer or bigint, as gc_k_value reads it */
+int
+gc_k_argument(FunctionCallInfo fcinfo, int argno)
+{
+	return gc_k_value(PG_GETARG_DATUM(argno), get_fn_expr_argtype(fcinfo->flinfo, argno));
+}
+
 /*
  * Fill opts with k, the defaults, and whatever options overrides
  */

@@ -68,7 +68,7 @@ start_state(FunctionCallInfo fcinfo, MemoryContext aggcontext)
 				 errmsg("p must not be NULL")));
 	if (PG_NARGS() > argp + 1 && !PG_ARGISNULL(argp + 1))
 		options = PG_GETARG_JSONB_P_COPY(argp + 1);
-	gc_parse_pmedian_options(options, PG_GETARG_INT32(argp), &state->params);
+	gc_parse_pmedian_options(options, gc_k_argument(fcinfo, argp), &state->params);
 	gc_check_pmedian_demand(&state->params, WITH_DEMAND(fcinfo));
 	state->options = options;
 	gc_pm_input_init(&state->in, WITH_DEMAND(fcinfo), aggcontext);
@@ -95,7 +95,7 @@ pmedian_transfn(FunctionCallInfo fcinfo, Oid format)
 	else
 	{
 		state = (PmAggState *) PG_GETARG_POINTER(0);
-		if (PG_ARGISNULL(argp) || PG_GETARG_INT32(argp) != state->params.p)
+		if (PG_ARGISNULL(argp) || gc_k_argument(fcinfo, argp) != state->params.p)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("p must be the same for every row of one pmedian_gpu")));

@@ -125,7 +125,7 @@ gpuclust_pmedian_assign(PG_FUNCTION_ARGS)
 				 errmsg("the query and p must not be NULL")));
 	per_query = rsinfo->econtext->ecxt_per_query_memory;
 	options = PG_ARGISNULL(2) ? NULL : PG_GETARG_JSONB_P(2);
-	gc_parse_pmedian_options(options, PG_GETARG_INT32(1), &params);
+	gc_parse_pmedian_options(options, gc_k_argument(fcinfo, 1), &params);
 	/* a capacity means the query carries demands */
 	gc_pm_input_init(&in, params.capacitated, per_query);
 	PG_TRY();

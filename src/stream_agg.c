@@ -45,7 +45,7 @@ start_state(FunctionCallInfo fcinfo, MemoryContext aggcontext, int d)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("k must not be NULL")));
 	gc_parse_stream_options(PG_NARGS() > 3 && !PG_ARGISNULL(3) ? PG_GETARG_JSONB_P(3) : NULL,
-							PG_GETARG_INT32(2), &shape);
+							gc_k_argument(fcinfo, 2), &shape);
 	shape.d = d;
 	return gc_stream_state_new(aggcontext, &shape, true);
 }
@@ -87,7 +87,7 @@ stream_transfn(FunctionCallInfo fcinfo, Oid format)
 	else
 	{
 		state = current_state(fcinfo, aggcontext);
-		if (PG_ARGISNULL(2) || PG_GETARG_INT32(2) != state->stream.k)
+		if (PG_ARGISNULL(2) || gc_k_argument(fcinfo, 2) != state->stream.k)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("k must be the same for every row of one kmeans_stream_state")));

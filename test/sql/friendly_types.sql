@@ -86,6 +86,40 @@ SELECT (SELECT kmeans_stream_model(kmeans_stream_state(iv, 3), '{"seed": 4}')::j
 	 = (SELECT kmeans_stream_model(kmeans_stream_state(fv, 3, '{"metric": "cosine"}'), '{"seed": 4}')::jsonb - 'timings_ms' FROM ft_pts) AS stream_numeric_same,
 	   (SELECT kmeans_stream_model(kmeans_stream_state(v, 1), '{}')::jsonb->'centroids'
 		FROM (VALUES (ARRAY[1, 2]), (ARRAY[3, 4]::smallint[]::int[])) t(v)) AS stream_centroids;
+-- a bigint p or k (a count) and a smallint one (as drivers bind small
+-- integers) in the p-median, stream and assign functions: the int form's results
+SELECT (SELECT pmedian_gpu(id, fv, (SELECT count(*) / 20 FROM ft_pts))::jsonb - 'timings_ms' FROM ft_pts)
+	 = (SELECT pmedian_gpu(id, fv, 3)::jsonb - 'timings_ms' FROM ft_pts) AS pm_bigint_p,
+	   (SELECT pmedian_gpu(id, iv, 3::bigint, '{"seed": 2}')::jsonb - 'timings_ms' FROM ft_pts)
+	 = (SELECT pmedian_gpu(id, fv, 3, '{"seed": 2}')::jsonb - 'timings_ms' FROM ft_pts) AS pm_integer_bigint_p,
+	   (SELECT pmedian_gpu(id, fv::real[], 1.0, 3::bigint, '{"capacity": 25}')::jsonb - 'timings_ms' FROM ft_pts)
+	 = (SELECT pmedian_gpu(id, fv::real[], 1.0, 3, '{"capacity": 25}')::jsonb - 'timings_ms' FROM ft_pts) AS pm_demand_bigint_p,
+	   (SELECT pmedian_gpu(id, fv, 3::smallint)::jsonb - 'timings_ms' FROM ft_pts)
+	 = (SELECT pmedian_gpu(id, fv, 3)::jsonb - 'timings_ms' FROM ft_pts) AS pm_smallint_p,
+	   (SELECT kmeans_stream_model(kmeans_stream_state(fv, 3::bigint), '{"seed": 4}')::jsonb - 'timings_ms' FROM ft_pts)
+	 = (SELECT kmeans_stream_model(kmeans_stream_state(fv, 3), '{"seed": 4}')::jsonb - 'timings_ms' FROM ft_pts) AS stream_bigint_k,
+	   (SELECT kmeans_stream_info(kmeans_stream_state(nv, (SELECT count(*) / 20 FROM ft_pts), '{"metric": "cosine"}'))->>'k'
+		FROM ft_pts) AS stream_count_k;
+SELECT count(*) AS rows,
+	   count(*) FILTER (WHERE a.cluster <> b.cluster OR a.distance <> b.distance) AS bigint_k_differences,
+	   count(*) FILTER (WHERE c.cluster <> b.cluster OR c.distance <> b.distance) AS smallint_k_differences
+FROM kmeans_gpu_assign('SELECT id, fv FROM ft_pts', 3::bigint, '{"seed": 4}') a
+JOIN kmeans_gpu_assign('SELECT id, fv FROM ft_pts', 3, '{"seed": 4}') b USING (id)
+JOIN kmeans_gpu_assign('SELECT id, fv FROM ft_pts', 3::smallint, '{"seed": 4}') c USING (id);
+SELECT count(*) AS rows,
+	   count(*) FILTER (WHERE a.medoid_id <> b.medoid_id OR a.distance <> b.distance) AS bigint_p_differences,
+	   count(*) FILTER (WHERE c.medoid_id <> b.medoid_id OR c.distance <> b.distance) AS smallint_p_differences
+FROM pmedian_gpu_assign('SELECT id, fv FROM ft_pts', 3::bigint) a
+JOIN pmedian_gpu_assign('SELECT id, fv FROM ft_pts', 3) b USING (id)
+JOIN pmedian_gpu_assign('SELECT id, fv FROM ft_pts', 3::smallint) c USING (id);
+SELECT pmedian_gpu(id, fv, 4294967298) FROM ft_pts;
+\echo :LAST_ERROR_SQLSTATE
+SELECT kmeans_stream_state(fv, -4294967296) FROM ft_pts;
+\echo :LAST_ERROR_SQLSTATE
+SELECT count(*) FROM kmeans_gpu_assign('SELECT id, fv FROM ft_pts', 4294967298);
+\echo :LAST_ERROR_SQLSTATE
+SELECT count(*) FROM pmedian_gpu_assign('SELECT id, fv FROM ft_pts', 0::bigint);
+\echo :LAST_ERROR_SQLSTATE
 SELECT pmedian_gpu(id, v, 1) FROM (VALUES (1, ARRAY[1, NULL]::bigint[])) t(id, v);
 \echo :LAST_ERROR_SQLSTATE
 SELECT kmeans_stream_state(v, 1) FROM (VALUES (ARRAY[1, 'NaN']::numeric[])) t(v);

@@ -43,6 +43,18 @@ SELECT (SELECT kmeans_gpu(v, 3::smallint, '{"seed": 7}')::jsonb - 'timings_ms' F
 		FROM (SELECT kmeans_gpu_cluster(v, 3::smallint) OVER () AS a, kmeans_gpu_cluster(v, 3) OVER () AS b
 			  FROM pv_pts) s) AS window_smallint_k_differences;
 
+-- a bigint and a smallint k or p in the stream and p-median aggregates
+SELECT (SELECT kmeans_stream_model(kmeans_stream_state(v, 3::bigint), '{"seed": 4}')::jsonb - 'timings_ms' FROM pv_pts)
+	 = (SELECT kmeans_stream_model(kmeans_stream_state(v, 3), '{"seed": 4}')::jsonb - 'timings_ms' FROM pv_pts) AS stream_vector_bigint_k,
+	   (SELECT kmeans_stream_model(kmeans_stream_state(h, 3::smallint, '{}'), '{"seed": 4}')::jsonb - 'timings_ms' FROM pv_pts)
+	 = (SELECT kmeans_stream_model(kmeans_stream_state(h, 3, '{}'), '{"seed": 4}')::jsonb - 'timings_ms' FROM pv_pts) AS stream_halfvec_smallint_k,
+	   (SELECT pmedian_gpu(id, v, (SELECT count(*) / 100 FROM pv_pts))::jsonb - 'timings_ms' FROM pv_pts)
+	 = (SELECT pmedian_gpu(id, v, 3)::jsonb - 'timings_ms' FROM pv_pts) AS pm_vector_bigint_p,
+	   (SELECT pmedian_gpu(id, h, 3::smallint, '{"seed": 2}')::jsonb - 'timings_ms' FROM pv_pts)
+	 = (SELECT pmedian_gpu(id, h, 3, '{"seed": 2}')::jsonb - 'timings_ms' FROM pv_pts) AS pm_halfvec_smallint_p,
+	   (SELECT pmedian_gpu(id, v, 1.0, 3::bigint, '{"capacity": 150}')::jsonb - 'timings_ms' FROM pv_pts)
+	 = (SELECT pmedian_gpu(id, v, 1.0, 3, '{"capacity": 150}')::jsonb - 'timings_ms' FROM pv_pts) AS pm_demand_bigint_p;
+
 -- window form: the same clusters row by row
 SELECT count(*) AS rows,
 	   count(*) FILTER (WHERE cv IS DISTINCT FROM cr) AS vector_differences,
