@@ -151,8 +151,8 @@ gc_pm_improve_sample(PmFit *f, PmProblem *sample, GcPmResult *result)
 {
 	GcRows		sub;
 	GcPmParams	params = *f->params;
-	PmFit		g = {f->backend, NULL, &params, &sub, NULL, sample->nent, f->err,
-	GC_PM_IMPROVE_FULL};
+	PmFit		g = {.backend = f->backend, .params = &params, .rows = &sub,
+		.n = sample->nent, .err = f->err, .improvement = GC_PM_IMPROVE_FULL};
 	PmProblem	pb = {0};
 	GcStatus	status;
 
