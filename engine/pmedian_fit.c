@@ -147,24 +147,32 @@ gc_pm_interrupted(const PmFit *f)
 }
 
 /*
+ * The objective of pb's current allocation: its entities' distances,
+ * summed in entity order (every objective the fit reports is this sum)
+ */
+double
+gc_pm_objective(const PmProblem *pb)
+{
+	double		objective = 0.0;
+
+	for (int32_t e = 0; e < pb->nent; e++)
+		objective += pb->dist[e];
+	return objective;
+}
+
+/*
  * Report phase to the progress callback, if any, with the iterations so
  * far and, where pb is the whole problem (every row in one group), the
- * objective of its current allocation, summed as score_problem sums it
+ * objective of its current allocation
  */
 void
 gc_pm_report(const PmFit *f, GcPhase phase, const PmProblem *pb)
 {
-	double		objective = NAN;
+	bool		whole = pb != NULL && pb->ngroups == 1 && pb->nent == f->n;
 
-	if (f->params->progress == NULL)
-		return;
-	if (pb != NULL && pb->ngroups == 1 && pb->nent == f->n)
-	{
-		objective = 0.0;
-		for (int32_t e = 0; e < pb->nent; e++)
-			objective += pb->dist[e];
-	}
-	f->params->progress(f->params->progress_arg, phase, f->iterations, NAN, objective);
+	if (f->params->progress != NULL)
+		f->params->progress(f->params->progress_arg, phase, f->iterations, NAN,
+							whole ? gc_pm_objective(pb) : NAN);
 }
 
 /*
@@ -262,15 +270,12 @@ update_penalties(const PmFit *f, PmProblem *pb, const double *load, int it)
 static void
 score_problem(const PmFit *f, PmProblem *pb, double *load)
 {
-	pb->objective = 0.0;
+	pb->objective = gc_pm_objective(pb);
 	pb->violation = 0.0;
 	for (int32_t c = 0; c < pb->ncen; c++)
 		load[c] = 0.0;
 	for (int32_t e = 0; e < pb->nent; e++)
-	{
-		pb->objective += pb->dist[e];
 		load[pb->alloc[e]] += f->demand ? f->demand[pb->ent[e]] : 1.0;
-	}
 	if (pb->capacity > 0.0)
 		for (int32_t c = 0; c < pb->ncen; c++)
 			if (load[c] > pb->capacity)

@@ -56,6 +56,7 @@ extern GcStatus gc_pm_problem_init(PmProblem *pb, int ngroups, int32_t nent, int
 								   GcError *err);
 extern void gc_pm_problem_release(PmProblem *pb);
 extern bool gc_pm_interrupted(const PmFit *f);
+extern double gc_pm_objective(const PmProblem *pb);
 extern void gc_pm_report(const PmFit *f, GcPhase phase, const PmProblem *pb);
 extern int	gc_pm_int32_cmp(const void *a, const void *b);
 

@@ -130,11 +130,7 @@ gc_pm_improve(PmFit *f, PmProblem *pb, GcPmResult *result)
 			gc_pm_report(f, GC_PHASE_ITERATING, pb);
 	}
 	if (status == GC_OK)
-	{
-		pb->objective = 0.0;
-		for (int64_t i = 0; i < n; i++)
-			pb->objective += pb->dist[i];
-	}
+		pb->objective = gc_pm_objective(pb);
 	free(is_medoid);
 	free(ds);
 	free(removal);
