@@ -209,6 +209,7 @@ typedef struct GcServiceFit
 } GcServiceFit;
 
 extern bool gc_service_fit(GcServiceFit *fit, GcError *err);
+extern bool gc_service_fit_input(GcInput *input, GcServiceFit *fit);
 extern bool gc_service_gpu_usable(int gpu_id, char *why, size_t whylen);
 
 #endif							/* GC_GPU_SERVICE_H */

@@ -334,14 +334,7 @@ choose_device(GcDevice *device, bool service)
 #endif
 }
 
-/* The device for a fit this backend runs */
-void
-gc_choose_device(GcDevice *device)
-{
-	choose_device(device, false);
-}
-
-/* The device for a k-means fit: in the GPU service while one runs */
+/* The device for a fit: in the GPU service while one runs */
 void
 gc_choose_service_device(GcDevice *device)
 {

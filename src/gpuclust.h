@@ -82,7 +82,6 @@ typedef enum GcFitPath
 	GC_PATH_COUNT
 } GcFitPath;
 
-extern void gc_choose_device(GcDevice *device);
 extern void gc_choose_service_device(GcDevice *device);
 extern void gc_leave_service(GcDevice *device, GcDeviceReason reason);
 extern const char *gc_fit_path_name(int path);

@@ -367,11 +367,8 @@ gc_input_add(GcInput *input, Datum vector, Oid format)
 	d = view.d;
 	if (!input->started)
 	{
-		if (!input->device_fixed &&
-			(input->fit == GC_FIT_KMEANS || input->fit == GC_FIT_PMEDIAN))
+		if (!input->device_fixed)
 			gc_choose_service_device(&input->device);
-		else if (!input->device_fixed)
-			gc_choose_device(&input->device);
 		if (gc_rows_init(&input->rows, d, input->device.alloc,
 						 input->device.free, &err) != GC_OK)
 			gc_raise(&err);

@@ -104,18 +104,10 @@ fit_kmeans(GcInput *input, GcKmeansParams *params, GcKmeansResult *result,
 	if (input->device.service)
 	{
 		service_fit->kind = GC_SERVICE_KMEANS;
-		service_fit->rows = &input->rows;
-		service_fit->segments = input->segments;
 		service_fit->params = params;
-		service_fit->device = &input->device;
-		service_fit->progress = input->progress;
 		service_fit->result = result;
-		if (gc_service_fit(service_fit, &err))
-		{
-			if (err.status != GC_OK)
-				gc_raise(&err);
+		if (gc_service_fit_input(input, service_fit))
 			return GC_PATH_SERVICE;
-		}
 		/* the progress shows the device the fit now runs on */
 		input->progress = gc_progress_fit(input->progress, input->fit, params,
 										  input->rows.n, &input->device);

@@ -247,19 +247,11 @@ fit_pmedian(PmInput *in, GcPmParams *params, GcPmResult *result)
 
 		memset(&service_fit, 0, sizeof(service_fit));
 		service_fit.kind = GC_SERVICE_PMEDIAN;
-		service_fit.rows = &input->rows;
-		service_fit.segments = input->segments;
-		service_fit.device = &input->device;
-		service_fit.progress = input->progress;
 		service_fit.pm_params = params;
 		service_fit.demand = in->demand;
 		service_fit.pm_result = result;
-		if (gc_service_fit(&service_fit, &err))
-		{
-			if (err.status != GC_OK)
-				gc_raise(&err);
+		if (gc_service_fit_input(input, &service_fit))
 			return GC_PATH_SERVICE;
-		}
 		/* the progress shows the device the fit now runs on */
 		show_fit(in, params);
 	}

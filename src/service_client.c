@@ -449,6 +449,28 @@ gc_service_fit(GcServiceFit *fit, GcError *err)
 }
 
 /*
+ * Run the fit of input's rows in the GPU service (fit gives which fit, its
+ * parameters and its results): true when it ran, the engine's failure
+ * raised; false when it did not and input's device left the service, the
+ * caller then running the fit itself
+ */
+bool
+gc_service_fit_input(GcInput *input, GcServiceFit *fit)
+{
+	GcError		err = {0};
+
+	fit->rows = &input->rows;
+	fit->segments = input->segments;
+	fit->device = &input->device;
+	fit->progress = input->progress;
+	if (!gc_service_fit(fit, &err))
+		return false;
+	if (err.status != GC_OK)
+		gc_raise(&err);
+	return true;
+}
+
+/*
  * Whether the service has GPU gpu_id; why not, when it has not (or no
  * service runs)
  */
