@@ -317,13 +317,21 @@ CREATE AGGREGATE gpuclust_kmeans_assign_collect(id bigint, vec anyelement, k int
 	PARALLEL = SAFE
 );
 
+-- The planner's row estimate for kmeans_gpu_assign and pmedian_gpu_assign:
+-- their query's own, where the query is a constant (one row out per row in)
+
+CREATE FUNCTION gpuclust_assign_support(internal) RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_assign_support'
+	LANGUAGE C STRICT;
+
 -- k is bigint, so that an int, a bigint (a count) and a smallint (as
 -- drivers such as psycopg bind small integers) all reach this one function
 CREATE FUNCTION kmeans_gpu_assign(query text, k bigint, options jsonb DEFAULT '{}',
 	OUT id bigint, OUT cluster int, OUT distance float8)
 	RETURNS SETOF record
 	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_assign'
-	LANGUAGE C VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE ROWS 1000;
+	LANGUAGE C VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE ROWS 1000
+	SUPPORT gpuclust_assign_support;
 
 -- Window form: each row's cluster within its partition
 
@@ -757,7 +765,8 @@ CREATE FUNCTION pmedian_gpu_assign(query text, p bigint, options jsonb DEFAULT '
 	OUT id bigint, OUT medoid_id bigint, OUT distance float8)
 	RETURNS SETOF record
 	AS 'MODULE_PATHNAME', 'gpuclust_pmedian_assign'
-	LANGUAGE C VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE ROWS 1000;
+	LANGUAGE C VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE ROWS 1000
+	SUPPORT gpuclust_assign_support;
 -- Streaming k-means: mergeable summaries (STREAM divide and conquer).
 -- Text form: base64 of a versioned, checksummed binary summary.
 CREATE TYPE kmeans_stream;

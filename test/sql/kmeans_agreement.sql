@@ -129,6 +129,34 @@ JOIN kmeans_gpu_assign('SELECT id, v FROM agr_big', 5, '{"seed": 2}') a USING (i
 RESET work_mem;
 DROP TABLE agr_big;
 
+-- the planner expects as many labels as the query has rows (the support
+-- function plans the query where it is a constant, folded or not), and the
+-- declared 1,000 where it is not a constant or cannot be planned; such a
+-- query still fails with its own error when the function runs
+CREATE FUNCTION agr_plan_rows(statement text) RETURNS float8 LANGUAGE plpgsql AS $$
+DECLARE
+	plan json;
+BEGIN
+	EXECUTE 'EXPLAIN (FORMAT JSON) ' || statement INTO plan;
+	RETURN plan->0->'Plan'->>'Plan Rows';
+END $$;
+ANALYZE agr_pts;
+SELECT agr_plan_rows($$SELECT * FROM kmeans_gpu_assign('SELECT id, v FROM agr_pts', 8)$$) AS whole,
+	   agr_plan_rows($$SELECT * FROM kmeans_gpu_assign('SELECT id, v FROM agr_pts LIMIT 25', 8)$$) AS limited,
+	   agr_plan_rows($$SELECT * FROM kmeans_gpu_assign('SELECT id, v FROM agr_pts' || ' LIMIT 7', 8)$$) AS folded,
+	   agr_plan_rows($$SELECT * FROM pmedian_gpu_assign('SELECT id, v FROM agr_pts LIMIT 30', 3)$$) AS pmedian,
+	   agr_plan_rows($$SELECT a.* FROM (SELECT 'SELECT id, v FROM agr_pts' OFFSET 0) q(s), kmeans_gpu_assign(q.s, 8) a$$) AS lateral,
+	   agr_plan_rows($$SELECT * FROM kmeans_gpu_assign('SELECT id, v FROM agr_missing', 8)$$) AS missing,
+	   agr_plan_rows($$SELECT * FROM kmeans_gpu_assign('SELEC id', 8)$$) AS syntax,
+	   agr_plan_rows($$SELECT * FROM kmeans_gpu_assign('SELECT 1; SELECT 2', 8)$$) AS two;
+SELECT * FROM kmeans_gpu_assign('SELECT id, v FROM agr_missing', 8);
+-- planned inside a transaction, the query leaves no lock behind
+BEGIN;
+SELECT agr_plan_rows($$SELECT * FROM kmeans_gpu_assign('SELECT id, v FROM agr_pts', 8)$$) AS whole;
+SELECT count(*) AS locks FROM pg_locks WHERE relation = 'agr_pts'::regclass AND pid = pg_backend_pid();
+COMMIT;
+DROP FUNCTION agr_plan_rows(text);
+
 -- the model's sizes are the label counts, its inertia the sum of squared
 -- distances, each centroid the mean of its rows (Lloyd ran to a fixpoint)
 SELECT (m::jsonb->>'converged')::bool AS converged,
