@@ -25,7 +25,7 @@ GLUE_OBJS = src/gpuclust.o src/assign_rows.o src/assign_estimate.o src/interrupt
 	src/pmedian_options.o src/pmedian_model.o src/pmedian_run.o src/pmedian_agg.o \
 	src/pmedian_assign.o src/stream_type.o src/stream_service.o src/stream_agg.o src/spi_rows.o src/model_io.o \
 	src/pgvector_input.o src/progress.o src/gpu_service.o src/service_runner.o \
-	src/service_client.o src/array_growth.o
+	src/service_client.o src/array_growth.o src/detoast_cache.o
 OBJS = $(ENGINE_OBJS) $(GLUE_OBJS)
 
 TESTS = $(sort $(wildcard test/sql/*.sql))

@@ -272,6 +272,9 @@ typedef struct KmeansModel
 #define DatumGetKmeansModel(x) ((KmeansModel *) PG_DETOAST_DATUM(x))
 #define PG_GETARG_KMEANS_MODEL(n) DatumGetKmeansModel(PG_GETARG_DATUM(n))
 
+/* detoast_cache.c: argument argno detoasted, an on-disk value once per call site */
+extern struct varlena *gc_detoast_arg_cached(FunctionCallInfo fcinfo, int argno);
+
 extern KmeansModel *gc_model_alloc(int k, int d);
 extern void gc_model_check(KmeansModel *m, int errcode_value);
 extern double gc_metric_distance(GcMetric metric, double distance2);

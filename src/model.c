@@ -346,7 +346,7 @@ gpuclust_kmeans_model_recv(PG_FUNCTION_ARGS)
 static int
 nearest_of_arg(FunctionCallInfo fcinfo, Oid format, double *distance)
 {
-	KmeansModel *m = PG_GETARG_KMEANS_MODEL(0);
+	KmeansModel *m = (KmeansModel *) gc_detoast_arg_cached(fcinfo, 0);
 	GcVectorView view;
 	double	   *x;
 	double		d2;

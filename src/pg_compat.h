@@ -56,6 +56,11 @@
 #define gc_b64_decode(src, len, dst, dstlen) \
 	pg_b64_decode((void *) (src), (len), (void *) (dst), (dstlen))
 
+/* The varlena macros (VARATT_IS_EXTERNAL_ONDISK, ...): their own header from 16 */
+#if PG_VERSION_NUM >= 160000
+#include "varatt.h"
+#endif
+
 #if PG_VERSION_NUM >= 170000
 #include "storage/procnumber.h"
 #define GC_MY_PROC_INDEX ((int) MyProcNumber)

@@ -278,7 +278,7 @@ gpuclust_pmedian_model_recv(PG_FUNCTION_ARGS)
 static int64
 predict(FunctionCallInfo fcinfo, Oid format)
 {
-	PmedianModel *m = PG_GETARG_PMEDIAN_MODEL(0);
+	PmedianModel *m = (PmedianModel *) gc_detoast_arg_cached(fcinfo, 0);
 	GcVectorView view;
 	double	   *x;
 	int			nearest;

@@ -327,6 +327,35 @@ WHERE proname IN ('kmeans_stream_model', 'kmeans_stream_merge', 'kmeans_stream_i
 	  AND prokind = 'f'
 GROUP BY proname, provolatile, proisstrict ORDER BY proname;
 
+-- models read from a table reach kmeans_predict, kmeans_distance and
+-- pmedian_predict as TOAST pointers, detoasted once per call site and kept
+-- (eight at most, the least recently used forgotten first): each row
+-- brings its own category's model in turn, eleven of them, and every
+-- answer equals the one from the same model in memory (the categories'
+-- rows lie 10 apart, so another category's model would be far off)
+CREATE TABLE rt_cat_items AS
+SELECT g AS id, g % 11 AS category,
+	   ARRAY(SELECT (g % 11) * 10 + ((g * 37 + j * 101) % 1000) / 1000.0
+			 FROM generate_series(1, 300) j)::float8[] AS v
+FROM generate_series(1, 1100) g;
+CREATE TABLE rt_cat_models AS
+SELECT category, kmeans_gpu(v, 4, '{"seed": 3, "max_iter": 3}') AS km,
+	   pmedian_gpu(id, v, 3) AS pm
+FROM rt_cat_items GROUP BY category;
+SELECT pg_relation_size(reltoastrelid) > 0 AS models_toasted FROM pg_class WHERE relname = 'rt_cat_models';
+SELECT count(*) AS rows,
+	   count(*) FILTER (WHERE kmeans_predict(m.km, i.v) <> kmeans_predict(m.km::text::kmeans_model, i.v)) AS predict_differences,
+	   count(*) FILTER (WHERE kmeans_distance(m.km, i.v) <> kmeans_distance(m.km::text::kmeans_model, i.v)) AS distance_differences,
+	   count(*) FILTER (WHERE pmedian_predict(m.pm, i.v) <> pmedian_predict(m.pm::text::pmedian_model, i.v)) AS pmedian_differences,
+	   max(kmeans_distance(m.km, i.v)) < 10 AS own_models
+FROM rt_cat_items i, LATERAL (SELECT km, pm FROM rt_cat_models m WHERE m.category = i.category OFFSET 0) m;
+-- the same over three categories, whose models stay kept
+SELECT count(*) AS rows,
+	   count(*) FILTER (WHERE kmeans_distance(m.km, i.v) <> kmeans_distance(m.km::text::kmeans_model, i.v)) AS distance_differences
+FROM rt_cat_items i, LATERAL (SELECT km FROM rt_cat_models m WHERE m.category = i.category OFFSET 0) m
+WHERE i.category < 3;
+DROP TABLE rt_cat_items, rt_cat_models;
+
 DROP TABLE rt_bin_base, rt_bin_mutants, rt_bin_km, rt_bin_pm, rt_bin_read;
 DROP TABLE rt_doubled, rt_huge_doubled;
 DROP TABLE rt_pts, rt_base, rt_edges, rt_names, rt_mutants, rt_read, rt_ok, rt_back, rt_huge;
