@@ -106,37 +106,23 @@ gc_poll_gpu_items(int64_t unit, int64_t granule, int64_t count)
 
 /*
  * Nearest centroid as gc_nearest_centroid finds it, over blocks of
- * centroids of at most one poll's work each: the same centroid (blocks in
- * index order, a later one wins only when strictly nearer), or -1 when the
- * interrupt hook asked to stop
+ * centroids of at most one poll's work each (in index order, the nearest
+ * so far carried from block to block), or -1 when the interrupt hook
+ * asked to stop
  */
 int
 gc_nearest_centroid_polled(const double *x, const double *centroids, int k,
 						   int d, double *distance2, GcPoll *poll)
 {
-	int			span;
+	int			span = (int) gc_poll_span(d);
 	int			best = 0;
 	double		bestd = DBL_MAX;
 
-	/* the common case: the row is less than one poll's work */
-	if ((int64_t) k * d <= GC_POLL_WORK)
-	{
-		best = gc_nearest_centroid(x, centroids, k, d, distance2);
-		return gc_poll(poll, (int64_t) k * d) ? -1 : best;
-	}
-	span = (int) gc_poll_span(d);
 	for (int first = 0; first < k; first += span)
 	{
 		int			count = k - first < span ? k - first : span;
-		double		d2;
-		int			c = first + gc_nearest_centroid(x, centroids + (size_t) first * d,
-												   count, d, &d2);
 
-		if (first == 0 || d2 < bestd)
-		{
-			best = c;
-			bestd = d2;
-		}
+		gc_nearest_centroid_scan(x, centroids, first, count, d, &best, &bestd);
 		if (gc_poll(poll, (int64_t) count * d))
 			return -1;
 	}

@@ -649,6 +649,13 @@ extern GcStatus gc_select_random_rows(const GcRows *rows, int k, uint64_t seed,
 									  GcError *err);
 extern int	gc_nearest_centroid(const double *x, const double *centroids,
 								int k, int d, double *distance2);
+/*
+ * Centroids first .. first + count - 1 against the nearest so far (*best,
+ * *bestd, updated): one wins only when strictly nearer, so a scan in
+ * pieces in index order finds gc_nearest_centroid's centroid and distance
+ */
+extern void gc_nearest_centroid_scan(const double *x, const double *centroids, int first,
+									 int count, int d, int *best, double *bestd);
 /* The same, counting k d units on poll: -1 when interrupted */
 extern int	gc_nearest_centroid_polled(const double *x, const double *centroids,
 									   int k, int d, double *distance2,

@@ -244,6 +244,39 @@ gc_sqdist_exact(const double *a, const double *b, int d)
 	return s;
 }
 
+/*
+ * gc_sqdist_exact's sum, or a partial sum of it once that exceeds bound:
+ * the terms are squares, never negative, and a rounded sum never falls
+ * when one is added, so the whole sum would exceed bound too.  For scans
+ * that only use a distance at most bound (the nearest centroid so far, a
+ * row's D^2): they decide as with the whole sum, to the bit, and stop
+ * early on the centroids that are far.  Checked every 16 terms.  On
+ * 20,000 rows in 32 blobs of d = 768 (PostgreSQL 15, CPU, k = 32): the
+ * CPU fit's greedy seeding took 971 ms instead of 2,087, its Lloyd
+ * iterations 311 instead of 513, kmeans_predict over the rows 220-250
+ * instead of 325-346; on uniform rows, where no centroid is far, the
+ * checks cost up to 6%.
+ */
+#define GC_SQDIST_STRIDE 16
+
+GC_HD double
+gc_sqdist_within(const double *a, const double *b, int d, double bound)
+{
+	double		s = 0.0;
+	int			j = 0;
+
+	for (; j + GC_SQDIST_STRIDE <= d; j += GC_SQDIST_STRIDE)
+	{
+		for (int t = 0; t < GC_SQDIST_STRIDE; t++)
+			s = gc_sqdist_add(s, a[j + t], b[j + t]);
+		if (s > bound)
+			return s;
+	}
+	for (; j < d; j++)
+		s = gc_sqdist_add(s, a[j], b[j]);
+	return s;
+}
+
 /* A coordinate as a fixed-point integer relative to the frame. */
 GC_HD long long
 gc_quantize(double x, double offset, double scale)

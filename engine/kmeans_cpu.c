@@ -182,7 +182,7 @@ nearest_pruned(const double *x, const double *centroids, int k, int d, int a,
 
 		if (icd[(size_t) a * k + j] > (da + best) * (1.0 + 1e-12))
 			break;
-		d2 = gc_sqdist_exact(x, centroids + (size_t) j * d, d);
+		d2 = gc_sqdist_within(x, centroids + (size_t) j * d, d, best2);
 		(*work)++;
 		if (gc_poll(poll, d))
 			return -1;

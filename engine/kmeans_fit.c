@@ -103,6 +103,22 @@ gc_frame_release(GcFrame *frame)
 	frame->offset = frame->scale = NULL;
 }
 
+void
+gc_nearest_centroid_scan(const double *x, const double *centroids, int first, int count,
+						 int d, int *best, double *bestd)
+{
+	for (int c = first; c < first + count; c++)
+	{
+		double		s = gc_sqdist_within(x, centroids + (size_t) c * d, d, *bestd);
+
+		if (s < *bestd)
+		{
+			*bestd = s;
+			*best = c;
+		}
+	}
+}
+
 /*
  * Nearest centroid by exact squared distance; the lowest index wins ties
  */
@@ -113,16 +129,7 @@ gc_nearest_centroid(const double *x, const double *centroids, int k, int d,
 	int			best = 0;
 	double		bestd = DBL_MAX;
 
-	for (int c = 0; c < k; c++)
-	{
-		double		s = gc_sqdist_exact(x, centroids + (size_t) c * d, d);
-
-		if (s < bestd)
-		{
-			bestd = s;
-			best = c;
-		}
-	}
+	gc_nearest_centroid_scan(x, centroids, 0, k, d, &best, &bestd);
 	if (distance2)
 		*distance2 = bestd;
 	return best;

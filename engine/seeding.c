@@ -132,8 +132,10 @@ race_pass(const GcRows *rows, uint64_t seed,
 				return gc_fail(err, GC_INTERRUPTED, "interrupted during seeding");
 			if (previous != NULL)
 			{
-				double		d2 = gc_sqdist_exact(chunk->values + (size_t) i * rows->d,
-												 previous, rows->d);
+				double		d2 = t == 1 ?
+					gc_sqdist_exact(chunk->values + (size_t) i * rows->d, previous, rows->d) :
+					gc_sqdist_within(chunk->values + (size_t) i * rows->d, previous, rows->d,
+									 mind2[row]);
 
 				if (t == 1 || d2 < mind2[row])
 					mind2[row] = d2;
@@ -183,7 +185,7 @@ potential_pass(const GcRows *rows, const GcFrame *frame, int candidates,
 				return gc_fail(err, GC_INTERRUPTED, "interrupted during seeding");
 			for (int j = 0; j < candidates; j++)
 			{
-				double		d2 = gc_sqdist_exact(x, centre[j], rows->d);
+				double		d2 = gc_sqdist_within(x, centre[j], rows->d, mind2[row]);
 
 				if (mind2[row] < d2)
 					d2 = mind2[row];
