@@ -11,20 +11,7 @@
 -- the model's time, is the best kmeans_gpu_assign could do (floor_ratio).
 --   psql -v device=gpu [-v rows=N] [-v workers=8] [-v opts='{"max_iter":5}'] -f bench/assign_e2e.sql
 -- Run by bench/gpu-run assign on the GPU machine.
-\set ON_ERROR_STOP 1
-\pset pager off
-\if :{?device}
-\else
-\set device gpu
-\endif
-\if :{?workers}
-\else
-\set workers 8
-\endif
-\if :{?opts}
-\else
-\set opts '{}'
-\endif
+\ir assign_settings.sql
 \ir kmeans_e2e_table.sql
 ALTER TABLE bench_t SET (parallel_workers = :workers);
 VACUUM ANALYZE bench_t;

@@ -8,20 +8,7 @@
 -- bench/kmeans_e2e_table.sql's (4,000,000 rows of d = 8) in random id
 -- order, with its primary key.
 --   psql -v device=gpu [-v rows=N] [-v workers=8] [-v opts='{"max_iter":5}'] -f bench/assign_join.sql
-\set ON_ERROR_STOP 1
-\pset pager off
-\if :{?device}
-\else
-\set device gpu
-\endif
-\if :{?workers}
-\else
-\set workers 8
-\endif
-\if :{?opts}
-\else
-\set opts '{}'
-\endif
+\ir assign_settings.sql
 \ir kmeans_e2e_table.sql
 CREATE TABLE bench_join AS SELECT * FROM bench_t ORDER BY md5(id::text);
 ALTER TABLE bench_join ADD PRIMARY KEY (id);
