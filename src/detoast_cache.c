@@ -66,14 +66,16 @@ gc_detoast_arg_cached(FunctionCallInfo fcinfo, int argno)
 {
 	struct varlena *arg = (struct varlena *) DatumGetPointer(PG_GETARG_DATUM(argno));
 	FmgrInfo   *flinfo = fcinfo->flinfo;
-	DetoastCache *cache = (DetoastCache *) flinfo->fn_extra;
+	DetoastCache *cache;
 	varatt_external pointer;
 	struct varlena *value;
 	MemoryContext oldcontext;
 
-	if (!VARATT_IS_EXTERNAL_ONDISK(arg))
+	/* in memory, or called without an FmgrInfo (DirectFunctionCall) */
+	if (!VARATT_IS_EXTERNAL_ONDISK(arg) || flinfo == NULL)
 		return pg_detoast_datum(arg);
 	VARATT_EXTERNAL_GET_POINTER(pointer, arg);
+	cache = (DetoastCache *) flinfo->fn_extra;
 	if (cache == NULL)
 	{
 		cache = MemoryContextAllocZero(flinfo->fn_mcxt, sizeof(DetoastCache));
