@@ -31,6 +31,7 @@
 #include "gc_engine.h"
 #include "gc_math.h"
 
+#include <float.h>
 #include <stdlib.h>
 
 /*
@@ -132,10 +133,9 @@ race_pass(const GcRows *rows, uint64_t seed,
 				return gc_fail(err, GC_INTERRUPTED, "interrupted during seeding");
 			if (previous != NULL)
 			{
-				double		d2 = t == 1 ?
-					gc_sqdist_exact(chunk->values + (size_t) i * rows->d, previous, rows->d) :
-					gc_sqdist_within(chunk->values + (size_t) i * rows->d, previous, rows->d,
-									 mind2[row]);
+				/* step 1 has no D^2 yet: nothing bounds its sum */
+				double		d2 = gc_sqdist_within(chunk->values + (size_t) i * rows->d, previous,
+												  rows->d, t == 1 ? DBL_MAX : mind2[row]);
 
 				if (t == 1 || d2 < mind2[row])
 					mind2[row] = d2;

@@ -89,6 +89,20 @@ fit_centres(const GcServiceFit *fit)
 	return fit->kind == GC_SERVICE_KMEANS ? fit->params->k : fit->pm_params->p;
 }
 
+/* Where the fit wants each row's cluster (p-median: its medoid's index), or NULL */
+static int32 *
+fit_labels(const GcServiceFit *fit)
+{
+	return fit->kind == GC_SERVICE_KMEANS ? fit->result->labels : fit->pm_result->alloc;
+}
+
+/* Where the fit wants each row's distance, or NULL */
+static double *
+fit_distances(const GcServiceFit *fit)
+{
+	return fit->kind == GC_SERVICE_KMEANS ? fit->result->distances : fit->pm_result->dist;
+}
+
 /* Lay out fit's request in req; returns the segment's size */
 static Size
 layout_request(GcServiceRequest *req, const GcServiceFit *fit)
@@ -357,11 +371,10 @@ read_result(GcServiceRequest *req, GcServiceFit *fit, GcError *err)
 	if (err->status != GC_OK)
 		return;
 	if (req->want_labels)
-		memcpy(fit->kind == GC_SERVICE_KMEANS ? fit->result->labels : fit->pm_result->alloc,
-			   GC_REQUEST_ARRAY(req, off_labels, int32), sizeof(int32) * n);
+		memcpy(fit_labels(fit), GC_REQUEST_ARRAY(req, off_labels, int32), sizeof(int32) * n);
 	if (req->want_distances)
-		memcpy(fit->kind == GC_SERVICE_KMEANS ? fit->result->distances : fit->pm_result->dist,
-			   GC_REQUEST_ARRAY(req, off_distances, double), sizeof(double) * n);
+		memcpy(fit_distances(fit), GC_REQUEST_ARRAY(req, off_distances, double),
+			   sizeof(double) * n);
 	if (fit->kind == GC_SERVICE_KMEANS)
 		read_kmeans_result(req, fit);
 	else
@@ -387,17 +400,11 @@ submit_fit(GcServiceFit *fit, GcError *err)
 		return GC_SERVICE_UNAVAILABLE;
 	memset(&layout, 0, sizeof(layout));
 	if (fit->kind == GC_SERVICE_KMEANS)
-	{
 		layout.has_init = fit->params->init == GC_INIT_GIVEN && fit->params->init_centroids;
-		layout.want_labels = fit->result->labels != NULL;
-		layout.want_distances = fit->result->distances != NULL;
-	}
 	else
-	{
 		layout.has_demand = fit->demand != NULL;
-		layout.want_labels = fit->pm_result->alloc != NULL;
-		layout.want_distances = fit->pm_result->dist != NULL;
-	}
+	layout.want_labels = fit_labels(fit) != NULL;
+	layout.want_distances = fit_distances(fit) != NULL;
 	bytes = layout_request(&layout, fit);
 	if (!gc_dsm_segment_fits(bytes))
 		return GC_SERVICE_UNAVAILABLE;
