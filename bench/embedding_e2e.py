@@ -8,6 +8,10 @@ bench/pg18-run (PostgreSQL 18 with pgvector, bench/pack18), e.g.
 
 (with PG18_CONF="min_dynamic_shared_memory = 10GB": the parallel workers'
 rows then go into the main shared memory region, README "Configuration").
+--storage main stores the embeddings in their rows (README, "Storing
+embeddings"): pgvector's vector and real[] of d = 768 are otherwise moved to
+the TOAST table, and every scan, ours and the export route's alike, fetches
+each value from there.
 
 Measured, each once per run (the table is far larger than any cache that
 would make a second read cheaper than the first is kept warm by reading it
@@ -83,12 +87,20 @@ def near_duplicates(n, d, k, seed):
         yield start, (base + rng.uniform(0.0, 0.01, base.shape)).astype(np.float32)
 
 
-def load(conn, n, d, k, vector_only=False, data="blobs"):
+def load(conn, n, d, k, vector_only=False, data="blobs", storage=None):
     """Binary COPY of (id bigint, embedding vector(d)) rows; the halfvec and
-    real[] copies too unless vector_only"""
+    real[] copies too unless vector_only.  storage: the embedding columns'
+    STORAGE (None: the types' own, external for vector, halfvec and real[],
+    where a value past 2 kB leaves the row for the TOAST table; main keeps
+    it in the row up to a page, README "Storing embeddings")"""
+    def create(cur, table, column_type):
+        cur.execute(f"DROP TABLE IF EXISTS {table}")
+        cur.execute(f"CREATE TABLE {table} (id bigint, embedding {column_type}, label int)")
+        if storage:
+            cur.execute(f"ALTER TABLE {table} ALTER COLUMN embedding SET STORAGE {storage}")
+
     with conn.cursor() as cur:
-        cur.execute("DROP TABLE IF EXISTS emb")
-        cur.execute(f"CREATE TABLE emb (id bigint, embedding vector({d}), label int)")
+        create(cur, "emb", f"vector({d})")
         t0 = time.perf_counter()
         with cur.copy("COPY emb (id, embedding) FROM STDIN (FORMAT BINARY)") as copy:
             copy.write(b"PGCOPY\n\xff\r\n\x00" + struct.pack("!ii", 0, 0))
@@ -103,15 +115,18 @@ def load(conn, n, d, k, vector_only=False, data="blobs"):
             copy.write(struct.pack("!h", -1))
         tables = ("emb",) if vector_only else ("emb", "embh", "embr")
         if not vector_only:
-            cur.execute("CREATE TABLE embh AS SELECT id, embedding::halfvec AS embedding, label FROM emb")
-            cur.execute("CREATE TABLE embr AS SELECT id, embedding::real[] AS embedding FROM emb")
+            create(cur, "embh", f"halfvec({d})")
+            cur.execute("INSERT INTO embh SELECT id, embedding::halfvec, label FROM emb")
+            create(cur, "embr", "real[]")
+            cur.execute("INSERT INTO embr SELECT id, embedding::real[], label FROM emb")
         for t in tables:
             cur.execute(f"ALTER TABLE {t} SET (parallel_workers = 8)")
             cur.execute(f"VACUUM ANALYZE {t}")
-        cur.execute("SELECT pg_total_relation_size('emb'), pg_total_relation_size(to_regclass('embh'))")
-        size, hsize = cur.fetchone()
-        emit(phase="load", n=n, d=d, ms=(time.perf_counter() - t0) * 1000.0,
-             table_bytes=size, halfvec_table_bytes=hsize)
+        cur.execute("SELECT pg_total_relation_size('emb'), pg_total_relation_size(to_regclass('embh')), "
+                    "pg_relation_size('emb')")
+        size, hsize, heap = cur.fetchone()
+        emit(phase="load", n=n, d=d, ms=(time.perf_counter() - t0) * 1000.0, storage=storage or "default",
+             table_bytes=size, heap_bytes=heap, halfvec_table_bytes=hsize)
 
 
 def bare_scan(cur, table, workers=0, values=False):
@@ -309,6 +324,8 @@ def main():
                     help="with --parallel-only: also where the labels' time goes (labels_parallel)")
     ap.add_argument("--data", choices=("blobs", "near"), default="blobs",
                     help="near: 1,000 patterns plus noise of 0.01, rows that nearly repeat one another")
+    ap.add_argument("--storage", choices=("main", "plain", "external", "extended"),
+                    help="the embedding columns' STORAGE (default: the types' own, external)")
     a = ap.parse_args()
     conn = psycopg.connect(autocommit=True)
     with conn.cursor() as cur:
@@ -318,7 +335,7 @@ def main():
         cur.execute("SELECT gpuclust_device_info()")
         emit(phase="device", info=cur.fetchone()[0])
     if not a.skip_load:
-        load(conn, a.n, a.d, a.k, vector_only=a.parallel_only, data=a.data)
+        load(conn, a.n, a.d, a.k, vector_only=a.parallel_only, data=a.data, storage=a.storage)
     fixed = {"max_iter": a.iters, "tol": 0, "seed": 1}
     if a.parallel_only:
         with conn.cursor() as cur:
