@@ -23,7 +23,10 @@ before the timings start):
     (exact labels) and bf16, with the model's phase timings: collection
     against the bare scan is the per-row cost of reading a vector;
   - labels into a table: CREATE TABLE AS SELECT * FROM kmeans_gpu_assign(..),
-    and an UPDATE ... FROM of a label column;
+    and an UPDATE ... FROM of a label column (the UPDATEs last, as they
+    double the table: serial on the table as loaded, then with 8 workers
+    and the export route's, each on the table vacuumed after the one
+    before);
   - with 8 parallel workers: the bare scan, the fits and the labels into a
     table, the table -> model and labels ratios given both ways;
   - the export route: COPY the vectors out (binary and text, through
@@ -173,23 +176,38 @@ def assign_call(table):
 
 
 def assign_into_table(cur, table, k, options, workers=None):
-    """CREATE TABLE AS and UPDATE .. FROM over kmeans_gpu_assign, after one
-    kmeans_gpu_assign counted (its first run with these workers, as the fits
-    have their warm-up; runs before 2026-11-25 timed the CREATE TABLE AS
-    cold); workers sets max_parallel_workers_per_gather for all three
-    (None: the server's)."""
+    """CREATE TABLE AS over kmeans_gpu_assign, after one kmeans_gpu_assign
+    counted (its first run with these workers, as the fits have their
+    warm-up; runs before 2026-11-25 timed the CREATE TABLE AS cold);
+    workers sets max_parallel_workers_per_gather for both (None: the
+    server's)."""
     if workers is not None:
         cur.execute(f"SET max_parallel_workers_per_gather = {workers}")
     query, args = assign_call(table), (k, json.dumps(options))
     timed(cur, f"SELECT count(*) FROM {query}", args)
     cur.execute("DROP TABLE IF EXISTS labels_ours")
     ms, _ = timed(cur, f"CREATE TABLE labels_ours AS SELECT * FROM {query}", args)
-    rec_ctas = emit(phase="assign_ctas", table=table, options=options, workers=workers, ms=ms)
-    ms, _ = timed(cur, f"UPDATE {table} t SET label = a.cluster FROM {query} a WHERE a.id = t.id", args)
-    rec_update = emit(phase="assign_update", table=table, options=options, workers=workers, ms=ms)
+    rec = emit(phase="assign_ctas", table=table, options=options, workers=workers, ms=ms)
     if workers is not None:
         cur.execute("RESET max_parallel_workers_per_gather")
-    return rec_ctas, rec_update
+    return rec
+
+
+def assign_update(cur, table, k, options, workers=None):
+    """UPDATE .. FROM kmeans_gpu_assign of the table's label column.  Every
+    UPDATE runs after the other measurements: it writes a new version of
+    each row, which leaves the table twice its size until a vacuum, and
+    with the vectors in their rows (--storage main) that is a copy of
+    every vector."""
+    if workers is not None:
+        cur.execute(f"SET max_parallel_workers_per_gather = {workers}")
+    query, args = assign_call(table), (k, json.dumps(options))
+    ms, _ = timed(cur, f"UPDATE {table} t SET label = a.cluster FROM {query} a WHERE a.id = t.id", args)
+    rec = emit(phase="assign_update", table=table, options=options, workers=workers, ms=ms)
+    if workers is not None:
+        cur.execute("RESET max_parallel_workers_per_gather")
+    cur.execute(f"VACUUM {table}")
+    return rec
 
 
 def labels_parallel(cur, k, options):
@@ -299,10 +317,14 @@ def import_labels(conn, ids, labels):
             copy.write(b"PGCOPY\n\xff\r\n\x00" + struct.pack("!ii", 0, 0))
             copy.write(rec.tobytes())
             copy.write(struct.pack("!h", -1))
-    copy_ms = (time.perf_counter() - t0) * 1000.0
+    return (time.perf_counter() - t0) * 1000.0
+
+
+def update_from_labels(conn):
+    """The export route's UPDATE .. FROM of the labels COPY'd back (ms)"""
     with conn.cursor() as cur:
         ms, _ = timed(cur, "UPDATE emb t SET label = l.cluster FROM labels_export l WHERE l.id = t.id")
-    return copy_ms, ms
+    return ms
 
 
 def main():
@@ -366,7 +388,7 @@ def main():
         half = fit(cur, "embh", a.k, fixed, "halfvec float32")
         real = fit(cur, "embr", a.k, fixed, "real[] float32")
         cos = fit(cur, "emb", a.k, dict(fixed, metric="cosine"), "cosine float32")
-        ctas, update = assign_into_table(cur, "emb", a.k, fixed)
+        ctas = assign_into_table(cur, "emb", a.k, fixed)
         # parallel collection: 8 workers, against the parallel bare scan
         par = {}
         pms = {}
@@ -377,7 +399,7 @@ def main():
                 pfit = fit(cur, table, a.k, opts, label + " parallel", workers=8)
                 par[f"{table}_{label}_vs_parallel_scan"] = pfit["ms"] / pscan["ms"]
                 pms[(table, label)] = pfit["ms"]
-        pctas, pupdate = assign_into_table(cur, "emb", a.k, fixed, workers=8)
+        pctas = assign_into_table(cur, "emb", a.k, fixed, workers=8)
     ids, X, copy_ms, parse_ms = export_binary(conn, a.d)
     emit(phase="export_binary", rows=len(ids), copy_ms=copy_ms, parse_ms=parse_ms)
     text_ms, text_rows = export_text(conn, a.d, a.text_rows)
@@ -388,7 +410,13 @@ def main():
     emit(phase="torch_lloyd", ms=torch_ms, iterations=a.iters)
     _, torch_cos_ms = torch_lloyd(X, a.k, a.iters, True)
     emit(phase="torch_lloyd_cosine", ms=torch_cos_ms, iterations=a.iters)
-    import_ms, export_update_ms = import_labels(conn, ids, labels)
+    import_ms = import_labels(conn, ids, labels)
+    # the UPDATEs last, each followed by a vacuum (assign_update)
+    with conn.cursor() as cur:
+        cur.execute(f"SET gpuclust.device = {a.device}")
+        update = assign_update(cur, "emb", a.k, fixed)
+        pupdate = assign_update(cur, "emb", a.k, fixed, workers=8)
+    export_update_ms = update_from_labels(conn)
     emit(phase="import_labels", copy_ms=import_ms, update_ms=export_update_ms)
 
     route_model = copy_ms + parse_ms + torch_ms
