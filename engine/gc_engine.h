@@ -180,6 +180,9 @@ typedef struct GcChunk
 	bool		borrowed;		/* memory owned elsewhere: never freed here */
 	bool		float_exact;	/* gc_rows_append_chunk: every value is a
 								 * float32 value (GcRows.float_exact) */
+	bool		hashes_pending; /* rows committed without their hashes
+								 * (GcRows.defer_hashes): hashes[] means
+								 * nothing until gc_rows_finish_hashes */
 	GcHostFree	free;			/* frees this chunk's arrays */
 } GcChunk;
 
@@ -218,6 +221,8 @@ typedef struct GcRows
 								 * halfvec and real[] rows: an upload may
 								 * move them as float32) */
 	bool		narrow;			/* values held as float32 (gc_rows_set_narrow) */
+	bool		defer_hashes;	/* commits leave the row hashes to
+								 * gc_rows_finish_hashes */
 	size_t		max_bytes;		/* chunk memory allowed, 0 for no limit */
 	GcHostAlloc alloc;			/* allocator for new chunks */
 	GcHostFree	free;
@@ -294,7 +299,32 @@ extern GcStatus gc_rows_append_chunk(GcRows *rows, const GcChunk *src,
 									 const double *lo, const double *hi,
 									 int64_t total_weight, bool bad_weight,
 									 GcError *err);
+/* Row i's hash: its chunk's, or computed from its values while pending */
 extern uint64_t gc_rows_hash(const GcRows *rows, int64_t i);
+
+/*
+ * Deferred row hashes (engine/row_hashes.c).  Hashing a row costs about
+ * as much as copying it in (two 64-bit multiplies a value), and a serial
+ * collection runs on one core.  A store whose rows all reach a fit in
+ * this process can leave the hashes to one pass over the whole store on
+ * every core, just before the fit: commits then widen the bounding box
+ * alone.  The hashes are the same either way.  gc_kmeans_fit finishes
+ * them itself; whatever copies a store's hashes elsewhere finishes them
+ * first.
+ */
+/* Commits from now on leave their rows' hashes pending */
+extern void gc_rows_defer_hashes(GcRows *rows);
+/*
+ * Compute every pending hash, on up to GC_HASH_THREADS threads, polling
+ * interrupted (may be NULL) on the calling thread; GC_INTERRUPTED leaves
+ * the store pending as it was
+ */
+extern GcStatus gc_rows_finish_hashes(GcRows *rows, bool (*interrupted) (void),
+									  GcError *err);
+#define GC_HASH_THREADS 16
+/* gc_row_hash of row r of a chunk of d-dimensional rows, either width */
+extern uint64_t gc_chunk_row_hash(const GcChunk *chunk, int64_t r, int d);
+
 /* Reorder in place: row i becomes old row order[i] (order is consumed) */
 extern GcStatus gc_rows_permute(GcRows *rows, int64_t *order, GcError *err);
 extern void gc_rows_release(GcRows *rows);

@@ -305,6 +305,8 @@ gc_kmeans_fit(const GcKmeansBackend *backend, GcRows *rows,
 	if (rows->bad_weight)
 		return gc_fail(err, GC_ERR_RANGE,
 					   "row weights must be whole numbers from 1 to 2^53, summing below 2^62");
+	if (gc_rows_finish_hashes(rows, params->interrupted, err) != GC_OK)
+		return err->status;
 	if (!backend->reads_narrow && gc_rows_widen(rows, err) != GC_OK)
 		return err->status;
 	status = gc_frame_init(&frame, rows, err);

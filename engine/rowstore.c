@@ -237,17 +237,20 @@ gc_rows_reserve_narrow(GcRows *rows, GcError *err)
 }
 
 /*
- * Widen the bounding box [lo, hi] to take in x and return x's row hash
- * (gc_row_hash), in one pass over the row, clearing *float_exact when a
- * value is not a float32 value.  The comparisons are selects and the hash
- * a sum of independent terms, so the loop vectorises: with AVX-512's
- * 64-bit multiplies it runs five times as fast as the scalar loop on
- * 768-dimensional rows, with AVX2 three times (GC_SIMD_CLONES).  Every
- * operation is exact, so every clone gives the same box and hash.
+ * Widen the bounding box [lo, hi] to take in x and, with with_hash,
+ * return x's row hash (gc_row_hash), in one pass over the row, clearing
+ * *float_exact when a value is not a float32 value.  The comparisons are
+ * selects and the hash a sum of independent terms, so the loop vectorises:
+ * with AVX-512's 64-bit multiplies it runs five times as fast as the
+ * scalar loop on 768-dimensional rows, with AVX2 three times
+ * (GC_SIMD_CLONES).  Every operation is exact, so every clone gives the
+ * same box and hash.  Without the hash (a store that defers it) the pass
+ * costs about a third as much again as copying the row in, against twice
+ * as much with it (bench/results/deferred-hashes-h100.md).
  */
 static inline __attribute__((always_inline)) uint64_t
-widen_box_and_hash(const void *restrict x, bool narrow, double *restrict lo,
-				   double *restrict hi, int d, bool *float_exact)
+widen_box_and_hash(const void *restrict x, bool narrow, bool with_hash,
+				   double *restrict lo, double *restrict hi, int d, bool *float_exact)
 {
 	uint64_t	sum = 0;
 	uint64_t	salt = 0;
@@ -259,13 +262,16 @@ widen_box_and_hash(const void *restrict x, bool narrow, double *restrict lo,
 
 		lo[j] = v < lo[j] ? v : lo[j];
 		hi[j] = v > hi[j] ? v : hi[j];
-		sum += gc_row_hash_term(v, salt);
-		salt += GC_ROW_HASH_SALT_STEP;
+		if (with_hash)
+		{
+			sum += gc_row_hash_term(v, salt);
+			salt += GC_ROW_HASH_SALT_STEP;
+		}
 		inexact |= (double) (float) v != v;
 	}
 	if (inexact)
 		*float_exact = false;
-	return gc_row_hash_finish(sum, d);
+	return with_hash ? gc_row_hash_finish(sum, d) : 0;
 }
 
 /* widen_box_and_hash of a row of doubles and of a row of floats, cloned */
@@ -274,7 +280,7 @@ static uint64_t
 wide_row_box_and_hash(const double *restrict x, double *restrict lo,
 					  double *restrict hi, int d, bool *float_exact)
 {
-	return widen_box_and_hash(x, false, lo, hi, d, float_exact);
+	return widen_box_and_hash(x, false, true, lo, hi, d, float_exact);
 }
 
 GC_SIMD_CLONES
@@ -282,7 +288,24 @@ static uint64_t
 narrow_row_box_and_hash(const float *restrict x, double *restrict lo,
 						double *restrict hi, int d, bool *float_exact)
 {
-	return widen_box_and_hash(x, true, lo, hi, d, float_exact);
+	return widen_box_and_hash(x, true, true, lo, hi, d, float_exact);
+}
+
+/* The same without the hash, for a store that defers it */
+GC_SIMD_CLONES
+static void
+wide_row_box(const double *restrict x, double *restrict lo, double *restrict hi, int d,
+			 bool *float_exact)
+{
+	(void) widen_box_and_hash(x, false, false, lo, hi, d, float_exact);
+}
+
+GC_SIMD_CLONES
+static void
+narrow_row_box(const float *restrict x, double *restrict lo, double *restrict hi, int d,
+			   bool *float_exact)
+{
+	(void) widen_box_and_hash(x, true, false, lo, hi, d, float_exact);
 }
 
 /*
@@ -299,11 +322,20 @@ gc_rows_commit(GcRows *rows)
 		for (int j = 0; j < d; j++)
 			rows->lo[j] = rows->hi[j] =
 				rows->narrow ? (double) chunk->narrow_values[at + j] : chunk->values[at + j];
-	chunk->hashes[chunk->count] = rows->narrow ?
-		narrow_row_box_and_hash(chunk->narrow_values + at, rows->lo, rows->hi, d,
-								&rows->float_exact) :
-		wide_row_box_and_hash(chunk->values + at, rows->lo, rows->hi, d,
-							  &rows->float_exact);
+	if (rows->defer_hashes)
+	{
+		if (rows->narrow)
+			narrow_row_box(chunk->narrow_values + at, rows->lo, rows->hi, d, &rows->float_exact);
+		else
+			wide_row_box(chunk->values + at, rows->lo, rows->hi, d, &rows->float_exact);
+		chunk->hashes_pending = true;
+	}
+	else
+		chunk->hashes[chunk->count] = rows->narrow ?
+			narrow_row_box_and_hash(chunk->narrow_values + at, rows->lo, rows->hi, d,
+									&rows->float_exact) :
+			wide_row_box_and_hash(chunk->values + at, rows->lo, rows->hi, d,
+								  &rows->float_exact);
 	chunk->count++;
 	rows->n++;
 	rows->total_weight++;
@@ -487,8 +519,17 @@ uint64_t
 gc_rows_hash(const GcRows *rows, int64_t i)
 {
 	const GcChunk *chunk = chunk_of(rows, i);
+	int64_t		r = i - chunk->first_row;
 
-	return chunk->hashes[i - chunk->first_row];
+	if (chunk->hashes_pending)
+		return gc_chunk_row_hash(chunk, r, rows->d);
+	return chunk->hashes[r];
+}
+
+void
+gc_rows_defer_hashes(GcRows *rows)
+{
+	rows->defer_hashes = true;
 }
 
 double
@@ -529,6 +570,7 @@ gc_rows_release(GcRows *rows)
 	rows->bad_weight = false;
 	rows->float_exact = true;
 	rows->narrow = false;
+	rows->defer_hashes = false;
 }
 
 /* Write row i: values (not row i's own), hash and weight */

@@ -135,6 +135,8 @@ typedef struct GcInput
 	bool		device_fixed;	/* device set by the caller: keep it */
 	GcFitKind	fit;			/* what the rows are for, for the progress view */
 	double		work_per_row;	/* k * n_init, for auto's choice while collecting; 0: at the fit */
+	bool		hashes_at_fit;	/* the rows reach a k-means fit in this process:
+								 * their hashes wait for gc_input_finish_rows */
 	int64		settle_rows;	/* rows at which the work reaches the GPU's
 								 * threshold; 0 until the first row */
 	uint32		progress;		/* progress token of the fit (0: none) */
@@ -151,6 +153,7 @@ extern void gc_input_normalize(double *x, int d, int64 rowno);
 extern void gc_input_release(GcInput *input);
 extern double gc_input_bytes(const GcInput *input);
 extern void gc_input_settle_device(GcInput *input, double work);
+extern double gc_input_finish_rows(GcInput *input);
 extern void gc_input_release_at_reset(GcInput *input, MemoryContext context);
 
 /*

@@ -380,6 +380,8 @@ gc_input_add(GcInput *input, Datum vector, Oid format)
 		if (input->fit == GC_FIT_KMEANS && !input->unit &&
 			(format == FLOAT4OID || format == GC_PGVECTOR_VECTOR || format == GC_PGVECTOR_HALFVEC))
 			gc_rows_set_narrow(&input->rows);
+		if (input->hashes_at_fit)
+			gc_rows_defer_hashes(&input->rows);
 		input->progress = gc_progress_begin(input->fit);
 		report_device(input);
 	}
@@ -440,6 +442,23 @@ gc_input_settle_device(GcInput *input, double work)
 	gc_settle_device(&input->device, work);
 	gc_rows_set_allocator(&input->rows, input->device.alloc, input->device.free);
 	report_device(input);
+}
+
+/*
+ * Finish what collection left to the end: the rows' hashes, deferred
+ * (hashes_at_fit) so that one pass on every core computes them instead of
+ * the collecting one.  Returns the milliseconds it took, which count as
+ * collection's.
+ */
+double
+gc_input_finish_rows(GcInput *input)
+{
+	double		started = gc_now_ms();
+	GcError		err = {0};
+
+	if (input->started && gc_rows_finish_hashes(&input->rows, gc_interrupted, &err) != GC_OK)
+		gc_raise(&err);
+	return gc_now_ms() - started;
 }
 
 /*

@@ -88,7 +88,7 @@ start_state(FunctionCallInfo fcinfo, MemoryContext aggcontext, bool assign)
 	state->options = options;
 	gc_input_init(&state->input);
 	state->input.unit = state->opts.params.metric == GC_METRIC_COSINE;
-	gc_partial_collecting(fcinfo, &state->input);
+	state->input.hashes_at_fit = !gc_partial_collecting(fcinfo, &state->input);
 	state->input.work_per_row = (double) state->opts.params.k * state->opts.params.n_init;
 	gc_input_release_at_reset(&state->input, aggcontext);
 	if (assign)

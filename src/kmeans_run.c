@@ -140,6 +140,7 @@ gc_run_kmeans(GcInput *input, GcKmeansOptions *opts, double collect_ms,
 						k, rows->n),
 				 errhint("Use a k no larger than the number of non-NULL vectors.")));
 	gc_check_init_shape(opts, rows->d);
+	collect_ms += gc_input_finish_rows(input);
 	gc_input_settle_device(input, (double) rows->n * k * rows->d * opts->params.n_init);
 
 	model = gc_model_alloc(k, rows->d);

@@ -67,6 +67,7 @@ label_partition(WindowObject winobj, FunctionCallInfo fcinfo, Oid format,
 	gc_input_init(&input);
 	input.unit = opts.params.metric == GC_METRIC_COSINE;
 	input.work_per_row = (double) opts.params.k * opts.params.n_init;
+	input.hashes_at_fit = true;
 	PG_TRY();
 	{
 		double		started = gc_now_ms();

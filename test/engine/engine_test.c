@@ -1984,6 +1984,148 @@ run_row_hash_case(int d)
 	free(hi);
 }
 
+/* An interrupt hook that asks to stop at its first poll */
+static bool
+stop_at_once(void)
+{
+	return true;
+}
+
+/*
+ * Deferred row hashes (engine/row_hashes.c): a store whose commits leave
+ * the hashes pending, narrow or wide, against the same rows committed
+ * with them.  While pending, gc_rows_hash computes each row's on the spot;
+ * an interrupted finishing pass leaves the store pending; the pass on
+ * several threads (n d past a thread's share) gives every hash to the
+ * bit, over several chunks; the box and float_exact are the same; and a
+ * k-means++ fit (whose seeding draws from the hashes) of the deferred
+ * store, finished by gc_kmeans_fit itself, gives the plain store's model.
+ */
+static void
+run_deferred_hash_case(int64_t n, int d, bool narrow)
+{
+	GcRows		plain,
+				deferred;
+	GcError		err = {0};
+	uint64_t	state = 7 + (uint64_t) d;
+	bool		same = true,
+				box_same = true,
+				pending = false;
+	char		name[64];
+	GcKmeansParams params = {0};
+	GcKmeansResult a = {0},
+				b = {0};
+	int			k = 5;
+	double	   *ca = malloc(sizeof(double) * k * d),
+			   *cb = malloc(sizeof(double) * k * d);
+	int64_t		sa[5],
+				sb[5];
+
+	snprintf(name, sizeof(name), "deferred hashes n=%lld d=%d %s", (long long) n, d,
+			 narrow ? "narrow" : "wide");
+	gc_rows_init(&plain, d, malloc, free, &err);
+	gc_rows_init(&deferred, d, malloc, free, &err);
+	if (narrow)
+	{
+		gc_rows_set_narrow(&plain);
+		gc_rows_set_narrow(&deferred);
+	}
+	gc_rows_defer_hashes(&deferred);
+	for (int64_t i = 0; i < n; i++)
+	{
+		float		row[1024];
+
+		for (int j = 0; j < d; j++)
+		{
+			state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+			row[j] = (float) ((int64_t) (state >> 40) - (INT64_C(1) << 23)) / 4096.0f +
+				(float) (i % 3) * 1000.0f;
+			if ((state >> 20) % 11 == 0)
+				row[j] = (state >> 30) % 2 ? -0.0f : 0.0f;
+		}
+		if (narrow)
+		{
+			memcpy(gc_rows_reserve_narrow(&plain, &err), row, sizeof(float) * d);
+			memcpy(gc_rows_reserve_narrow(&deferred, &err), row, sizeof(float) * d);
+		}
+		else
+		{
+			double	   *p = gc_rows_reserve(&plain, &err),
+					   *q = gc_rows_reserve(&deferred, &err);
+
+			for (int j = 0; j < d; j++)
+				p[j] = q[j] = row[j] + (j % 5 == 0 ? 1e-9 : 0.0);
+		}
+		gc_rows_commit(&plain);
+		gc_rows_commit(&deferred);
+	}
+	for (int c = 0; c < deferred.nchunks; c++)
+		pending |= deferred.chunks[c].hashes_pending;
+	check(pending && deferred.nchunks > 1, "commits leave the hashes pending, over several chunks",
+		  name);
+	for (int64_t i = 0; i < n; i++)
+		same &= gc_rows_hash(&deferred, i) == gc_rows_hash(&plain, i);
+	check(same, "a pending row's hash, computed on the spot, is the committed one", name);
+	for (int j = 0; j < d; j++)
+		box_same &= deferred.lo[j] == plain.lo[j] && deferred.hi[j] == plain.hi[j];
+	check(box_same && deferred.float_exact == plain.float_exact,
+		  "the bounding box and float_exact are the committed ones", name);
+
+	check(gc_rows_finish_hashes(&deferred, stop_at_once, &err) == GC_INTERRUPTED,
+		  "an interrupted pass says so", name);
+	pending = true;
+	for (int c = 0; c < deferred.nchunks; c++)
+		pending &= deferred.chunks[c].hashes_pending;
+	check(pending, "an interrupted pass leaves every chunk pending", name);
+	memset(&err, 0, sizeof(err));
+
+	check(gc_rows_finish_hashes(&deferred, NULL, &err) == GC_OK, "the pass finishes", name);
+	for (int c = 0; c < deferred.nchunks; c++)
+		same &= !deferred.chunks[c].hashes_pending &&
+			memcmp(deferred.chunks[c].hashes, plain.chunks[c].hashes,
+				   sizeof(uint64_t) * deferred.chunks[c].count) == 0;
+	check(same, "every stored hash equals the committed one to the bit", name);
+
+	/* a fresh deferred store that gc_kmeans_fit finishes itself */
+	gc_rows_release(&deferred);
+	gc_rows_init(&deferred, d, malloc, free, &err);
+	if (narrow)
+		gc_rows_set_narrow(&deferred);
+	gc_rows_defer_hashes(&deferred);
+	for (int64_t i = 0; i < n; i++)
+	{
+		double		row[1024];
+
+		gc_rows_copy_row(&plain, i, row);
+		if (narrow)
+			for (int j = 0; j < d; j++)
+				gc_rows_reserve_narrow(&deferred, &err)[j] = (float) row[j];
+		else
+			memcpy(gc_rows_reserve(&deferred, &err), row, sizeof(double) * d);
+		gc_rows_commit(&deferred);
+	}
+	params.k = k;
+	params.max_iter = 5;
+	params.tol = 0.0;
+	params.n_init = 1;
+	params.seed = 3;
+	params.init = GC_INIT_KMEANSPP;
+	params.algorithm = GC_ALGORITHM_LLOYD;
+	a.centroids = ca;
+	a.sizes = sa;
+	b.centroids = cb;
+	b.sizes = sb;
+	check(gc_kmeans_fit(&gc_kmeans_cpu_backend, &plain, &params, &a, &err) == GC_OK &&
+		  gc_kmeans_fit(&gc_kmeans_cpu_backend, &deferred, &params, &b, &err) == GC_OK,
+		  "both fits succeed", name);
+	check(memcmp(ca, cb, sizeof(double) * k * d) == 0 && a.inertia == b.inertia,
+		  "the deferred store's k-means++ fit equals the plain store's to the bit", name);
+	gc_rows_release(&plain);
+	gc_rows_release(&deferred);
+	free(ca);
+	free(cb);
+}
+
 /*
  * gc_rows_permute over several chunks, weighted: row i becomes the old
  * row order[i] with its hash and weight, the order array ends as the
@@ -2116,6 +2258,9 @@ main(int argc, char **argv)
 	for (int d = 1; d <= 17; d++)
 		run_row_hash_case(d);
 	run_row_hash_case(768);
+	run_deferred_hash_case(3000, 3, false);
+	run_deferred_hash_case(20000, 768, true);
+	run_deferred_hash_case(9000, 257, false);
 	run_quantize_case();
 	run_permute_case(40009, 3);
 #ifdef GC_WITH_CUDA
