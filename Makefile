@@ -77,7 +77,7 @@ PG_CONFIG ?= pg_config
 BUILD_CONFIG := with_cuda=$(WITH_CUDA) $(shell $(PG_CONFIG) --version)
 $(shell echo '$(BUILD_CONFIG)' | cmp -s - .build-config || echo '$(BUILD_CONFIG)' > .build-config)
 
-EXTRA_CLEAN = .build-config $(ASAN_DIR) test/engine/engine_test test/engine/kmeans_bench \
+EXTRA_CLEAN = .build-config $(ASAN_DIR) test/engine/engine_test test/engine/kmeans_bench test/engine/collect_bench \
 	test/engine/pmedian_test test/engine/cosine_test test/engine/seeding_test \
 	test/engine/interrupt_test test/engine/seeding_parallel_test \
 	test/engine/precision_test $(CUDA_OBJS) \
@@ -171,6 +171,11 @@ test/engine/kmeans_bench: test/engine/kmeans_bench.c $(TEST_HARNESS) $(ENGINE_TE
 	$(call progress,CCLD)
 	$(CC) -O2 -ffp-contract=off -Wall $(if $(WERROR),-Werror) $(PG_CPPFLAGS) -o $@ $< \
 		test/engine/harness.c $(ENGINE_TEST_OBJS) $(if $(filter 1,$(WITH_CUDA)),$(SHLIB_LINK)) -lm
+
+test/engine/collect_bench: test/engine/collect_bench.c $(ENGINE_TEST_OBJS)
+	$(call progress,CCLD)
+	$(CC) -O2 -ffp-contract=off -Wall $(if $(WERROR),-Werror) $(PG_CPPFLAGS) -o $@ $< \
+		$(ENGINE_TEST_OBJS) $(if $(filter 1,$(WITH_CUDA)),$(SHLIB_LINK)) -lm
 
 .PHONY: engine-check
 engine-check: test/engine/engine_test test/engine/pmedian_test test/engine/cosine_test \

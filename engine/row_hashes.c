@@ -8,12 +8,14 @@
  *
  * Seeding draws each row's random numbers from its hash (gc_unit_draw),
  * so every row needs one; where it is computed is free.  A serial
- * collection of 768-dimensional float32 rows spent about half its per-row
- * work on the hash: two 64-bit multiplies a value, which AVX2 has no
- * instruction for.  Here the rows are split into blocks that the threads
- * claim in turn, each hash computed by the same vectorised loop over the
- * same values as a commit would have, so the hashes are the same to the
- * bit whatever the number of threads.  The calling thread works too and
+ * collection of 768-dimensional float32 rows spent a quarter to nearly
+ * half of its per-row work on the hash (two 64-bit multiplies a value,
+ * which AVX2 has no instruction for; bench/results/deferred-hashes-h100.md):
+ * on the H100 machine's host, deferred, 1M rows were collected in a median
+ * 1.68 s instead of 1.83.  Here the rows are split into blocks that the
+ * threads claim in turn, each hash computed by the same vectorised loop
+ * over the same values as a commit would have, so the hashes are the same
+ * to the bit whatever the number of threads.  The calling thread works too and
  * polls the interrupt hook before its first block and between blocks; on
  * a stop the threads finish the block they hold and the store stays
  * pending.

@@ -245,8 +245,8 @@ gc_rows_reserve_narrow(GcRows *rows, GcError *err)
  * scalar loop on 768-dimensional rows, with AVX2 three times
  * (GC_SIMD_CLONES).  Every operation is exact, so every clone gives the
  * same box and hash.  Without the hash (a store that defers it) the pass
- * costs about a third as much again as copying the row in, against twice
- * as much with it (bench/results/deferred-hashes-h100.md).
+ * costs about a third as much again as copying the row in, with it about
+ * as much again (bench/results/collect-microbench-h100.txt).
  */
 static inline __attribute__((always_inline)) uint64_t
 widen_box_and_hash(const void *restrict x, bool narrow, bool with_hash,
