@@ -71,17 +71,16 @@ def main():
             cur.execute(f"CREATE EXTENSION IF NOT EXISTS {ext}")
     e.load(conn, a.n, 768, 1000, vector_only=True, storage="main")
     fixed = {"max_iter": 2, "tol": 0, "seed": 1}
-    if a.ab:
-        with conn.cursor() as cur:
+    with conn.cursor() as cur:
+        if not a.service:
             e.bare_scan(cur, "emb")
             e.bare_scan(cur, "emb", values=True)
+    if a.ab:
         conn.close()
         ab_rounds(a.ab, a.rounds, fixed, a.device, a.k)
         return
     with conn.cursor() as cur:
         if not a.service:
-            e.bare_scan(cur, "emb")
-            e.bare_scan(cur, "emb", values=True)
             cur.execute("SET gpuclust.device = cpu")
             for _ in range(2):
                 e.fit(cur, "emb", 10, dict(fixed, init="random"), "cpu k=10")

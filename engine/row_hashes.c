@@ -186,7 +186,7 @@ gc_rows_finish_hashes(GcRows *rows, bool (*interrupted) (void), GcError *err)
 			pass.nblocks += (rows->chunks[c].count + HASH_BLOCK_ROWS - 1) / HASH_BLOCK_ROWS;
 		}
 	if (pending == 0)
-		goto done;
+		return GC_OK;
 	pass.blocks = malloc(sizeof(HashBlock) * pass.nblocks);
 	if (pass.blocks == NULL)
 		return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for the row hashes' blocks");
@@ -226,8 +226,5 @@ gc_rows_finish_hashes(GcRows *rows, bool (*interrupted) (void), GcError *err)
 		return status;
 	for (int c = 0; c < rows->nchunks; c++)
 		rows->chunks[c].hashes_pending = false;
-
-done:
-	rows->defer_hashes = false;
 	return GC_OK;
 }
