@@ -2,7 +2,7 @@
  *
  * spi_rows.c
  *	  The query argument of the *_assign functions: prepares it (one
- *	  statement that returns rows) and checks its id and vector columns'
+ *	  statement that returns rows and modifies none) and checks its id and vector columns'
  *	  types; for pmedian_gpu_assign, runs it through SPI into a receiver
  *	  that hands each row's slot to a callback as the executor produces it
  *	  (no copy of the row into an SPI tuple table, no fetch round trips), in
@@ -31,6 +31,7 @@
 #include "utils/guc.h"
 #include "utils/tuplestore.h"
 #include "utils/memutils.h"
+#include "utils/plancache.h"
 
 #define BATCH_ROWS 10000
 
@@ -77,9 +78,41 @@ receiver_shutdown(DestReceiver *self)
 }
 
 /*
+ * The query modifies nothing: a plain SELECT (or VALUES, TABLE), without
+ * a data-modifying WITH clause or FOR UPDATE/SHARE (0A000 otherwise, as
+ * SPI says of such a statement run read-only, but before kmeans_gpu_assign
+ * nests it in its collecting query, where PostgreSQL would report a syntax
+ * error in a statement the user never wrote)
+ */
+static void
+check_read_only(CachedPlanSource *source)
+{
+	ListCell   *lc;
+
+	foreach(lc, source->query_list)
+	{
+		Query	   *parsed = lfirst_node(Query, lc);
+		const char *what = NULL;
+
+		if (parsed->commandType != CMD_SELECT)
+			what = GetCommandTagName(source->commandTag);
+		else if (parsed->hasModifyingCTE)
+			what = "a data-modifying WITH clause";
+		else if (parsed->rowMarks != NIL)
+			what = "FOR UPDATE or FOR SHARE";
+		if (what != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("the query must not modify or lock rows"),
+					 errdetail("It uses %s.", what),
+					 errhint("The query is run read-only: change the rows first, then cluster them with a SELECT.")));
+	}
+}
+
+/*
  * query prepared (SPI must be connected) as a statement run to completion,
  * parallel plans allowed; it must be one statement that returns rows, as a
- * cursor's must (42P11 otherwise)
+ * cursor's must (42P11 otherwise), and modify nothing (check_read_only)
  */
 SPIPlanPtr
 gc_spi_prepare_rows(const char *query)
@@ -93,6 +126,7 @@ gc_spi_prepare_rows(const char *query)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_CURSOR_DEFINITION),
 				 errmsg("the query must be one statement that returns rows")));
+	check_read_only((CachedPlanSource *) linitial(SPI_plan_get_plan_sources(plan)));
 	return plan;
 }
 

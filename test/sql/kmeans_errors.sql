@@ -221,6 +221,14 @@ SELECT * FROM kmeans_gpu_assign('SELECT 1, ARRAY[1.0]::float8[]; SELECT 2, ARRAY
 \echo :LAST_ERROR_SQLSTATE
 SELECT * FROM kmeans_gpu_assign('CREATE TEMP TABLE assign_not_a_query (i int)', 1);
 \echo :LAST_ERROR_SQLSTATE
+-- a query that modifies rows is refused as such, and modifies nothing
+SELECT * FROM kmeans_gpu_assign('DELETE FROM err_pts RETURNING id, v', 2);
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM kmeans_gpu_assign('WITH gone AS (DELETE FROM err_pts RETURNING id, v) SELECT * FROM gone', 2);
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM kmeans_gpu_assign('SELECT id, v FROM err_pts FOR UPDATE', 2);
+\echo :LAST_ERROR_SQLSTATE
+SELECT count(*) FROM err_pts;
 SELECT * FROM kmeans_gpu_assign('SELECT id FROM err_pts', 2);
 \echo :LAST_ERROR_SQLSTATE
 SELECT * FROM kmeans_gpu_assign('SELECT id, v, v FROM err_pts', 2);

@@ -43,6 +43,7 @@ SELECT pmedian_gpu(id, CASE WHEN id = 3 THEN '{}' ELSE v END, 2) FROM perr;
 SELECT * FROM pmedian_gpu_assign('SELECT v FROM perr', 2);
 SELECT * FROM pmedian_gpu_assign('SELECT id::text, v FROM perr', 2);
 SELECT * FROM pmedian_gpu_assign('SELECT id, v, q::int FROM perr', 2, '{"capacity": 5}');
+SELECT * FROM pmedian_gpu_assign('UPDATE perr SET q = q RETURNING id, v', 2);
 -- predict and the text form
 SELECT pmedian_predict(pmedian_gpu(id, v, 2), '{1,2,3}'::float8[]) FROM perr;
 SELECT '{"p": 2, "d": 1, "medoid_ids": [1], "medoids": [[0], [5]]}'::pmedian_model;
