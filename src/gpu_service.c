@@ -9,15 +9,15 @@
  *	  within the GPU memory budget, handing them to runner threads
  *	  (service_runner.c) and taking them back.
  *
- * Admission.  A CPU fit waits only for a free runner.  A GPU fit also
- * needs its estimated GPU memory within what the budget
- * (gpuclust.service_gpu_memory_mb, per GPU) leaves; fits on one GPU are
- * admitted in submission order, so a large one is not overtaken forever.
- * A fit that needs more than the whole budget runs alone on its GPU, or,
- * under gpuclust.device = auto, is declined: its backend runs it on the
- * CPU.  So no fit fails for memory because others run.  A GPU fit goes to
- * the GPU with the most budget left, unless its backend set
- * gpuclust.gpu_id, which pins it.
+ * Admission.  A CPU fit (sent only with gpuclust.service_cpu_fits) waits
+ * only for a free runner.  A GPU fit also needs its estimated GPU memory
+ * within what the budget (gpuclust.service_gpu_memory_mb, per GPU)
+ * leaves; fits on one GPU are admitted in submission order, so a large
+ * one is not overtaken forever.  A fit that needs more than the whole
+ * budget runs alone on its GPU, or, under gpuclust.device = auto, is
+ * declined: its backend runs it on the CPU.  So no fit fails for memory
+ * because others run.  A GPU fit goes to the GPU with the most budget
+ * left, unless its backend set gpuclust.gpu_id, which pins it.
  *
  * Crashes.  The worker restarts one second after it exits
  * (bgw_restart_time); each start counts a generation.  A backend waiting

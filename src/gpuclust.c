@@ -40,6 +40,7 @@ static int	gc_gpu_id = 0;
 static bool gc_gpu_id_pinned = false;	/* gpu_id set, not its default */
 static int	gc_pinned_cache_mb = 256;
 static int	gc_max_fit_memory_mb = 32768;
+static bool gc_service_cpu_fits = false;
 
 static const struct config_enum_entry device_options[] = {
 	{"auto", GC_DEVICE_AUTO, false},
@@ -119,6 +120,23 @@ _PG_init(void)
 							"more fails before allocating past it; 0 removes the limit.",
 							&gc_max_fit_memory_mb, 32768, 0, INT_MAX,
 							PGC_SUSET, GUC_UNIT_MB, NULL, NULL, NULL);
+
+	/*
+	 * A CPU fit gains nothing in the GPU service and costs its request:
+	 * a segment made and filled, a queue and a wake-up each way (with
+	 * gpuclust preloaded, 20,000 groups of 20 rows, k = 2, took 3.8 s
+	 * through the service and 0.93 s in their backend on this
+	 * repository's CPU machine: bench/service_small_fits.sql), and a long
+	 * one holds one of the service's runners from GPU fits.  Superuser-only, as it lets one session's CPU work
+	 * take the service's runners.
+	 */
+	DefineCustomBoolVariable("gpuclust.service_cpu_fits",
+							 "Runs k-means and p-median fits on the CPU in the GPU service too.",
+							 "Off, fits on the CPU (gpuclust.device = cpu, or auto's small work) run in "
+							 "their backend and only GPU fits go to the service. On, the service runs them "
+							 "as well: its path tested where no GPU is.",
+							 &gc_service_cpu_fits, false,
+							 PGC_SUSET, 0, NULL, NULL, NULL);
 	gc_service_init();
 	MarkGUCPrefixReserved("gpuclust");
 	gc_segment_registry_init();
@@ -298,10 +316,21 @@ no_usable_gpu(const char *why)
 }
 
 /*
+ * A fit settled on the CPU runs in this backend, not in the GPU service,
+ * unless gpuclust.service_cpu_fits sends it there
+ */
+static void
+keep_cpu_fit_here(GcDevice *device)
+{
+	device->service = device->service && gc_service_cpu_fits;
+}
+
+/*
  * Choose the backend for one call from gpuclust.device.  cpu and gpu
  * decide now; auto starts on the CPU, deferred: gc_settle_device decides
  * once the fit's work is known (or known to be large), so that small fits
- * never touch CUDA.  With service, the GPU service is to run the fit.
+ * never touch CUDA.  With service, the GPU service is to run the fit,
+ * unless it settles on the CPU (keep_cpu_fit_here).
  */
 static void
 choose_device(GcDevice *device, bool service)
@@ -311,6 +340,7 @@ choose_device(GcDevice *device, bool service)
 	if (gc_device_setting == GC_DEVICE_CPU)
 	{
 		device->reason = GC_REASON_SETTING_CPU;
+		keep_cpu_fit_here(device);
 		return;
 	}
 	if (gc_device_setting == GC_DEVICE_AUTO)
@@ -384,20 +414,20 @@ gc_settle_device(GcDevice *device, double work)
 		return;
 	device->deferred = false;
 	if (work < gc_auto_gpu_min_work(device))
-	{
 		device->reason = GC_REASON_AUTO_SMALL;
-		return;
-	}
-#ifdef GC_WITH_CUDA
+	else
 	{
+#ifdef GC_WITH_CUDA
 		char		why[256];
 
 		device->reason = use_gpu_for(device, why, sizeof(why)) ?
 			GC_REASON_AUTO_LARGE : GC_REASON_AUTO_NO_GPU;
-	}
 #else
-	device->reason = GC_REASON_AUTO_NO_CUDA;
+		device->reason = GC_REASON_AUTO_NO_CUDA;
 #endif
+	}
+	if (device->kind != GC_KIND_GPU)
+		keep_cpu_fit_here(device);
 }
 
 /*

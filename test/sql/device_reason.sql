@@ -45,7 +45,8 @@ FROM (SELECT kmeans_stream_model(kmeans_stream_state(v, 3)) AS m FROM reason_pts
 -- p-median models record the reason and the path too, and read them back
 SET gpuclust.device = cpu;
 SELECT m::jsonb->>'device_reason' AS reason,
-	   m::jsonb->>'path' = CASE WHEN (gpuclust_service_info()->>'running')::bool
+	   m::jsonb->>'path' = CASE WHEN (gpuclust_service_info()->>'running')::bool AND
+									 current_setting('gpuclust.service_cpu_fits')::bool
 							   THEN 'service' ELSE 'backend' END AS path_ok,
 	   pmedian_model_send(m::text::pmedian_model) = pmedian_model_send(m) AS binary_same
 FROM (SELECT pmedian_gpu(id, v, 3) AS m FROM reason_pts WHERE id <= 500) s;

@@ -1,10 +1,14 @@
 --
 -- service: k-means and p-median fits run in the GPU service when gpuclust is in
--- shared_preload_libraries (the CPU path there on a machine without a GPU)
--- and in the backend otherwise; the model says which, and both give the
--- same model, labels and distances.  The suite runs both ways in CI.
+-- shared_preload_libraries and in the backend otherwise; the model says
+-- which, and both give the same model, labels and distances.  The suite
+-- runs both ways in CI.  Here the fits run on the CPU, which the service
+-- takes only with gpuclust.service_cpu_fits on (its CPU path on a machine
+-- without a GPU); the last part checks that by default they stay in their
+-- backend.
 --
 SET gpuclust.device = cpu;
+SET gpuclust.service_cpu_fits = on;
 CREATE TABLE svc_pts AS
 SELECT i AS id, ARRAY[(i % 7) * 10 + (i % 3), (i % 5) * 10 + (i % 2)]::float8[] AS v
 FROM generate_series(1, 3000) i;
@@ -116,4 +120,27 @@ SELECT kmeans_gpu(v, 100, '{"tol": 0, "max_iter": 1000000, "n_init": 1000, "init
 SELECT pmedian_gpu(id, v, 1.0, 400, '{"capacity": 8, "max_iter": 1000000}') FROM svc_pts;
 RESET statement_timeout;
 SELECT m::jsonb->'sizes' AS sizes FROM (SELECT kmeans_gpu(v, 4) AS m FROM svc_pts) s;
+
+-- by default a fit on the CPU stays in its backend, preloaded or not (the
+-- service would give it nothing but its request's cost): the same model
+SET gpuclust.service_cpu_fits = off;
+SELECT m::jsonb->>'path' AS path, m::jsonb->>'device_reason' AS reason,
+	   (m::jsonb - 'timings_ms' - 'path') = (s::jsonb - 'timings_ms' - 'path') AS same_model
+FROM (SELECT kmeans_gpu(v, 4) AS m FROM svc_pts) p, (SELECT m AS s FROM svc_models) q;
+SELECT m::jsonb->>'path' AS path,
+	   (m::jsonb - 'timings_ms' - 'path') = (s::jsonb - 'timings_ms' - 'path') AS same_model
+FROM (SELECT pmedian_gpu(id, v, 4) AS m FROM svc_pts) p, (SELECT m AS s FROM svc_pm) q;
+SELECT count(*) AS rows, count(*) FILTER (WHERE a.cluster <> kmeans_predict(m, p.v)) AS wrong_labels
+FROM kmeans_gpu_assign('SELECT id, v FROM svc_pts', 4) a JOIN svc_pts p USING (id), svc_models;
+-- auto's small work too
+SET gpuclust.device = auto;
+SELECT m::jsonb->>'path' AS path, m::jsonb->>'device_reason' AS reason
+FROM (SELECT kmeans_gpu(v, 2) AS m FROM svc_pts WHERE id <= 100) s;
+-- only a superuser sends CPU fits to the service
+CREATE ROLE svc_user;
+SET ROLE svc_user;
+SET gpuclust.service_cpu_fits = on;
+RESET ROLE;
+DROP ROLE svc_user;
+RESET gpuclust.service_cpu_fits;
 RESET gpuclust.device;
