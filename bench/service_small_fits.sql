@@ -49,18 +49,18 @@ END $$;
 -- warm-up, then three rounds each way, alternating
 SELECT small_fit_round(0);
 DELETE FROM small_fit_times;
-SET gpuclust.service_cpu_fits = on;
-SELECT small_fit_round(1);
-SET gpuclust.service_cpu_fits = off;
-SELECT small_fit_round(1);
-SET gpuclust.service_cpu_fits = on;
-SELECT small_fit_round(2);
-SET gpuclust.service_cpu_fits = off;
-SELECT small_fit_round(2);
-SET gpuclust.service_cpu_fits = on;
-SELECT small_fit_round(3);
-SET gpuclust.service_cpu_fits = off;
-SELECT small_fit_round(3);
+DO $$
+DECLARE
+	setting text;
+BEGIN
+	FOR r IN 1..3 LOOP
+		FOREACH setting IN ARRAY ARRAY['on', 'off'] LOOP
+			PERFORM set_config('gpuclust.service_cpu_fits', setting, false);
+			PERFORM small_fit_round(r);
+		END LOOP;
+	END LOOP;
+END $$;
+RESET gpuclust.service_cpu_fits;
 
 SELECT round, service_cpu_fits, round(ms::numeric, 1) AS ms, paths FROM small_fit_times
 ORDER BY round, service_cpu_fits DESC;
