@@ -127,8 +127,8 @@ _PG_init(void)
 	 * gpuclust preloaded, 20,000 groups of 20 rows, k = 2, took 3.8 s
 	 * through the service and 0.93 s in their backend on this
 	 * repository's CPU machine: bench/service_small_fits.sql), and a long
-	 * one holds one of the service's runners from GPU fits.  Superuser-only, as it lets one session's CPU work
-	 * take the service's runners.
+	 * one holds one of the service's runners from GPU fits.  Superuser
+	 * only, as on it lets one session's CPU work take those runners.
 	 */
 	DefineCustomBoolVariable("gpuclust.service_cpu_fits",
 							 "Runs k-means and p-median fits on the CPU in the GPU service too.",

@@ -2,12 +2,13 @@
  *
  * spi_rows.c
  *	  The query argument of the *_assign functions: prepares it (one
- *	  statement that returns rows and modifies none) and checks its id and vector columns'
- *	  types; for pmedian_gpu_assign, runs it through SPI into a receiver
- *	  that hands each row's slot to a callback as the executor produces it
- *	  (no copy of the row into an SPI tuple table, no fetch round trips), in
- *	  a memory context reset every batch of rows (so detoasted vectors do
- *	  not pile up), honouring cancel between batches.  The query is planned
+ *	  statement that returns rows and modifies none) and checks its id
+ *	  and vector columns' types; for pmedian_gpu_assign, runs it through
+ *	  SPI into a receiver that hands each row's slot to a callback as the
+ *	  executor produces it (no copy of the row into an SPI tuple table, no
+ *	  fetch round trips), in a memory context reset every batch of rows
+ *	  (so detoasted vectors do not pile up), honouring cancel between
+ *	  batches.  The query is planned
  *	  as SPI_execute plans a statement run to completion, parallel plans
  *	  allowed: its scan runs in parallel workers where the planner finds
  *	  that cheaper, and the rows reach the receiver through Gather.  Also
@@ -105,7 +106,8 @@ check_read_only(CachedPlanSource *source)
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("the query must not modify or lock rows"),
 					 errdetail("It uses %s.", what),
-					 errhint("The query is run read-only: change the rows first, then cluster them with a SELECT.")));
+					 errhint("The query is run read-only: change the rows first, "
+							 "then cluster them with a SELECT.")));
 	}
 }
 
