@@ -17,7 +17,7 @@ EXTENSION = gpuclust gpuclust_pgvector
 DATA = $(wildcard sql/gpuclust--*.sql) $(wildcard sql/gpuclust_pgvector--*.sql)
 MODULE_big = gpuclust
 
-ENGINE_OBJS = engine/common.o engine/rowstore.o engine/row_hashes.o engine/kmeans_fit.o engine/kmeans_hybrid.o engine/kmeans_cpu.o \
+ENGINE_OBJS = engine/common.o engine/rowstore.o engine/row_hashes.o engine/kmeans_fit.o engine/kmeans_hybrid.o engine/kmeans_cpu.o engine/cpu_labeling.o \
 	engine/seeding.o engine/seeding_parallel.o engine/pmedian_fit.o engine/pmedian_improve.o engine/pmedian_cpu.o engine/pmedian_repair.o \
 	engine/stream_format.o engine/stream.o engine/precision_check.o
 GLUE_OBJS = src/gpuclust.o src/assign_rows.o src/assign_estimate.o src/interrupt.o src/input.o src/options.o src/model.o \
@@ -80,7 +80,7 @@ $(shell echo '$(BUILD_CONFIG)' | cmp -s - .build-config || echo '$(BUILD_CONFIG)
 EXTRA_CLEAN = .build-config $(ASAN_DIR) test/engine/engine_test test/engine/kmeans_bench test/engine/collect_bench \
 	test/engine/pmedian_test test/engine/cosine_test test/engine/seeding_test \
 	test/engine/interrupt_test test/engine/seeding_parallel_test \
-	test/engine/precision_test $(CUDA_OBJS) \
+	test/engine/precision_test test/engine/cpu_labeling_test $(CUDA_OBJS) \
 	test/results test/regression.diffs test/regression.out \
 	test/fuzz/stream_decode_fuzz test/fuzz/stream_seeds test/fuzz/corpus $(FUZZ_DIR)
 
@@ -180,7 +180,7 @@ test/engine/collect_bench: test/engine/collect_bench.c $(ENGINE_TEST_OBJS)
 .PHONY: engine-check
 engine-check: test/engine/engine_test test/engine/pmedian_test test/engine/cosine_test \
 		test/engine/seeding_test test/engine/interrupt_test test/engine/seeding_parallel_test \
-		test/engine/precision_test
+		test/engine/precision_test test/engine/cpu_labeling_test
 	test/engine/engine_test
 	test/engine/pmedian_test
 	test/engine/cosine_test
@@ -188,6 +188,13 @@ engine-check: test/engine/engine_test test/engine/pmedian_test test/engine/cosin
 	test/engine/interrupt_test
 	test/engine/seeding_parallel_test
 	test/engine/precision_test
+	test/engine/cpu_labeling_test
+
+# the CPU's screened labeling against the reference scan (cpu_labeling_test bench N D K times it)
+test/engine/cpu_labeling_test: test/engine/cpu_labeling_test.c $(TEST_HARNESS) $(ENGINE_TEST_OBJS)
+	$(call progress,CCLD)
+	$(CC) -O2 -ffp-contract=off -Wall $(if $(WERROR),-Werror) $(PG_CPPFLAGS) -o $@ $< \
+		test/engine/harness.c $(ENGINE_TEST_OBJS) $(if $(filter 1,$(WITH_CUDA)),$(SHLIB_LINK)) -lm -lpthread
 
 # cancel by work: the CPU engine polls per GC_POLL_WORK units whatever the shape
 test/engine/interrupt_test: test/engine/interrupt_test.c $(TEST_HARNESS) $(ENGINE_TEST_OBJS)
@@ -238,13 +245,13 @@ ASAN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stac
 $(ASAN_DIR)/%: test/engine/%.c $(ENGINE_OBJS:.o=.c) $(wildcard engine/*.h) $(TEST_HARNESS)
 	@mkdir -p $(ASAN_DIR)
 	$(call progress,CCLD,$@)
-	$(CC) $(ASAN_CFLAGS) -o $@ $< $(if $(filter %engine_test %cosine_test %interrupt_test %seeding_parallel_test %precision_test,$@),test/engine/harness.c) \
+	$(CC) $(ASAN_CFLAGS) -o $@ $< $(if $(filter %engine_test %cosine_test %interrupt_test %seeding_parallel_test %precision_test %cpu_labeling_test,$@),test/engine/harness.c) \
 		$(ENGINE_OBJS:.o=.c) -lm
 
 .PHONY: engine-check-asan
 engine-check-asan: $(ASAN_DIR)/engine_test $(ASAN_DIR)/pmedian_test $(ASAN_DIR)/cosine_test \
 		$(ASAN_DIR)/seeding_test $(ASAN_DIR)/interrupt_test $(ASAN_DIR)/seeding_parallel_test \
-		$(ASAN_DIR)/precision_test
+		$(ASAN_DIR)/precision_test $(ASAN_DIR)/cpu_labeling_test
 	$(ASAN_ENV) $(ASAN_DIR)/engine_test
 	$(ASAN_ENV) $(ASAN_DIR)/pmedian_test
 	$(ASAN_ENV) $(ASAN_DIR)/cosine_test
@@ -252,6 +259,7 @@ engine-check-asan: $(ASAN_DIR)/engine_test $(ASAN_DIR)/pmedian_test $(ASAN_DIR)/
 	$(ASAN_ENV) $(ASAN_DIR)/interrupt_test
 	$(ASAN_ENV) $(ASAN_DIR)/seeding_parallel_test
 	$(ASAN_ENV) $(ASAN_DIR)/precision_test
+	$(ASAN_ENV) $(ASAN_DIR)/cpu_labeling_test
 
 $(filter src/pmedian_%.o,$(OBJS)): src/pmedian_glue.h
 $(GLUE_OBJS): src/gpuclust.h $(wildcard engine/*.h)

@@ -467,6 +467,7 @@ typedef struct GcKmeansParams
 	GcMetric	metric;			/* cosine: the rows must be unit vectors */
 	GcKernel	kernel;			/* default auto; benchmarks and tests force one */
 	bool		tensor_streamed;	/* tensor passes stream both operands (benchmarks) */
+	int			cpu_threads;	/* CPU passes' threads; 0: every online core */
 	bool		(*interrupted) (void);	/* polled in long loops */
 	GcProgressFn progress;		/* NULL: none */
 	void	   *progress_arg;

@@ -23,6 +23,7 @@
  *
  *-------------------------------------------------------------------------
  */
+#include "cpu_labeling.h"
 #include "gc_engine.h"
 #include "gc_math.h"
 
@@ -35,6 +36,7 @@ typedef struct CpuSession
 	const GcKmeansParams *params;
 	int			k;
 	int32_t    *labels;			/* n, -1 before the first iteration */
+	int32_t    *next_labels;	/* n: the screened pass's labels (cpu_labeling.c) */
 	long long  *sums;			/* k * d fixed-point sums */
 	long long  *counts;			/* k: weight of each cluster (rows, unweighted) */
 	double	   *centroids;		/* k * d: the restart's current centroids */
@@ -62,6 +64,9 @@ cpu_open(const GcRows *rows, const GcFrame *frame,
 	s->k = k;
 	s->poll.interrupted = params->interrupted;
 	s->labels = malloc(sizeof(int32_t) * rows->n);
+	/* without it (a narrow store, or no memory) each row is scanned alone */
+	if (gc_cpu_labeling_applies(rows))
+		s->next_labels = malloc(sizeof(int32_t) * rows->n);
 	s->sums = malloc(sizeof(long long) * k * rows->d);
 	s->counts = malloc(sizeof(long long) * k);
 	s->centroids = malloc(sizeof(double) * k * rows->d);
@@ -82,6 +87,7 @@ cpu_close(void *session)
 	CpuSession *s = session;
 
 	free(s->labels);
+	free(s->next_labels);
 	free(s->sums);
 	free(s->counts);
 	free(s->centroids);
@@ -252,12 +258,22 @@ cpu_step(void *session, int64_t pruned_rows, GcStepStatus *status, GcError *err)
 				work = 0,
 				pruned_work = 0;
 	double		max_shift2 = 0.0;
+	bool		screened = s->next_labels != NULL;
 
 	if (pruned_rows > 0 && !rank_centroids(centroids, k, d, s->icd, s->rid, &s->poll))
 		return gc_fail(err, GC_INTERRUPTED, "interrupted in iteration %d", s->iteration + 1);
 	if (!gc_copy_polled(s->sums, NULL, sizeof(long long) * k * d, &s->poll))
 		return gc_fail(err, GC_INTERRUPTED, "interrupted in iteration %d", s->iteration + 1);
 	memset(s->counts, 0, sizeof(long long) * k);
+	if (screened && pruned_rows < rows->n)
+	{
+		GcStatus	st = gc_cpu_label_rows(rows, pruned_rows, centroids, k, frame->offset,
+										   params->cpu_threads, s->next_labels, NULL,
+										   &s->poll, NULL, err);
+
+		if (st != GC_OK)
+			return st;
+	}
 	for (int ci = 0; ci < rows->nchunks; ci++)
 	{
 		const GcChunk *chunk = &rows->chunks[ci];
@@ -277,6 +293,11 @@ cpu_step(void *session, int64_t pruned_rows, GcStepStatus *status, GcError *err)
 				l = nearest_pruned(x, centroids, k, d, s->labels[row], s->icd, s->rid,
 								   &work, &s->poll);
 				pruned_work += work - before;
+			}
+			else if (screened)
+			{
+				l = s->next_labels[row];
+				work += k;
 			}
 			else
 			{
@@ -350,7 +371,25 @@ cpu_score(void *session, const double *centroids, int32_t *labels,
 	CpuSession *s = session;
 	const GcRows *rows = s->rows;
 	gc_u128		total = 0;
+	double	   *screened_d2 = NULL;
 
+	/* the screened pass labels every row first, into next_labels */
+	if (s->next_labels != NULL)
+	{
+		GcStatus	st;
+
+		screened_d2 = malloc(sizeof(double) * rows->n);
+		if (screened_d2 == NULL)
+			return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory while scoring");
+		st = gc_cpu_label_rows(rows, 0, centroids, s->k, s->frame->offset,
+							   s->params->cpu_threads, s->next_labels, screened_d2,
+							   &s->poll, NULL, err);
+		if (st != GC_OK)
+		{
+			free(screened_d2);
+			return st;
+		}
+	}
 	memset(sizes, 0, sizeof(int64_t) * s->k);
 	for (int ci = 0; ci < rows->nchunks; ci++)
 	{
@@ -362,10 +401,18 @@ cpu_score(void *session, const double *centroids, int32_t *labels,
 			double		d2;
 			int			l;
 
-			l = gc_nearest_centroid_polled(chunk->values + (size_t) i * rows->d,
-										   centroids, s->k, rows->d, &d2, &s->poll);
-			if (l < 0)
-				return gc_fail(err, GC_INTERRUPTED, "interrupted while scoring");
+			if (screened_d2 != NULL)
+			{
+				l = s->next_labels[row];
+				d2 = screened_d2[row];
+			}
+			else
+			{
+				l = gc_nearest_centroid_polled(chunk->values + (size_t) i * rows->d,
+											   centroids, s->k, rows->d, &d2, &s->poll);
+				if (l < 0)
+					return gc_fail(err, GC_INTERRUPTED, "interrupted while scoring");
+			}
 
 			sizes[l]++;
 			total += gc_quantize_wide(d2, s->frame->inertia_exp) *
@@ -376,6 +423,7 @@ cpu_score(void *session, const double *centroids, int32_t *labels,
 				distances[row] = sqrt(d2);
 		}
 	}
+	free(screened_d2);
 	*inertia = gc_inertia_value(total, s->frame);
 	return GC_OK;
 }

@@ -1,0 +1,43 @@
+/*-------------------------------------------------------------------------
+ *
+ * cpu_labeling.h
+ *	  The CPU's screened, threaded Lloyd labeling (cpu_labeling.c): the
+ *	  exact reference's labels at the speed of matrix products.
+ *
+ * IDENTIFICATION
+ *	  engine/cpu_labeling.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef GC_CPU_LABELING_H
+#define GC_CPU_LABELING_H
+
+#include "gc_engine.h"
+
+/* Threads one CPU pass may use at most */
+#define GC_CPU_MAX_THREADS 64
+
+/*
+ * Threads worth using for units of work (k d per row): wanted (0 for every
+ * online core), at most GC_CPU_MAX_THREADS, and no more than the work
+ * keeps busy (at least 1)
+ */
+extern int	gc_cpu_threads(int wanted, int64_t units);
+
+/* The store holds its rows as doubles (not narrow): the screen reads them */
+extern bool gc_cpu_labeling_applies(const GcRows *rows);
+
+/*
+ * Label rows [first_row, n) against k centroids: labels[row] and, when
+ * distances2 is not NULL, distances2[row] are what gc_nearest_centroid
+ * gives, to the bit.  offset (d) centres the screen (the frame's offset);
+ * threads as gc_cpu_threads takes it.  Polls the hook on the calling
+ * thread; rechecked (may be NULL) counts the rows whose exact distance
+ * was needed to more than one centroid.
+ */
+extern GcStatus gc_cpu_label_rows(const GcRows *rows, int64_t first_row,
+								  const double *centroids, int k, const double *offset,
+								  int threads, int32_t *labels, double *distances2,
+								  GcPoll *poll, int64_t *rechecked, GcError *err);
+
+#endif							/* GC_CPU_LABELING_H */

@@ -1,0 +1,245 @@
+/*-------------------------------------------------------------------------
+ *
+ * cpu_labeling_test.c
+ *	  The CPU's screened, threaded labeling (engine/cpu_labeling.c) against
+ *	  the reference scan, row by row: the same label and the same squared
+ *	  distance to the bit, on shapes built to break a screen (ties,
+ *	  duplicated centroids, rows far from the origin, points midway between
+ *	  centroids, huge and tiny magnitudes), with 1 to 5 threads, several
+ *	  chunks and a first row past the start; and whole CPU fits whose
+ *	  centroids, labels and inertia match those of the reference scan.
+ *
+ *	  cpu_labeling_test [bench N D K]
+ *
+ * IDENTIFICATION
+ *	  test/engine/cpu_labeling_test.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cpu_labeling.h"
+#include "harness.h"
+
+/* Rows and centroids of one case */
+typedef struct Shape
+{
+	const char *name;
+	int64_t		n;
+	int			d;
+	int			k;
+} Shape;
+
+/* Fill x (n d) and centroids (k d) by the case's recipe */
+static void
+make_case(int recipe, const Shape *s, double *x, double *c)
+{
+	double		base = recipe == 1 ? 1e6 : recipe == 5 ? 1e150 : 0.0;
+	double		scale = recipe == 5 ? 1e140 : recipe == 6 ? 1e-150 : 1.0;
+
+	for (int i = 0; i < s->k * s->d; i++)
+		c[i] = base + scale * (recipe == 3 ? floor(uniform() * 4) : uniform() * 10);
+	if (recipe == 2 && s->k > 3)	/* duplicated centroids: exact ties */
+		memcpy(c + 2 * s->d, c, sizeof(double) * s->d);
+	for (int64_t i = 0; i < s->n; i++)
+	{
+		double	   *row = x + i * s->d;
+		const double *a = c + (i % s->k) * s->d,
+				   *b = c + ((i * 7 + 1) % s->k) * s->d;
+
+		for (int j = 0; j < s->d; j++)
+		{
+			if (recipe == 3)	/* integer grid: many equal distances */
+				row[j] = floor(uniform() * 4);
+			else if (recipe == 4 || i % 5 == 0)	/* midway between two centroids */
+				row[j] = a[j] + (b[j] - a[j]) / 2;
+			else if (i % 7 == 0)	/* a centroid itself */
+				row[j] = a[j];
+			else
+				row[j] = a[j] + scale * normal();
+		}
+	}
+}
+
+/* Rows borrowed from x in chunks of at most chunk rows (labels need no hashes) */
+static void
+load_chunked(GcRows *rows, double *x, uint64_t *hashes, int64_t n, int d, int64_t chunk)
+{
+	GcError		err = {0};
+	double	   *lo = malloc(sizeof(double) * d),
+			   *hi = malloc(sizeof(double) * d);
+
+	gc_rows_init(rows, d, plain_alloc, free, &err);
+	for (int64_t first = 0; first < n; first += chunk)
+	{
+		GcChunk		src = {0};
+
+		src.values = x + first * d;
+		src.hashes = hashes + first;
+		src.count = n - first < chunk ? n - first : chunk;
+		src.capacity = src.count;
+		src.borrowed = true;
+		for (int j = 0; j < d; j++)
+		{
+			lo[j] = INFINITY;
+			hi[j] = -INFINITY;
+			for (int64_t i = first; i < first + src.count; i++)
+			{
+				lo[j] = fmin(lo[j], x[i * d + j]);
+				hi[j] = fmax(hi[j], x[i * d + j]);
+			}
+		}
+		if (gc_rows_append_chunk(rows, &src, lo, hi, src.count, false, &err) != GC_OK)
+		{
+			fprintf(stderr, "append: %s\n", err.message);
+			exit(2);
+		}
+	}
+	free(lo);
+	free(hi);
+}
+
+static void
+check_labels(const Shape *s, int recipe)
+{
+	double	   *x = malloc(sizeof(double) * s->n * s->d);
+	double	   *c = malloc(sizeof(double) * s->k * s->d);
+	double	   *offset = calloc(s->d, sizeof(double));
+	int32_t    *labels = malloc(sizeof(int32_t) * s->n);
+	double	   *d2 = malloc(sizeof(double) * s->n);
+	uint64_t   *hashes = calloc(s->n, sizeof(uint64_t));
+	GcRows		rows;
+	char		config[160];
+
+	make_case(recipe, s, x, c);
+	for (int j = 0; j < s->d; j++)
+		offset[j] = x[j];		/* any centre: here the first row */
+	load_chunked(&rows, x, hashes, s->n, s->d, s->n / 3 + 1);
+	for (int threads = 1; threads <= 5; threads += 2)
+		for (int64_t first = 0; first < s->n; first += s->n / 2 + 1)
+		{
+			GcPoll		poll = {NULL, 0};
+			GcError		err = {0};
+			int64_t		wrong = 0,
+						rechecked = 0;
+
+			for (int64_t i = 0; i < s->n; i++)
+				labels[i] = -7;
+			snprintf(config, sizeof config, "%s recipe %d, n %lld d %d k %d, %d threads, from row %lld",
+					 s->name, recipe, (long long) s->n, s->d, s->k, threads, (long long) first);
+			check(gc_cpu_label_rows(&rows, first, c, s->k, offset, threads, labels, d2, &poll,
+									&rechecked, &err) == GC_OK, "labels rows", config);
+			for (int64_t i = 0; i < s->n; i++)
+			{
+				double		want2;
+				int			want = gc_nearest_centroid(x + i * s->d, c, s->k, s->d, &want2);
+
+				if (i < first)
+					wrong += labels[i] != -7;
+				else
+					wrong += labels[i] != want || memcmp(&d2[i], &want2, sizeof(double)) != 0;
+			}
+			check(wrong == 0, "every label and distance is the reference's", config);
+			if (wrong)
+				printf("  %lld rows differ (%lld rechecked)\n", (long long) wrong, (long long) rechecked);
+		}
+	gc_rows_release(&rows);
+	free(hashes);
+	free(x);
+	free(c);
+	free(offset);
+	free(labels);
+	free(d2);
+}
+
+/*
+ * A whole CPU fit (screened): every final label is the reference scan's
+ * nearest centroid of the final centroids, and the sizes count them
+ */
+static void
+check_fit(int64_t n, int d, int k)
+{
+	double	   *x = make_gaussian(n, d, k, 0.01);
+	GcRows		rows;
+	Fit			f;
+	int64_t		wrong = 0;
+	int64_t    *sizes = calloc(k, sizeof(int64_t));
+	char		config[80];
+
+	snprintf(config, sizeof config, "fit n %lld d %d k %d", (long long) n, d, k);
+	load_rows(&rows, x, n, d, NULL, plain_alloc, free);
+	f = fit(&gc_kmeans_cpu_backend, &rows, k, 42);
+	check(f.status == GC_OK, "fits", config);
+	for (int64_t i = 0; f.status == GC_OK && i < n; i++)
+	{
+		int			l = gc_nearest_centroid(x + i * d, f.centroids, k, d, NULL);
+
+		wrong += l != f.labels[i];
+		sizes[l]++;
+	}
+	check(f.status == GC_OK && wrong == 0 && memcmp(sizes, f.sizes, sizeof(int64_t) * k) == 0,
+		  "labels and sizes are the reference scan's", config);
+	free_fit(&f);
+	gc_rows_release(&rows);
+	free(sizes);
+	free(x);
+}
+
+/* Time one labeling pass: screened against the reference scan */
+static void
+bench(int64_t n, int d, int k)
+{
+	double	   *x = make_gaussian(n, d, k, 0.01);
+	double	   *c = malloc(sizeof(double) * k * d);
+	double	   *offset = calloc(d, sizeof(double));
+	int32_t    *labels = malloc(sizeof(int32_t) * n);
+	GcRows		rows;
+	GcPoll		poll = {NULL, 0};
+	GcError		err = {0};
+	struct timespec t0,
+				t1;
+	int64_t		rechecked = 0;
+
+	memcpy(c, x, sizeof(double) * k * d);
+	load_rows(&rows, x, n, d, NULL, plain_alloc, free);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	gc_cpu_label_rows(&rows, 0, c, k, offset, 0, labels, NULL, &poll, &rechecked, &err);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	printf("screened: %.1f ms (%lld rows rechecked)\n",
+		   (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6, (long long) rechecked);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (int64_t i = 0; i < n; i++)
+		labels[i] = gc_nearest_centroid(x + i * d, c, k, d, NULL);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	printf("reference: %.1f ms\n", (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6);
+}
+
+int
+main(int argc, char **argv)
+{
+	static const Shape shapes[] = {
+		{"one centroid", 50, 3, 1},
+		{"tiny", 37, 1, 2},
+		{"odd", 301, 7, 13},
+		{"blobs", 2000, 32, 100},
+		{"wide", 400, 100, 9},
+		{"many", 600, 5, 300},
+	};
+
+	if (argc == 5 && strcmp(argv[1], "bench") == 0)
+	{
+		bench(atoll(argv[2]), atoi(argv[3]), atoi(argv[4]));
+		return 0;
+	}
+	for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++)
+		for (int recipe = 0; recipe <= 6; recipe++)
+			check_labels(&shapes[s], recipe);
+	check_fit(5000, 16, 20);
+	check_fit(3000, 64, 7);
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed != 0;
+}
