@@ -21,11 +21,17 @@ ENGINE_OBJS = engine/common.o engine/rowstore.o engine/row_hashes.o engine/kmean
 	engine/seeding.o engine/seeding_parallel.o engine/pmedian_fit.o engine/pmedian_improve.o engine/pmedian_cpu.o engine/pmedian_repair.o \
 	engine/stream_format.o engine/stream.o engine/precision_check.o
 GLUE_OBJS = src/gpuclust.o src/assign_rows.o src/assign_estimate.o src/interrupt.o src/input.o src/options.o src/model.o \
-	src/kmeans_run.o src/kmeans_agg.o src/partial_state.o src/partial_adopt.o src/segment_registry.o src/shared_struct.o src/kmeans_window.o src/kmeans_assign.o \
+	src/kmeans_run.o src/kmeans_agg.o src/kmeans_window.o src/kmeans_assign.o \
 	src/pmedian_options.o src/pmedian_model.o src/pmedian_run.o src/pmedian_agg.o \
-	src/pmedian_assign.o src/stream_type.o src/stream_service.o src/stream_agg.o src/spi_rows.o src/model_io.o \
-	src/pgvector_input.o src/progress.o src/gpu_service.o src/service_runner.o \
-	src/service_client.o src/array_growth.o src/detoast_cache.o
+	src/pmedian_assign.o src/stream_type.o src/stream_agg.o src/spi_rows.o src/model_io.o \
+	src/pgvector_input.o src/progress.o src/array_growth.o src/detoast_cache.o \
+	$(SERVICE_OBJS) $(PARALLEL_OBJS)
+# src/service/: the GPU service (background worker, runners, its clients)
+SERVICE_OBJS = src/service/gpu_service.o src/service/service_runner.o src/service/service_client.o \
+	src/service/stream_service.o
+# src/parallel/: shared memory, the parallel aggregates' partial states
+PARALLEL_OBJS = src/parallel/shared_struct.o src/parallel/segment_registry.o src/parallel/partial_state.o \
+	src/parallel/partial_adopt.o
 OBJS = $(ENGINE_OBJS) $(GLUE_OBJS)
 
 TESTS = $(sort $(wildcard test/sql/*.sql))
@@ -37,7 +43,7 @@ WITH_CUDA ?= $(if $(NVCC),1,0)
 
 # The engine must compute exactly like the kernels: no contracted FMAs.
 PG_CFLAGS = -ffp-contract=off $(if $(WERROR),-Werror)
-PG_CPPFLAGS = -Iengine -Icuda
+PG_CPPFLAGS = -Iengine -Icuda -Isrc -Isrc/service -Isrc/parallel
 
 ifeq ($(WITH_CUDA),1)
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
@@ -93,7 +99,7 @@ PGXS := $(shell $(PG_CONFIG) --pgxs)
 PG_CPPFLAGS += $(if $(wildcard $(shell $(PG_CONFIG) --includedir-server)/extension/vector/vector.h),-DGC_HAVE_PGVECTOR_H)
 include $(PGXS)
 
-$(OBJS): .build-config $(wildcard src/*.h engine/*.h)
+$(OBJS): .build-config $(wildcard src/*.h src/*/*.h engine/*.h)
 
 # The per-element loops that widen and check every input value, and the row
 # store's bounding box and hash: vectorised (exact operations only, so the
@@ -283,7 +289,7 @@ FUZZ_OBJS = $(patsubst %.c,$(FUZZ_DIR)/%.o,$(FUZZ_SOURCES))
 FUZZ_CFLAGS = -g -O1 -fPIC -ffp-contract=off -fno-omit-frame-pointer -Wno-ignored-attributes \
 	-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -shared-libasan \
 	-Isrc $(filter-out -DGC_WITH_CUDA,$(CPPFLAGS))
-$(FUZZ_DIR)/%.o: %.c $(wildcard engine/*.h src/*.h) .build-config
+$(FUZZ_DIR)/%.o: %.c $(wildcard engine/*.h src/*.h src/*/*.h) .build-config
 	@mkdir -p $(dir $@)
 	$(call progress,FUZZCC)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -c -o $@ $<

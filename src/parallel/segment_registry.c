@@ -39,7 +39,7 @@
  * or it exited).
  *
  * IDENTIFICATION
- *	  src/segment_registry.c
+ *	  src/parallel/segment_registry.c
  *
  *-------------------------------------------------------------------------
  */

@@ -9,7 +9,7 @@
  *	  threads.
  *
  * IDENTIFICATION
- *	  src/partial_adopt.c
+ *	  src/parallel/partial_adopt.c
  *
  *-------------------------------------------------------------------------
  */

@@ -14,7 +14,7 @@
  * into the segment and sets the backend's latch.
  *
  * IDENTIFICATION
- *	  src/gpu_service.h
+ *	  src/service/gpu_service.h
  *
  *-------------------------------------------------------------------------
  */

@@ -22,7 +22,7 @@
  * error itself once the engine has returned.
  *
  * IDENTIFICATION
- *	  src/stream_service.c
+ *	  src/service/stream_service.c
  *
  *-------------------------------------------------------------------------
  */

@@ -8,7 +8,7 @@
  *	  the leader's transaction end unpins whatever it never mapped.
  *
  * IDENTIFICATION
- *	  src/segment_registry.h
+ *	  src/parallel/segment_registry.h
  *
  *-------------------------------------------------------------------------
  */

@@ -18,7 +18,7 @@
  * the slot's cancel flag or when the service shuts down.
  *
  * IDENTIFICATION
- *	  src/service_runner.c
+ *	  src/service/service_runner.c
  *
  *-------------------------------------------------------------------------
  */

@@ -6,7 +6,7 @@
  *	  address.
  *
  * IDENTIFICATION
- *	  src/shared_struct.h
+ *	  src/parallel/shared_struct.h
  *
  *-------------------------------------------------------------------------
  */

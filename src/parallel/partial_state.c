@@ -40,7 +40,7 @@
  * the state's segment, as it did before chunk segments.
  *
  * IDENTIFICATION
- *	  src/partial_state.c
+ *	  src/parallel/partial_state.c
  *
  *-------------------------------------------------------------------------
  */

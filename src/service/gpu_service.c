@@ -27,7 +27,7 @@
  * so that no thread touches the queue after it says the service is gone.
  *
  * IDENTIFICATION
- *	  src/gpu_service.c
+ *	  src/service/gpu_service.c
  *
  *-------------------------------------------------------------------------
  */

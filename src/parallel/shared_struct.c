@@ -11,7 +11,7 @@
  *	  until the server stops.
  *
  * IDENTIFICATION
- *	  src/shared_struct.c
+ *	  src/parallel/shared_struct.c
  *
  *-------------------------------------------------------------------------
  */

@@ -56,7 +56,7 @@
  * rejected as corrupt (XX001).  The inline form is in native byte order.
  *
  * IDENTIFICATION
- *	  src/partial_state.h
+ *	  src/parallel/partial_state.h
  *
  *-------------------------------------------------------------------------
  */

@@ -15,7 +15,7 @@
  * waits on a service that is gone.
  *
  * IDENTIFICATION
- *	  src/service_client.c
+ *	  src/service/service_client.c
  *
  *-------------------------------------------------------------------------
  */
