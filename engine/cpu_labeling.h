@@ -14,16 +14,6 @@
 
 #include "gc_engine.h"
 
-/* Threads one CPU pass may use at most */
-#define GC_CPU_MAX_THREADS 64
-
-/*
- * Threads worth using for units of work (k d per row): wanted (0 for every
- * online core), at most GC_CPU_MAX_THREADS, and no more than the work
- * keeps busy (at least 1)
- */
-extern int	gc_cpu_threads(int wanted, int64_t units);
-
 /* The store holds its rows as doubles (not narrow): the screen reads them */
 extern bool gc_cpu_labeling_applies(const GcRows *rows);
 

@@ -24,6 +24,7 @@
  *-------------------------------------------------------------------------
  */
 #include "cpu_labeling.h"
+#include "cpu_threads.h"
 #include "gc_engine.h"
 #include "gc_math.h"
 
@@ -43,11 +44,115 @@ typedef struct CpuSession
 	double	   *mean;			/* d: one updated centroid */
 	double	   *icd;			/* k * k, pruned labeling: inter-centroid distances */
 	int32_t    *rid;			/* k * k, pruned labeling: centroids ranked by distance */
+	long long  *worker_sums;	/* (update_workers - 1) * (k * d + k): other threads' sums */
+	int			update_workers; /* threads of the threaded update, 1 without it */
 	int			iteration;		/* steps since the restart began */
 	GcPoll		poll;			/* work since the interrupt hook was last polled */
 } CpuSession;
 
 static void cpu_close(void *session);
+
+/* Most bytes the threaded update's per-thread sums may take */
+#define UPDATE_SUMS_MAX_BYTES (INT64_C(64) << 20)
+
+/*
+ * Threads for the update: as labeling's, where the screened labels exist
+ * and each thread's own sums (k d + k integers) stay small; 1 otherwise.
+ * Integer sums add up to the same whatever the split.
+ */
+static int
+update_workers(CpuSession *s)
+{
+	int64_t		per_worker = ((int64_t) s->k * s->rows->d + s->k) * (int64_t) sizeof(long long);
+	int			workers;
+
+	if (s->next_labels == NULL)
+		return 1;
+	workers = gc_cpu_threads(s->params->cpu_threads, s->rows->n * (int64_t) s->rows->d);
+	while (workers > 1 && per_worker * (workers - 1) > UPDATE_SUMS_MAX_BYTES)
+		workers--;
+	if (workers > 1)
+	{
+		s->worker_sums = malloc(per_worker * (workers - 1));
+		if (s->worker_sums == NULL)
+			workers = 1;
+	}
+	return workers;
+}
+
+/* The threaded update: each thread's share of sums, counts and changes */
+typedef struct UpdatePass
+{
+	CpuSession *s;
+	int64_t		changed[GC_CPU_MAX_THREADS];
+} UpdatePass;
+
+/* Rows [first, first + count) of chunk into thread worker's sums */
+static void
+update_block(void *ctx, int worker, const GcChunk *chunk, int64_t first, int64_t count)
+{
+	UpdatePass *pass = ctx;
+	CpuSession *s = pass->s;
+	int			k = s->k,
+				d = s->rows->d;
+	const GcFrame *frame = s->frame;
+	long long  *sums = worker == 0 ? s->sums :
+		s->worker_sums + (size_t) (worker - 1) * ((size_t) k * d + k);
+	long long  *counts = worker == 0 ? s->counts : sums + (size_t) k * d;
+	int64_t		changed = 0;
+
+	for (int64_t i = first; i < first + count; i++)
+	{
+		int64_t		row = chunk->first_row + i;
+		const double *x = chunk->values + (size_t) i * d;
+		int			l = s->next_labels[row];
+		long long	w = gc_chunk_weight(chunk, i);
+		long long  *sum = sums + (size_t) l * d;
+
+		changed += (l != s->labels[row]);
+		s->labels[row] = l;
+		counts[l] += w;
+		for (int j = 0; j < d; j++)
+			sum[j] += w * gc_quantize(x[j], frame->offset[j], frame->scale[j]);
+	}
+	pass->changed[worker] += changed;
+}
+
+/*
+ * Every row labelled by the screened pass: sums, counts and labels on
+ * update_workers threads, the other threads' sums then added to the
+ * session's; the number of changed labels into changed
+ */
+static GcStatus
+threaded_update(CpuSession *s, int64_t *changed, GcError *err)
+{
+	UpdatePass	pass = {.s = s};
+	GcCpuPass	run = {.rows = s->rows, .row_units = s->rows->d, .workers = s->update_workers,
+		.fn = update_block, .ctx = &pass};
+	size_t		kd = (size_t) s->k * s->rows->d;
+	GcStatus	status;
+
+	if (s->worker_sums)
+		memset(s->worker_sums, 0, sizeof(long long) * (kd + s->k) * (s->update_workers - 1));
+	status = gc_cpu_run_blocks(&run, &s->poll, err, "interrupted while updating centroids");
+	if (status != GC_OK)
+		return status;
+	*changed = 0;
+	for (int w = 0; w < s->update_workers; w++)
+	{
+		*changed += pass.changed[w];
+		if (w > 0)
+		{
+			const long long *sums = s->worker_sums + (size_t) (w - 1) * (kd + s->k);
+
+			for (size_t i = 0; i < kd; i++)
+				s->sums[i] += sums[i];
+			for (int c = 0; c < s->k; c++)
+				s->counts[c] += sums[kd + c];
+		}
+	}
+	return GC_OK;
+}
 
 static GcStatus
 cpu_open(const GcRows *rows, const GcFrame *frame,
@@ -77,6 +182,7 @@ cpu_open(const GcRows *rows, const GcFrame *frame,
 		cpu_close(s);
 		return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for the CPU session");
 	}
+	s->update_workers = update_workers(s);
 	*session = s;
 	return GC_OK;
 }
@@ -94,6 +200,7 @@ cpu_close(void *session)
 	free(s->mean);
 	free(s->icd);
 	free(s->rid);
+	free(s->worker_sums);
 	free(s);
 }
 
@@ -274,7 +381,17 @@ cpu_step(void *session, int64_t pruned_rows, GcStepStatus *status, GcError *err)
 		if (st != GC_OK)
 			return st;
 	}
-	for (int ci = 0; ci < rows->nchunks; ci++)
+	if (screened && pruned_rows == 0)
+	{
+		GcStatus	st = threaded_update(s, &changed, err);
+
+		if (st == GC_INTERRUPTED)
+			return gc_fail(err, st, "interrupted in iteration %d", s->iteration + 1);
+		if (st != GC_OK)
+			return st;
+		work = rows->n * (int64_t) k;
+	}
+	for (int ci = 0; ci < rows->nchunks && !(screened && pruned_rows == 0); ci++)
 	{
 		const GcChunk *chunk = &rows->chunks[ci];
 

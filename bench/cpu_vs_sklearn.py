@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""CPU k-means: gpuclust's engine against scikit-learn, same rows, same
+starting centroids, same iterations, same threads.
+
+    bench/cpu_vs_sklearn.py [--threads T] [--iters M] [--quick] [--seeding]
+
+Builds nothing: run `make test/engine/cpu_bench WITH_CUDA=0` first.  For each
+case it writes the rows and k random rows as starting centroids to a
+temporary directory, runs test/engine/cpu_bench (gpuclust's CPU fit, given
+centroids, exactly M iterations, tol 0) and scikit-learn's KMeans (lloyd,
+the same centroids, max_iter M, tol 0) under threadpoolctl's limit of T
+threads, and prints one JSON line per case with both times (best of 3), the
+ratio gpuclust / scikit-learn and both inertias.  --seeding also times the
+default seeding: gpuclust's k-means++ against scikit-learn's
+(kmeans_plusplus).  Real data is read from ../shared/data when present.
+"""
+import argparse
+import gzip
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+DATA = os.environ.get("GPUCLUST_DATA", os.path.join(ROOT, "..", "shared", "data"))
+BENCH = os.path.join(ROOT, "test", "engine", "cpu_bench")
+
+
+def blobs(n, d, k, spread, seed=1):
+    rng = np.random.default_rng(seed)
+    centres = rng.uniform(-1, 1, (k, d))
+    return centres[rng.integers(0, k, n)] + rng.normal(0, spread, (n, d))
+
+
+def mnist():
+    path = os.path.join(DATA, "uci", "mnist_test.csv.gz")
+    if not os.path.exists(path):
+        return None
+    with gzip.open(path, "rt") as f:
+        rows = [l.split(",")[1:] for l in f if l[0].isdigit()]
+    return np.asarray(rows, dtype=np.float64)
+
+
+def kdd():
+    path = os.path.join(DATA, "kddcup99", "kddcup.data_10_percent.gz")
+    if not os.path.exists(path):
+        return None
+    rows = []
+    with gzip.open(path, "rt") as f:
+        for line in f:
+            parts = line.strip().rstrip(".").split(",")
+            rows.append([float(v) for i, v in enumerate(parts[:-1]) if i not in (1, 2, 3)])
+    return np.asarray(rows)
+
+
+def cases(quick):
+    yield "blobs 200k x 32, k 100", lambda: blobs(200_000 if not quick else 50_000, 32, 100, 0.3), 100, "euclidean"
+    yield "mnist 10k x 784, k 10", mnist, 10, "euclidean"
+    yield "blobs 50k x 64, k 100", lambda: blobs(50_000, 64, 100, 0.3, 2), 100, "euclidean"
+    if not quick:
+        yield "kdd 494k x 38, k 100", kdd, 100, "euclidean"
+    yield "mnist cosine, k 10", mnist, 10, "cosine"
+
+
+def best_of(runs, fn):
+    times, out = [], None
+    for _ in range(runs):
+        t = time.perf_counter()
+        out = fn()
+        times.append((time.perf_counter() - t) * 1e3)
+    return min(times), out
+
+
+def gpuclust_fit(rows_path, init_path, n, d, k, iters, threads, metric):
+    out = subprocess.run([BENCH, rows_path, str(n), str(d), str(k), init_path, str(iters),
+                          str(threads), "lloyd", metric], check=True, capture_output=True, text=True)
+    return json.loads(out.stdout)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--seeding", action="store_true")
+    args = ap.parse_args()
+    from sklearn.cluster import KMeans, kmeans_plusplus
+    from threadpoolctl import threadpool_limits
+
+    if not os.access(BENCH, os.X_OK):
+        sys.exit("build test/engine/cpu_bench first: make test/engine/cpu_bench WITH_CUDA=0")
+    tmp = tempfile.mkdtemp(prefix="cpu_bench.")
+    for name, load, k, metric in cases(args.quick):
+        X = load()
+        if X is None:
+            print(json.dumps({"case": name, "skipped": "data not found"}))
+            continue
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        if metric == "cosine":
+            X = X / np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1e-300)
+        n, d = X.shape
+        init = X[np.random.default_rng(7).choice(n, k, replace=False)].copy()
+        rows_path, init_path = os.path.join(tmp, "rows"), os.path.join(tmp, "init")
+        X.astype("<f8").tofile(rows_path)
+        init.astype("<f8").tofile(init_path)
+
+        ours = []
+        for _ in range(args.runs):
+            ours.append(gpuclust_fit(rows_path, init_path, n, d, k, args.iters, args.threads, metric))
+        ours_best = min(ours, key=lambda r: r["total_ms"])
+        with threadpool_limits(args.threads):
+            km = lambda: KMeans(k, init=init, n_init=1, max_iter=args.iters, tol=0.0,
+                                algorithm="lloyd").fit(X)
+            sk_ms, sk = best_of(args.runs, km)
+        rec = {"case": name, "n": n, "d": d, "k": k, "threads": args.threads,
+               "gpuclust_ms": round(ours_best["total_ms"], 1),
+               "gpuclust_iterations": ours_best["iterations"],
+               "gpuclust_steps_ms": round(ours_best["steps_ms"], 1),
+               "gpuclust_scoring_ms": round(ours_best["scoring_ms"], 1),
+               "sklearn_ms": round(sk_ms, 1), "sklearn_iterations": int(sk.n_iter_),
+               "ratio": round(ours_best["total_ms"] / sk_ms, 3),
+               "inertia_ratio": round(ours_best["inertia"] / sk.inertia_, 6)}
+        if args.seeding:
+            seeds = []
+            for _ in range(args.runs):
+                seeds.append(gpuclust_fit(rows_path, "k-means++", n, d, k, 1, args.threads, metric))
+            with threadpool_limits(args.threads):
+                pp_ms, _ = best_of(args.runs, lambda: kmeans_plusplus(X, k, random_state=0))
+            rec["gpuclust_seeding_ms"] = round(min(s["seeding_ms"] for s in seeds), 1)
+            rec["sklearn_seeding_ms"] = round(pp_ms, 1)
+            rec["seeding_ratio"] = round(rec["gpuclust_seeding_ms"] / pp_ms, 3)
+        print(json.dumps(rec), flush=True)
+
+
+if __name__ == "__main__":
+    main()
