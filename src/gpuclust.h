@@ -82,6 +82,8 @@ typedef enum GcFitPath
 	GC_PATH_COUNT
 } GcFitPath;
 
+/* device_choice.c: where a fit runs */
+extern void gc_device_choice_init(void);
 extern void gc_choose_service_device(GcDevice *device);
 extern void gc_leave_service(GcDevice *device, GcDeviceReason reason);
 extern const char *gc_fit_path_name(int path);
@@ -89,6 +91,8 @@ extern void gc_settle_device(GcDevice *device, double work);
 extern double gc_auto_gpu_min_work(const GcDevice *device);
 extern const char *gc_device_reason_name(int reason);
 extern void gc_use_cpu_device(GcDevice *device);
+
+/* gpuclust.c, interrupt.c: failures, limits, cancel */
 extern bool gc_interrupted(void);
 extern void gc_raise(const GcError *err);
 extern size_t gc_fit_memory_limit(void);
