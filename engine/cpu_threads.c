@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 /* Work below this many units a thread is not worth starting */
-#define THREAD_UNITS (INT64_C(1) << 24)
+#define THREAD_UNITS (INT64_C(1) << 20)
 /* Most rows of a block */
 #define BLOCK_MAX_ROWS 4096
 

@@ -86,6 +86,22 @@ gc_row_hash(const double *x, int d)
 	return gc_row_hash_finish(sum, d);
 }
 
+/* The seed and step's share of gc_unit_draw, the same for every row */
+GC_HD uint64_t
+gc_draw_key(uint64_t seed, uint64_t step)
+{
+	return gc_mix64(seed ^ gc_mix64(step + UINT64_C(0x632be59bd9b4e019)));
+}
+
+/* The same draw from the seed and step's key (gc_draw_key), for loops over rows */
+GC_HD double
+gc_unit_draw_keyed(uint64_t row_hash, uint64_t key)
+{
+	uint64_t	z = gc_mix64(row_hash ^ key);
+
+	return (double) ((z >> 11) + 1) * (1.0 / 9007199254740992.0);
+}
+
 /*
  * A uniform draw in (0, 1] that depends only on the row's contents, the
  * seed and the step: the same row gets the same draw whatever its position
@@ -94,9 +110,7 @@ gc_row_hash(const double *x, int d)
 GC_HD double
 gc_unit_draw(uint64_t row_hash, uint64_t seed, uint64_t step)
 {
-	uint64_t	z = gc_mix64(row_hash ^ gc_mix64(seed ^ gc_mix64(step + UINT64_C(0x632be59bd9b4e019))));
-
-	return (double) ((z >> 11) + 1) * (1.0 / 9007199254740992.0);
+	return gc_unit_draw_keyed(row_hash, gc_draw_key(seed, step));
 }
 
 /*

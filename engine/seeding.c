@@ -28,11 +28,15 @@
  *
  *-------------------------------------------------------------------------
  */
+#include "cpu_threads.h"
 #include "gc_engine.h"
 #include "gc_math.h"
 
 #include <float.h>
 #include <stdlib.h>
+#include <string.h>
+
+typedef double v8d __attribute__((vector_size(64)));
 
 /*
  * Candidates per greedy step: init_candidates, or by default 2 + floor(ln k)
@@ -108,91 +112,203 @@ gc_init_name(const GcKmeansParams *params, int64_t n, int d)
 	}
 }
 
-/*
- * Pass one of step t: fold the previous centre (NULL at step 0) into
- * mind2, then run the races of the step's candidates into best[0..L-1]
- */
-static GcStatus
-race_pass(const GcRows *rows, uint64_t seed,
-		  int t, int candidates, const double *previous, int inertia_exp,
-		  double *mind2, uint64_t *best, GcPoll *poll, GcError *err)
+/* The race pass, shared by its threads */
+typedef struct RacePass
 {
-	for (int j = 0; j < candidates; j++)
-		best[j] = GC_RACE_NONE;
-	for (int ci = 0; ci < rows->nchunks; ci++)
+	const GcRows *rows;
+	uint64_t	seed;
+	int			t;				/* the step */
+	int			candidates;
+	const double *previous;		/* the previous step's centre, NULL at step 0 */
+	int			inertia_exp;
+	double	   *mind2;
+	uint64_t   *best;			/* workers x GC_MAX_INIT_CANDIDATES lowest keys */
+} RacePass;
+
+/* Rows [first, first + count) of chunk: D^2, then thread worker's races */
+static void
+race_block(void *ctx, int worker, const GcChunk *chunk, int64_t first, int64_t count)
+{
+	RacePass   *pass = ctx;
+	int			d = pass->rows->d;
+	uint64_t   *best = pass->best + (size_t) worker * GC_MAX_INIT_CANDIDATES;
+	uint64_t	keys[GC_MAX_INIT_CANDIDATES];
+
+	for (int j = 0; j < pass->candidates; j++)
+		keys[j] = gc_draw_key(pass->seed, gc_seed_stream(pass->t, j));
+	for (int64_t i = first; i < first + count; i++)
 	{
-		const GcChunk *chunk = &rows->chunks[ci];
+		int64_t		row = chunk->first_row + i;
+		double		w = 1.0;
 
-		for (int64_t i = 0; i < chunk->count; i++)
+		/* the distance to the previous centre, and a draw per candidate */
+		if (pass->previous != NULL)
 		{
-			int64_t		row = chunk->first_row + i;
-			double		w = 1.0;
+			/* step 1 has no D^2 yet: nothing bounds its sum */
+			double		d2 = gc_sqdist_within(chunk->values + (size_t) i * d, pass->previous,
+											  d, pass->t == 1 ? DBL_MAX : pass->mind2[row]);
 
-			/* the distance to the previous centre, and a draw per candidate */
-			if (gc_poll(poll, rows->d + 8 * candidates))
-				return gc_fail(err, GC_INTERRUPTED, "interrupted during seeding");
-			if (previous != NULL)
-			{
-				/* step 1 has no D^2 yet: nothing bounds its sum */
-				double		d2 = gc_sqdist_within(chunk->values + (size_t) i * rows->d, previous,
-												  rows->d, t == 1 ? DBL_MAX : mind2[row]);
+			if (pass->t == 1 || d2 < pass->mind2[row])
+				pass->mind2[row] = d2;
+			w = pass->mind2[row];
+		}
+		if (chunk->weights)
+			w *= chunk->weights[i];
+		w = gc_race_weight(w, pass->inertia_exp);
+		for (int j = 0; j < pass->candidates; j++)
+		{
+			double		u = gc_unit_draw_keyed(chunk->hashes[i], keys[j]);
+			uint64_t	key;
 
-				if (t == 1 || d2 < mind2[row])
-					mind2[row] = d2;
-				w = mind2[row];
-			}
-			if (chunk->weights)
-				w *= chunk->weights[i];
-			w = gc_race_weight(w, inertia_exp);
-			for (int j = 0; j < candidates; j++)
-			{
-				double		u = gc_unit_draw(chunk->hashes[i], seed, gc_seed_stream(t, j));
-				uint64_t	key;
-
-				if (gc_race_outbid(u, w, best[j]))
-					continue;
-				key = gc_race_key(u, w, row);
-				if (key < best[j])
-					best[j] = key;
-			}
+			if (gc_race_outbid(u, w, best[j]))
+				continue;
+			key = gc_race_key(u, w, row);
+			if (key < best[j])
+				best[j] = key;
 		}
 	}
-	return GC_OK;
 }
 
 /*
- * Pass two: the exact potential of each candidate into potential[j], and
- * the index of the lowest (the first on ties)
+ * Pass one of step t: fold the previous centre (NULL at step 0) into
+ * mind2, then run the races of the step's candidates into best[0..L-1],
+ * on threads: each row's D^2 is its own, and the lowest key of a race is
+ * the least of the threads' (keys are unique), whatever the split
  */
 static GcStatus
-potential_pass(const GcRows *rows, const GcFrame *frame, int candidates,
+race_pass(const GcRows *rows, uint64_t seed, int threads,
+		  int t, int candidates, const double *previous, int inertia_exp,
+		  double *mind2, uint64_t *best, GcPoll *poll, GcError *err)
+{
+	RacePass	pass = {rows, seed, t, candidates, previous, inertia_exp, mind2, NULL};
+	GcCpuPass	run = {.rows = rows, .row_units = rows->d + 8 * candidates, .fn = race_block,
+		.ctx = &pass};
+	GcStatus	status;
+
+	run.workers = gc_cpu_threads(threads, rows->n * run.row_units);
+	pass.best = malloc(sizeof(uint64_t) * run.workers * GC_MAX_INIT_CANDIDATES);
+	if (pass.best == NULL)
+		return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for seeding");
+	for (int i = 0; i < run.workers * GC_MAX_INIT_CANDIDATES; i++)
+		pass.best[i] = GC_RACE_NONE;
+	status = gc_cpu_run_blocks(&run, poll, err, "interrupted during seeding");
+	for (int j = 0; j < candidates; j++)
+	{
+		best[j] = GC_RACE_NONE;
+		for (int w = 0; w < run.workers; w++)
+			if (pass.best[(size_t) w * GC_MAX_INIT_CANDIDATES + j] < best[j])
+				best[j] = pass.best[(size_t) w * GC_MAX_INIT_CANDIDATES + j];
+	}
+	free(pass.best);
+	return status;
+}
+
+/* The potential pass, shared by its threads */
+typedef struct PotentialPass
+{
+	const GcRows *rows;
+	const GcFrame *frame;
+	int			candidates;
+	int			npanels;		/* panels of 8 candidates */
+	const double *panels;		/* npanels x d x 8: candidate l's coordinate j */
+	const double *mind2;
+	gc_u128    *potential;		/* workers x GC_MAX_INIT_CANDIDATES */
+} PotentialPass;
+
+/*
+ * Squared distances of x to the 8 candidates of a panel, each lane summed
+ * in dimension order with every operation rounded on its own: lane l is
+ * gc_sqdist_exact(x, candidate l) to the bit.  Cloned for the vector units.
+ */
+GC_SIMD_CLONES
+static void
+sqdist_lanes(const double *restrict x, const double *restrict panel, int d, double *restrict out)
+{
+	v8d			s = {0};
+
+	for (int j = 0; j < d; j++)
+	{
+		v8d			c;
+		v8d			t;
+
+		memcpy(&c, panel + (size_t) j * 8, sizeof(v8d));
+		t = x[j] - c;
+		s = s + t * t;
+	}
+	memcpy(out, &s, sizeof(v8d));
+}
+
+/* Rows [first, first + count) of chunk into thread worker's potentials */
+static void
+potential_block(void *ctx, int worker, const GcChunk *chunk, int64_t first, int64_t count)
+{
+	PotentialPass *pass = ctx;
+	int			d = pass->rows->d;
+	gc_u128    *potential = pass->potential + (size_t) worker * GC_MAX_INIT_CANDIDATES;
+
+	for (int64_t i = first; i < first + count; i++)
+	{
+		int64_t		row = chunk->first_row + i;
+		const double *x = chunk->values + (size_t) i * d;
+		gc_u128		w = (gc_u128) gc_chunk_weight(chunk, i);
+		double		mind2 = pass->mind2[row];
+		/* most candidates leave D^2 as it is: its term, once */
+		gc_u128		kept = gc_quantize_wide(mind2, pass->frame->inertia_exp) * w;
+		double		lanes[8];
+
+		for (int p = 0; p < pass->npanels; p++)
+		{
+			sqdist_lanes(x, pass->panels + (size_t) p * d * 8, d, lanes);
+			for (int l = 0; l < 8 && p * 8 + l < pass->candidates; l++)
+				/* min(D^2, |x - c|^2) */
+				potential[p * 8 + l] += lanes[l] < mind2 ?
+					gc_quantize_wide(lanes[l], pass->frame->inertia_exp) * w : kept;
+		}
+	}
+}
+
+/*
+ * The potential of each candidate (the sum over rows of w min(D^2,
+ * |x - c|^2), quantised), on threads: 128-bit integer sums per thread,
+ * added up, so the same for any number of threads; the winner is the
+ * lowest potential, the lowest candidate number on ties
+ */
+static GcStatus
+potential_pass(const GcRows *rows, const GcFrame *frame, int candidates, int threads,
 			   const double *const *centre, const double *mind2,
 			   gc_u128 *potential, int *winner, GcPoll *poll, GcError *err)
 {
-	for (int j = 0; j < candidates; j++)
-		potential[j] = 0;
-	for (int ci = 0; ci < rows->nchunks; ci++)
+	int			d = rows->d;
+	PotentialPass pass = {rows, frame, candidates, (candidates + 7) / 8, NULL, mind2, NULL};
+	GcCpuPass	run = {.rows = rows, .row_units = (int64_t) candidates * d, .fn = potential_block,
+		.ctx = &pass};
+	double	   *panels;
+	GcStatus	status;
+
+	run.workers = gc_cpu_threads(threads, rows->n * run.row_units);
+	panels = calloc((size_t) pass.npanels * d * 8, sizeof(double));
+	pass.potential = calloc((size_t) run.workers * GC_MAX_INIT_CANDIDATES, sizeof(gc_u128));
+	if (panels == NULL || pass.potential == NULL)
 	{
-		const GcChunk *chunk = &rows->chunks[ci];
-
-		for (int64_t i = 0; i < chunk->count; i++)
-		{
-			int64_t		row = chunk->first_row + i;
-			const double *x = chunk->values + (size_t) i * rows->d;
-			gc_u128		w = (gc_u128) gc_chunk_weight(chunk, i);
-
-			if (gc_poll(poll, (int64_t) candidates * rows->d))
-				return gc_fail(err, GC_INTERRUPTED, "interrupted during seeding");
-			for (int j = 0; j < candidates; j++)
-			{
-				double		d2 = gc_sqdist_within(x, centre[j], rows->d, mind2[row]);
-
-				if (mind2[row] < d2)
-					d2 = mind2[row];
-				potential[j] += gc_quantize_wide(d2, frame->inertia_exp) * w;
-			}
-		}
+		free(panels);
+		free(pass.potential);
+		return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for seeding");
 	}
+	for (int c = 0; c < candidates; c++)
+		for (int j = 0; j < d; j++)
+			panels[((size_t) (c / 8) * d + j) * 8 + c % 8] = centre[c][j];
+	pass.panels = panels;
+	status = gc_cpu_run_blocks(&run, poll, err, "interrupted during seeding");
+	for (int j = 0; j < candidates; j++)
+	{
+		potential[j] = 0;
+		for (int w = 0; w < run.workers; w++)
+			potential[j] += pass.potential[(size_t) w * GC_MAX_INIT_CANDIDATES + j];
+	}
+	free(panels);
+	free(pass.potential);
+	if (status != GC_OK)
+		return status;
 	*winner = 0;
 	for (int j = 1; j < candidates; j++)
 		if (potential[j] < potential[*winner])
@@ -222,7 +338,7 @@ gc_seed_kmeanspp_cpu(const GcRows *rows, const GcFrame *frame,
 		int			step_candidates = t == 0 ? 1 : candidates;
 		int			winner = 0;
 
-		status = race_pass(rows, seed, t, step_candidates,
+		status = race_pass(rows, seed, params->cpu_threads, t, step_candidates,
 						   t > 0 ? gc_rows_get(rows, chosen[t - 1]) : NULL,
 						   frame->inertia_exp, mind2, best, &poll, err);
 		if (status != GC_OK)
@@ -231,7 +347,7 @@ gc_seed_kmeanspp_cpu(const GcRows *rows, const GcFrame *frame,
 		{
 			for (int j = 0; j < step_candidates; j++)
 				centre[j] = gc_rows_get(rows, (int64_t) (uint32_t) best[j]);
-			status = potential_pass(rows, frame, step_candidates, centre,
+			status = potential_pass(rows, frame, step_candidates, params->cpu_threads, centre,
 									mind2, potential, &winner, &poll, err);
 		}
 		chosen[t] = (int64_t) (uint32_t) best[winner];
