@@ -47,27 +47,29 @@ PG_CPPFLAGS = -Iengine -Icuda -Isrc -Isrc/service -Isrc/parallel
 
 ifeq ($(WITH_CUDA),1)
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
-CUDA_OBJS = cuda/device.o cuda/pinned_memory.o cuda/host_upload.o cuda/kmeans_cuda.o cuda/labelers.o cuda/labeler_simt.o \
-	cuda/labeler_float64.o cuda/labeler_tensor.o cuda/labeler_bf16.o cuda/labeler_pruned.o cuda/labeler_bounded.o \
-	cuda/labeling_wgmma.o \
-	cuda/labeling.o cuda/labeling_tensor.o cuda/tensor_operands.o cuda/centroid_separations.o \
-	cuda/labeling_pruned.o cuda/labeling_bounded.o cuda/update.o cuda/seeding.o cuda/seeding_greedy.o cuda/seeding_parallel.o \
-	cuda/pmedian_cuda.o cuda/pmedian_allocate.o cuda/pmedian_locate.o cuda/pmedian_swap.o
+CUDA_OBJS = cuda/device.o cuda/pinned_memory.o cuda/host_upload.o cuda/kmeans_cuda.o cuda/labeler_table.o cuda/labeler_simt.o \
+	cuda/labeler_float64.o cuda/labeler_pruned.o cuda/labeler_bounded.o \
+	cuda/simt_kernels.o cuda/pruned_kernels.o cuda/bounded_kernels.o cuda/update.o cuda/seeding.o cuda/seeding_greedy.o cuda/seeding_parallel.o \
+	cuda/pmedian_cuda.o cuda/pmedian_allocate.o cuda/pmedian_locate.o cuda/pmedian_swap.o \
+	$(TENSOR_OBJS)
+# cuda/tensor/: the tensor-core labelers, their kernels and operands
+TENSOR_OBJS = cuda/tensor/labeler_fp32.o cuda/tensor/labeler_16bit.o cuda/tensor/mma_kernels.o \
+	cuda/tensor/wgmma_kernels.o cuda/tensor/operands.o cuda/tensor/centroid_separations.o
 OBJS += $(CUDA_OBJS)
 PG_CPPFLAGS += -DGC_WITH_CUDA -I$(CUDA_HOME)/include
 SHLIB_LINK = -L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/targets/x86_64-linux/lib -lcudart_static -lstdc++ -ldl -lrt -lpthread
-NVCC_FLAGS = -O3 -std=c++17 -Xcompiler -fPIC -Iengine --fmad=true \
+NVCC_FLAGS = -O3 -std=c++17 -Xcompiler -fPIC -Iengine -Icuda --fmad=true \
 	-gencode arch=compute_80,code=sm_80 \
 	-gencode arch=compute_90,code=sm_90 \
 	-gencode arch=compute_90,code=compute_90
 # The Hopper labeling pass (wgmma, setmaxnreg) exists for sm_90a alone;
 # its host code runs everywhere and keeps it off other devices.
-WGMMA_FLAGS = -O3 -std=c++17 -Xcompiler -fPIC -Iengine --fmad=true \
+WGMMA_FLAGS = -O3 -std=c++17 -Xcompiler -fPIC -Iengine -Icuda --fmad=true \
 	-gencode arch=compute_90a,code=sm_90a
-cuda/labeling_wgmma.o: cuda/labeling_wgmma.cu $(wildcard cuda/*.h cuda/*.cuh engine/*.h)
+cuda/tensor/wgmma_kernels.o: cuda/tensor/wgmma_kernels.cu $(wildcard cuda/*.h cuda/*.cuh cuda/tensor/*.cuh engine/*.h)
 	$(call progress,NVCC)
 	$(NVCC) $(WGMMA_FLAGS) -c $< -o $@
-cuda/%.o: cuda/%.cu $(wildcard cuda/*.h cuda/*.cuh engine/*.h)
+cuda/%.o: cuda/%.cu $(wildcard cuda/*.h cuda/*.cuh cuda/tensor/*.cuh engine/*.h)
 	$(call progress,NVCC)
 	$(NVCC) $(NVCC_FLAGS) -c $< -o $@
 endif

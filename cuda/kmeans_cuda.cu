@@ -13,7 +13,7 @@
  *	  For the driver's check of reduced precision it labels a sample of
  *	  rows with its labeler and exactly, and changes labeler on request.
  *
- *	  Labeling is a labeler's (labelers.cu names them by GcKernel; each
+ *	  Labeling is a labeler's (labeler_table.cu names them by GcKernel; each
  *	  owns its buffers in labeler_*.cu); the session holds what every
  *	  step shares: the rows, the centroids, the exact sums.  All device
  *	  memory belongs to the session and its labelers and is freed by

@@ -2,9 +2,9 @@
  *
  * kmeans_kernels.cuh
  *	  Launchers of the k-means kernels, each taking an explicit stream and
- *	  returning a status.  Kernels live in labeling.cu (nearest centroid,
- *	  SIMT), labeling_tensor.cu with tensor_tiles.cuh and tensor_operands.cu
- *	  (tensor cores), labeling_pruned.cu (Wu & Hong), update.cu (centroid
+ *	  returning a status.  Kernels live in simt_kernels.cu (nearest centroid,
+ *	  SIMT), tensor/mma_kernels.cu with tensor/mma_tiles.cuh and tensor/operands.cu
+ *	  (tensor cores), pruned_kernels.cu (Wu & Hong), update.cu (centroid
  *	  update, scoring, layout), seeding.cu (plain k-means++) and
  *	  seeding_greedy.cu (greedy k-means++, which seeding_parallel.cu's
  *	  k-means|| also calls); the labelers (labeler_*.cu) call them.  Also
@@ -78,7 +78,7 @@ gc_warp_race(unsigned long long *leader, bool bidding, double u, double w, int64
 		*leader = gc_warp_min_u64(key < *leader ? key : *leader);
 }
 
-/* labeling.cu: largest dimension labelled with the point in registers */
+/* simt_kernels.cu: largest dimension labelled with the point in registers */
 #define GC_REGISTER_MAX_DIM 32
 
 /*
@@ -109,7 +109,7 @@ GcStatus	launch_assign_points_f64_span(const double *x64, const double *c64, int
 										  GcError *err);
 
 /*
- * labeling_tensor.cu: operands are rows of width gc_tensor_row_width(d)
+ * tensor/mma_kernels.cu: operands are rows of width gc_tensor_row_width(d)
  * (a multiple of 8 floats or 16 bf16 values; of 128 bytes above d = 32);
  * centroid buffers have their rows padded with zero rows to a multiple
  * of 128
@@ -162,7 +162,7 @@ typedef struct TensorRefinement
 	const double *c64;
 	const double *c64_columns;	/* c64 by column, for the check without skips */
 	int			d;
-	/* the check's skips (centroid_separations.cu): a k x k table, or NULL */
+	/* the check's skips (tensor/centroid_separations.cu): a k x k table, or NULL */
 	const float *separations;
 	/*
 	 * with them, each row's D^2 in k-means|| (or NULL): a label that
@@ -170,7 +170,7 @@ typedef struct TensorRefinement
 	 */
 	const double *need_below;
 	unsigned long long *refined;	/* exact distances the check computed, or NULL */
-	/* Hopper's TF32 screen (labeling_wgmma.cu), where it runs */
+	/* Hopper's TF32 screen (tensor/wgmma_kernels.cu), where it runs */
 	const struct WgmmaOperands *wgmma_ops;	/* the rows and the TF32 centroids */
 	const float *wgmma_half_norms;	/* -||c||^2 / 2 of the TF32 centroids, padded */
 	int64_t		wgmma_first;	/* the pass's first row in wgmma_ops' rows */
@@ -225,7 +225,7 @@ GcStatus	launch_pad_rows(const float *src, int64_t rows, int d, int ld,
 GcStatus	launch_pad_rows_scaled(const float *src, int64_t rows, int d, int ld, float scale,
 								   __half *dst, cudaStream_t stream, GcError *err);
 /*
- * tensor_operands.cu: the exact nearest centroid (double, as the CPU
+ * tensor/operands.cu: the exact nearest centroid (double, as the CPU
  * computes) of every point listed, from refine's x64, c64 and d; where
  * refine->separations is set, starting from the point's label and skipping
  * the centroids its separations rule out, and otherwise measuring all k
@@ -239,7 +239,7 @@ GcStatus	launch_refine_labels(const TensorRefinement *refine, int k, const int32
 								 unsigned long long *changed, cudaStream_t stream,
 								 GcError *err);
 /*
- * centroid_separations.cu: lower bounds on the centroids' squared
+ * tensor/centroid_separations.cu: lower bounds on the centroids' squared
  * distances (k x k floats, k <= GC_SEPARATIONS_MAX_K: 64 MB), and the
  * separation from a row's label, at exact squared distance d2, beyond
  * which a centroid is farther from the row than limit (<= d2)
@@ -256,11 +256,11 @@ gc_separation_reach(double d2, double limit)
 	return r * r * (1.0 + 0x1p-24) + 0x1p-1000;
 }
 
-/* labeling.cu: the labels of the m sample rows into sample_labels */
+/* simt_kernels.cu: the labels of the m sample rows into sample_labels */
 GcStatus	launch_gather_labels(const int32_t *labels, const int64_t *sample, int m,
 								 int32_t *sample_labels, cudaStream_t stream, GcError *err);
 
-/* labeling_pruned.cu: Wu & Hong's triangle-inequality labeling */
+/* pruned_kernels.cu: Wu & Hong's triangle-inequality labeling */
 #define GC_PRUNED_MAX_K 4096
 GcStatus	launch_rank_centroids(const float *c32, int k, int d, float *icd,
 								  int32_t *rid, float *icd_ranked,
@@ -282,7 +282,7 @@ GcStatus	launch_gather_rows(const T *src, const int32_t *order, int64_t n,
 							   int width, bool inverse, T *dst,
 							   cudaStream_t stream, GcError *err);
 
-/* labeling_bounded.cu: drift bounds over the register kernel (d <= GC_REGISTER_MAX_DIM) */
+/* bounded_kernels.cu: drift bounds over the register kernel (d <= GC_REGISTER_MAX_DIM) */
 #define GC_BOUNDED_MIN_K 100
 GcStatus	launch_centroid_drift(const float *c32, float *last, int k, int d,
 								  float *drift, float *separation, float *top,

@@ -4,7 +4,7 @@
  *	  The CUDA k-means session (the rows, centroids and sums on the device
  *	  that every step shares) and the labeler interface: each labeling
  *	  strategy owns its buffers and offers open, refresh (after the
- *	  centroids move), label and close; labelers.cu holds the table that
+ *	  centroids move), label and close; labeler_table.cu holds the table that
  *	  names them by GcKernel.
  *
  * IDENTIFICATION
@@ -115,7 +115,7 @@ extern GcStatus gc_label_in_chunks(CudaSession *s, const struct Labeler *labeler
 								   void *state, unsigned long long *changed,
 								   IterationStatus *status, GcError *err);
 
-/* labelers.cu: the labeler of a kernel, and the kernel for a fit */
+/* labeler_table.cu: the labeler of a kernel, and the kernel for a fit */
 extern const Labeler *gc_labeler(GcKernel kernel);
 extern GcKernel gc_choose_kernel(const GcKmeansParams *params, int d, int k);
 extern GcKernel gc_exact_screen_kernel(int d);
@@ -129,17 +129,17 @@ extern bool gc_kernel_is_screen(GcKernel kernel);
 /* One labeler per file */
 extern const Labeler gc_labeler_simt;	/* labeler_simt.cu: register and tiled */
 extern const Labeler gc_labeler_float64;	/* labeler_float64.cu */
-extern const Labeler gc_labeler_tensor_exact;	/* labeler_tensor.cu: screened, 3xTF32 */
-extern const Labeler gc_labeler_tensor_tf32;	/* labeler_tensor.cu */
+extern const Labeler gc_labeler_tensor_exact;	/* tensor/labeler_fp32.cu: screened, 3xTF32 */
+extern const Labeler gc_labeler_tensor_tf32;	/* tensor/labeler_fp32.cu */
 /*
- * labeler_tensor.cu: the exact labeler's check skips by separations from
+ * tensor/labeler_fp32.cu: the exact labeler's check skips by separations from
  * now on (and by k-means||'s D^2, need_below, where given); whether it can
  */
 extern bool gc_tensor_separate(CudaSession *s, void *state, const double *need_below);
-extern const Labeler gc_labeler_bf16;	/* labeler_bf16.cu */
-extern const Labeler gc_labeler_fp16;	/* labeler_bf16.cu */
-extern const Labeler gc_labeler_bf16_wgmma;	/* labeler_bf16.cu: on sm_90a (labeling_wgmma.cu) */
-extern const Labeler gc_labeler_fp16_wgmma;	/* labeler_bf16.cu: on sm_90a (labeling_wgmma.cu) */
+extern const Labeler gc_labeler_bf16;	/* tensor/labeler_16bit.cu */
+extern const Labeler gc_labeler_fp16;	/* tensor/labeler_16bit.cu */
+extern const Labeler gc_labeler_bf16_wgmma;	/* tensor/labeler_16bit.cu: on sm_90a (tensor/wgmma_kernels.cu) */
+extern const Labeler gc_labeler_fp16_wgmma;	/* tensor/labeler_16bit.cu: on sm_90a (tensor/wgmma_kernels.cu) */
 
 /*
  * labeler_pruned.cu: Wu & Hong's labeling of the first rows rows (the

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * labeler_bounded.cu
- *	  Lloyd's labeling with drift bounds (kernels in labeling_bounded.cu)
+ *	  Lloyd's labeling with drift bounds (kernels in bounded_kernels.cu)
  *	  for the register kernel's shapes under algorithm auto: the same
  *	  labels as the register kernel, with a distance computed only for the
  *	  points whose bounds do not decide.  It owns the bounds (U and L, a

@@ -3,7 +3,7 @@
  * labeler_float64.cu
  *	  The float64 labeler (precision float64, and rows spread wider than
  *	  float32 holds): every point against every centroid in double
- *	  precision on the data as given (labeling.cu).
+ *	  precision on the data as given (simt_kernels.cu).
  *
  *	  Above GC_REGISTER_MAX_DIM dimensions the kernel is one thread per
  *	  row, so a pass over few rows does not get shorter with fewer rows: a

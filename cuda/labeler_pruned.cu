@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * labeler_pruned.cu
- *	  The pruned labeler (Wu & Hong, 2011; kernels in labeling_pruned.cu):
+ *	  The pruned labeler (Wu & Hong, 2011; kernels in pruned_kernels.cu):
  *	  each point starts from its previous label and walks the centroids in
  *	  order of distance from it, stopping where the triangle inequality
  *	  rules out the rest.  It owns the ranked inter-centroid tables, the

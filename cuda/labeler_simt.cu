@@ -4,7 +4,7 @@
  *	  The SIMT labeler (kernels register and tiled): every point against
  *	  every centroid on the CUDA cores, in float32 on the centred data,
  *	  the point in registers up to d = GC_REGISTER_MAX_DIM and centroid
- *	  tiles in shared memory above (labeling.cu).  It reads the session's
+ *	  tiles in shared memory above (simt_kernels.cu).  It reads the session's
  *	  x32 and c32 only, so it owns no buffers; pruned labeling rides on it.
  *
  * IDENTIFICATION

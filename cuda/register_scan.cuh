@@ -5,8 +5,8 @@
  *	  point in registers padded to DP dimensions (zeros past d), the
  *	  centroids streamed through shared memory in tiles, each distance
  *	  sum (x - c)^2 with fma in dimension order, the lowest index kept on
- *	  ties.  Lloyd's register kernel (labeling.cu) and the drift bounds'
- *	  scan (labeling_bounded.cu) both call it, so that the bounds' labels
+ *	  ties.  Lloyd's register kernel (simt_kernels.cu) and the drift bounds'
+ *	  scan (bounded_kernels.cu) both call it, so that the bounds' labels
  *	  are the register kernel's by construction; the bounds' scan also
  *	  keeps the second-nearest distance (SECOND).
  *

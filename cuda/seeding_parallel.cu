@@ -12,10 +12,10 @@
  *	  the list and sorts it by hash, which makes the order of the
  *	  candidates independent of the rows' order and of the atomics';
  *	- label: the round's samples become the centroids of a labeling by the
- *	  exact tensor labeler (labeler_tensor.cu: its TF32 screen, on wgmma
+ *	  exact tensor labeler (tensor/labeler_fp32.cu: its TF32 screen, on wgmma
  *	  where the fit's would be, with its 3xTF32 and double checks, whatever
  *	  the fit's precision; the double check skips by the samples'
- *	  separations, centroid_separations.cu): the nearest sample of every
+ *	  separations, tensor/centroid_separations.cu): the nearest sample of every
  *	  row where it is nearer than the row's D^2 (elsewhere a sample no
  *	  nearer, which the next pass leaves unused),
  *	  the exact arg-min of the exact double distances, lowest index on

@@ -22,7 +22,7 @@
  *	  nearest-sample pass (seeding_parallel.cu) and plain k-means++'s step
  *	  (seeding.cu: one target, the step's centre; 1M x 768, k = 1,000
  *	  seeds in 2.49 s instead of 3.31).  The tensor labelers' exact check
- *	  of doubtful rows (tensor_operands.cu) stages one row against the
+ *	  of doubtful rows (tensor/operands.cu) stages one row against the
  *	  centroids within reach of its label, a block per row; staging one
  *	  row against every centroid, two barriers per 16 columns, took 27.9
  *	  ms an iteration against 21.7 (float32 at 1M x 768), so its path

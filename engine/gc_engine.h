@@ -399,7 +399,7 @@ typedef enum GcMetric
 /*
  * A GPU labeling kernel, from the choice (params.kernel, AUTO unless a
  * benchmark or a test forces one) to the launch.  AUTO picks by precision
- * and shape (cuda/labelers.cu); a forced kernel is honoured where the
+ * and shape (cuda/labeler_table.cu); a forced kernel is honoured where the
  * precision is float32: REGISTER and TILED ask for the SIMT kernel
  * (register up to d = 32, tiled above), TENSOR_SCREENED and TENSOR_3XTF32
  * for the TF32 screen on mma.sync, TENSOR_SCREENED_WGMMA for it on Hopper's

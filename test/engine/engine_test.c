@@ -284,7 +284,7 @@ run_tensor_case(int64_t n, int d, int k, double sigma)
  * against norms of 8), with more centroids than patterns: the rows of a
  * pattern holding two centroids are doubtful to the TF32 screen and to
  * 3xTF32 alike, and the exact check settles them among the centroids near
- * them (centroid_separations.cu).  The fit must equal the CPU's to the
+ * them (tensor/centroid_separations.cu).  The fit must equal the CPU's to the
  * bit, check rows exactly, and stay on the tensor kernels (before the
  * separations the check's cost sent it to the tiled kernel).
  */
@@ -885,7 +885,7 @@ run_hybrid_rule_cases(void)
 
 #ifdef GC_WITH_CUDA
 /*
- * Drift bounds (cuda/labeling_bounded.cu): under algorithm auto the GPU's
+ * Drift bounds (cuda/bounded_kernels.cu): under algorithm auto the GPU's
  * register-kernel shapes from k = 100 label with bounds, which must give
  * the fit of Lloyd's labeling by the register kernel itself (algorithm
  * lloyd) to the bit, while skipping most distances over a long run on

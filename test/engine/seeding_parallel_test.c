@@ -467,7 +467,7 @@ test_cancel(void)
  * on rows that nearly repeat one another (patterns, the shapes' fourth
  * number, plus noise of 10^-3 against norms of 8), which both tensor
  * passes doubt and the exact check settles among the samples near each
- * row (centroid_separations.cu)
+ * row (tensor/centroid_separations.cu)
  */
 static void
 test_gpu_equals_cpu(void)

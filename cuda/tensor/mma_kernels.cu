@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * labeling_tensor.cu
+ * tensor/mma_kernels.cu
  *	  Nearest-centroid labeling on tensor cores, for large k: the distance
  *	  ||c||^2 - 2 x.c as a matrix product X C^T computed in 128 x 128 tiles
  *	  with mma.sync (TF32 m16n8k8, bf16 or fp16 m16n8k16, FP32 accumulation),
@@ -36,7 +36,7 @@
  *		centroids: twice TF32's rate, about 4e-3 relative error.
  *	  - FP16: the same with float16 operands (10-bit mantissa, as TF32's:
  *		about 1e-3), the centred rows and centroids scaled by one power of
- *		two into fp16's range (labeler_bf16.cu): labels do not change
+ *		two into fp16's range (tensor/labeler_16bit.cu): labels do not change
  *		with a common scale.
  *	  TF32, BF16 and FP16 start each accumulator at -||c||^2 / 2 and keep the
  *	  largest x.c - ||c||^2 / 2, which saves the epilogue a multiply-add per
@@ -51,7 +51,7 @@
  *
  *	  Exact labels at TF32 speed (the float32 default for large k): a TF32
  *	  pass screens every point (on Hopper, for rows of whole 128-byte
- *	  column steps, the wgmma screen of labeling_wgmma.cu); the doubtful
+ *	  column steps, the wgmma screen of tensor/wgmma_kernels.cu); the doubtful
  *	  ones, a few percent on clustered data, are labelled again by the
  *	  3xTF32 kernel, which reads their rows through the screen's list, and
  *	  its own doubtful points go to refine_labels.  The screen's bound is in distances rather than
@@ -76,20 +76,20 @@
  *
  *	  This file chooses the layout and launches the passes (the screen,
  *	  3xTF32 over its list, the exact check); the kernel templates are in
- *	  tensor_tiles.cuh, and the operands' norms and padding and the exact
- *	  check (refine_labels) in tensor_operands.cu.  The labelers that own
- *	  the operands are labeler_tensor.cu and labeler_bf16.cu.
+ *	  tensor/mma_tiles.cuh, and the operands' norms and padding and the exact
+ *	  check (refine_labels) in tensor/operands.cu.  The labelers that own
+ *	  the operands are tensor/labeler_fp32.cu and tensor/labeler_16bit.cu.
  *
  * IDENTIFICATION
- *	  cuda/labeling_tensor.cu
+ *	  cuda/tensor/mma_kernels.cu
  *
  *-------------------------------------------------------------------------
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "tensor_tiles.cuh"
-#include "labeling_wgmma.cuh"
+#include "tensor/mma_tiles.cuh"
+#include "tensor/wgmma_kernels.cuh"
 
 
 int

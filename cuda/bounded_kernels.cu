@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * labeling_bounded.cu
+ * bounded_kernels.cu
  *	  Lloyd's labeling with drift bounds (Hamerly, 2010) for the register
  *	  kernel's shapes (d <= GC_REGISTER_MAX_DIM): each point keeps an upper
  *	  bound U on its distance to its centroid and a lower bound L on its
@@ -33,7 +33,7 @@
  *	  bounds pay is labeler_bounded.cu's question.
  *
  * IDENTIFICATION
- *	  cuda/labeling_bounded.cu
+ *	  cuda/bounded_kernels.cu
  *
  *-------------------------------------------------------------------------
  */

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * tensor_operands.cu
+ * tensor/operands.cu
  *	  What the tensor-core labeling reads besides the product tiles: the
  *	  operands in rows of width ld (float32 or bf16 copies, and the TF32
  *	  centroids of Hopper's screen), the norms of the centroids as the
@@ -8,14 +8,14 @@
  *	  rows' norms, and the exact check of the points a
  *	  tensor pass doubts (refine_labels, double without FMA, as the CPU
  *	  reference computes, over the centroids that the separations of
- *	  centroid_separations.cu leave in reach where they are given).
+ *	  tensor/centroid_separations.cu leave in reach where they are given).
  *
  * IDENTIFICATION
- *	  cuda/tensor_operands.cu
+ *	  cuda/tensor/operands.cu
  *
  *-------------------------------------------------------------------------
  */
-#include "tensor_tiles.cuh"
+#include "tensor/mma_tiles.cuh"
 
 #define REFINE_THREADS 128
 #define REFINE_BLOCKS 1024
@@ -98,7 +98,7 @@ column_sqdist(const double *__restrict__ x, const double *__restrict__ column, i
  * over all k 18.9 ms an iteration against 11.5 (1M x 768 blobs, where
  * few rows are checked).  With them, only the centroids within reach of
  * the point's label (its exact distance, computed first) are measured:
- * the others are farther than the label (centroid_separations.cu); with
+ * the others are farther than the label (tensor/centroid_separations.cu); with
  * need_below too, farther than need_below[row], and a point whose label
  * is that far with every centroid beyond its 3xTF32 bound keeps its label.
  * Those are listed and measured in staged groups (staged_group_sqdist).

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * labeling_pruned.cu
+ * pruned_kernels.cu
  *	  Labeling pruned by the triangle inequality (Wu & Hong, 2011):
  *
  *	  - rank_centroids: the inter-centroid distance matrix ICD (k x k) and,
@@ -21,7 +21,7 @@
  *		coalesced), and its undoing.
  *
  * IDENTIFICATION
- *	  cuda/labeling_pruned.cu
+ *	  cuda/pruned_kernels.cu
  *
  *-------------------------------------------------------------------------
  */

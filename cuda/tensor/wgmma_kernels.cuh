@@ -1,14 +1,14 @@
 /*-------------------------------------------------------------------------
  *
- * labeling_wgmma.cuh
- *	  The Hopper labeling pass (labeling_wgmma.cu, built for sm_90a only;
- *	  the kernel is in wgmma_tiles.cuh): its operands, described by tensor
+ * tensor/wgmma_kernels.cuh
+ *	  The Hopper labeling pass (tensor/wgmma_kernels.cu, built for sm_90a only;
+ *	  the kernel is in tensor/wgmma_tiles.cuh): its operands, described by tensor
  *	  maps for the copy engine, and its launchers, the 16-bit pass and the
- *	  TF32 screen.  The labelers that own the operands (labeler_bf16.cu,
- *	  labeler_tensor.cu) include this.
+ *	  TF32 screen.  The labelers that own the operands (tensor/labeler_16bit.cu,
+ *	  tensor/labeler_fp32.cu) include this.
  *
  * IDENTIFICATION
- *	  cuda/labeling_wgmma.cuh
+ *	  cuda/tensor/wgmma_kernels.cuh
  *
  *-------------------------------------------------------------------------
  */
@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 #include "gc_engine.h"
-#include "tensor_decision.cuh"
+#include "tensor/decision.cuh"
 
 #define WG_ROW_BYTES 128		/* bytes of every row a stage holds: one swizzled row */
 

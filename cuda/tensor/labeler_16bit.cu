@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  *
- * labeler_bf16.cu
+ * tensor/labeler_16bit.cu
  *	  The 16-bit tensor-core labelers, bf16 and fp16 (precisions bf16 and
- *	  fp16), each on mma.sync (labeling_tensor.cu computes) or on Hopper's
- *	  wgmma (labeling_wgmma.cu: GC_KERNEL_TENSOR_BF16_WGMMA and
+ *	  fp16), each on mma.sync (tensor/mma_kernels.cu computes) or on Hopper's
+ *	  wgmma (tensor/wgmma_kernels.cu: GC_KERNEL_TENSOR_BF16_WGMMA and
  *	  GC_KERNEL_TENSOR_FP16_WGMMA, where gc_wgmma_usable says the device
  *	  runs it): each owns the data converted once, at upload, in rows of
  *	  width ld, the centroids converted after every update with the norms
@@ -26,7 +26,7 @@
  *	  computed from the double data.
  *
  * IDENTIFICATION
- *	  cuda/labeler_bf16.cu
+ *	  cuda/tensor/labeler_16bit.cu
  *
  *-------------------------------------------------------------------------
  */
@@ -35,7 +35,7 @@
 
 #include "kmeans_session.cuh"
 #include "cuda_check.cuh"
-#include "labeling_wgmma.cuh"
+#include "tensor/wgmma_kernels.cuh"
 
 template <typename T>
 struct HalfState

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * wgmma_tiles.cuh
+ * tensor/wgmma_tiles.cuh
  *	  The Hopper (sm_90a) labeling kernel template: nearest centroid by
  *	  the largest x.c - ||c||^2 / 2, computed as a matrix product on the
  *	  warpgroup tensor-core instructions (wgmma.mma_async), with the
@@ -19,7 +19,7 @@
  *	  its "empty" mbarrier once the products that read it are done, and
  *	  after the last column slice folds the tile into its rows' running
  *	  best.  The accumulators start at -||c||^2 / 2 (-FLT_MAX past k), as
- *	  in the mma.sync kernel (tensor_tiles.cuh), so the epilogue only
+ *	  in the mma.sync kernel (tensor/mma_tiles.cuh), so the epilogue only
  *	  compares; those values come with a tile's first stage (a bulk copy
  *	  of a padded array, so that no thread waits on global loads).  Rows
  *	  past n and centroids past k read zeros (the copy engine fills what
@@ -33,7 +33,7 @@
  *	  The TF32 screen (SCREEN) rounds its staged rows to TF32 as the
  *	  mma.sync screen does (the centroids come rounded), keeps each row's
  *	  two largest values and decides the row by the same rule and bound
- *	  (tensor_decision.cuh): labelled, or listed for 3xTF32 when the gap is
+ *	  (tensor/decision.cuh): labelled, or listed for 3xTF32 when the gap is
  *	  within the bound.
  *
  *	  Written in PTX (inline asm) rather than on CUTLASS/CuTe: one kernel
@@ -41,7 +41,7 @@
  *	  dependency beyond nvcc.
  *
  * IDENTIFICATION
- *	  cuda/wgmma_tiles.cuh
+ *	  cuda/tensor/wgmma_tiles.cuh
  *
  *-------------------------------------------------------------------------
  */
@@ -54,7 +54,7 @@
 #include <float.h>
 #include <stdint.h>
 
-#include "labeling_wgmma.cuh"
+#include "tensor/wgmma_kernels.cuh"
 
 #define WG_BM 128				/* points per row tile: two consumers of 64 */
 #define WG_BN 256				/* centroids per centroid tile */
@@ -384,7 +384,7 @@ half_norms_kernel(const float *cnorm, int k, int padded, float *half_norms)
 /*
  * A row's best over the four threads of its quad (the lower index wins
  * ties); the first thread labels it and counts a change, or, in the
- * screen, decides it from its top two (tensor_decision.cuh), which counts
+ * screen, decides it from its top two (tensor/decision.cuh), which counts
  * its own changes, or leaves its group's top two for the merge
  */
 template <bool SCREEN>

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
- * labeler_tensor.cu
- *	  The float32 tensor-core labelers (labeling_tensor.cu computes): the
+ * tensor/labeler_fp32.cu
+ *	  The float32 tensor-core labelers (tensor/mma_kernels.cu computes): the
  *	  exact one (kernels tensor_screened and tensor_3xtf32, the float32
  *	  default for large k and d) and TF32 alone (precision tf32).  Both own
  *	  the centroids in rows of width ld (and the data, where d is not a
@@ -19,7 +19,7 @@
  * to TF32 in shared memory and its centroids rounded here (ctf32).  When
  * the exact check after 3xTF32 would cost more than DOUBTFUL_MAX_FRACTION
  * of a full labeling (k exact distances for each point it checks), it
- * first takes the centroids' separations (centroid_separations.cu, where
+ * first takes the centroids' separations (tensor/centroid_separations.cu, where
  * k <= GC_SEPARATIONS_MAX_K), which leave it the few centroids near each
  * point: rows that nearly repeat one another are doubtful to both tensor
  * passes but have few centroids near them.  It takes them in the labeling
@@ -32,7 +32,7 @@
  * its nearest sample must be exact.
  *
  * IDENTIFICATION
- *	  cuda/labeler_tensor.cu
+ *	  cuda/tensor/labeler_fp32.cu
  *
  *-------------------------------------------------------------------------
  */
@@ -41,7 +41,7 @@
 
 #include "kmeans_session.cuh"
 #include "cuda_check.cuh"
-#include "labeling_wgmma.cuh"
+#include "tensor/wgmma_kernels.cuh"
 
 #define DOUBTFUL_MAX_FRACTION 0.02
 #define SCREEN_MAX_FRACTION 0.5
@@ -152,7 +152,7 @@ tensor_open(CudaSession *s, bool exact, void **state, GcError *err)
 	ALLOC_OR_RETURN(t->ctf32, (size_t) kpad * t->ld);
 	GC_CUDA_TRY(cudaMemsetAsync(t->ctf32, 0, sizeof(float) * kpad * t->ld, s->stream), err);
 	ALLOC_OR_RETURN(t->half_norms, (size_t) gc_wgmma_padded_k(s->k));
-	/* the screen's pass in groups of centroid tiles (labeling_wgmma.cu) */
+	/* the screen's pass in groups of centroid tiles (tensor/wgmma_kernels.cu) */
 	if (t->group_tops == NULL && gc_wgmma_screen_in_groups(t->ld, s->k))
 		ALLOC_OR_RETURN(t->group_tops, (size_t) n * GC_TENSOR_MAX_GROUPS);
 	t->refine.wgmma_ops = &t->ops;

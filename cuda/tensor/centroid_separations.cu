@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  *
- * centroid_separations.cu
+ * tensor/centroid_separations.cu
  *	  Lower bounds on the squared distances between centroids (a k x k
  *	  table of floats), with which the exact check of the tensor labelers
- *	  (refine_labels, tensor_operands.cu) skips the centroids that cannot
+ *	  (refine_labels, tensor/operands.cu) skips the centroids that cannot
  *	  be a doubtful row's nearest.
  *
  * The check starts from the centroid a that the tensor pass chose for a
@@ -39,7 +39,7 @@
  * shared memory); both halves are computed, so each row is read whole.
  *
  * IDENTIFICATION
- *	  cuda/centroid_separations.cu
+ *	  cuda/tensor/centroid_separations.cu
  *
  *-------------------------------------------------------------------------
  */

@@ -1,15 +1,15 @@
 /*-------------------------------------------------------------------------
  *
- * tensor_tiles.cuh
- *	  The tensor-core labeling kernel templates (labeling_tensor.cu says
+ * tensor/mma_tiles.cuh
+ *	  The tensor-core labeling kernel templates (tensor/mma_kernels.cu says
  *	  what they compute): the tile shapes, the operands' staging through
  *	  shared memory with cp.async, the mma.sync steps (TF32, 3xTF32, bf16
  *	  and fp16, named by their GcKernel) and the fused top-two epilogue (the
- *	  decision and a split pass's merge are tensor_decision.cuh's).
+ *	  decision and a split pass's merge are tensor/decision.cuh's).
  *	  Included by the tensor launchers only.
  *
  * IDENTIFICATION
- *	  cuda/tensor_tiles.cuh
+ *	  cuda/tensor/mma_tiles.cuh
  *
  *-------------------------------------------------------------------------
  */
@@ -22,7 +22,7 @@
 
 #include "gc_math.h"
 #include "kmeans_kernels.cuh"
-#include "tensor_decision.cuh"
+#include "tensor/decision.cuh"
 #include "cuda_check.cuh"
 
 #define TM 128					/* points per block tile */

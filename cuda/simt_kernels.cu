@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * labeling.cu
+ * simt_kernels.cu
  *	  Nearest-centroid labeling, the O(n k d) step of Lloyd's algorithm,
  *	  with the two strategies of Li, Zhao & Chu (2010), chosen by d:
  *
@@ -13,7 +13,7 @@
  *		4 x 4 results per thread), accumulating (x - c)^2 rather than x.c so
  *		that no cancellation can flip a label, with the arg-min fused into
  *		the tile loop so the n x k distance matrix is never written.  Large
- *		k goes to the tensor-core kernel (labeling_tensor.cu).
+ *		k goes to the tensor-core kernel (tensor/mma_kernels.cu).
  *
  *	  Both compute in float32 on data centred on the bounding box, and keep
  *	  the lowest centroid index on ties, as the CPU reference does.  The
@@ -22,7 +22,7 @@
  *	  a sample's labels for the engine's check of reduced precision.
  *
  * IDENTIFICATION
- *	  cuda/labeling.cu
+ *	  cuda/simt_kernels.cu
  *
  *-------------------------------------------------------------------------
  */

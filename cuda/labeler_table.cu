@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * labelers.cu
+ * labeler_table.cu
  *	  The table of Lloyd's labelers, by GcKernel, and the choice of the
  *	  kernel for a fit from its precision, its shape and the kernel the
  *	  parameters force (benchmarks and tests; GC_KERNEL_AUTO otherwise).
@@ -8,12 +8,12 @@
  *	  a row here.
  *
  * IDENTIFICATION
- *	  cuda/labelers.cu
+ *	  cuda/labeler_table.cu
  *
  *-------------------------------------------------------------------------
  */
 #include "kmeans_session.cuh"
-#include "labeling_wgmma.cuh"
+#include "tensor/wgmma_kernels.cuh"
 
 /*
  * Kernel choice for float32, measured on an H100 (bench/results/): the
@@ -77,7 +77,7 @@ gc_auto_precision(int d, int k)
 }
 
 /*
- * A 16-bit precision's kernel: the Hopper one (wgmma, labeling_wgmma.cu)
+ * A 16-bit precision's kernel: the Hopper one (wgmma, tensor/wgmma_kernels.cu)
  * where the device runs it and the rows are a multiple of 64 values
  * (d > 32), unless the mma.sync one is forced.  At d = 768, k = 1,000 on
  * an H100 the wgmma pass labels bf16 2.2 times as fast (3.82 against 8.48

@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  *
- * labeling_wgmma.cu
+ * tensor/wgmma_kernels.cu
  *	  The Hopper labeling pass: whether the device runs it, the tensor
  *	  maps of its operands, and its launches (a persistent grid, one block
- *	  of the kernel in wgmma_tiles.cuh per multiprocessor): the 16-bit
+ *	  of the kernel in tensor/wgmma_tiles.cuh per multiprocessor): the 16-bit
  *	  pass and the TF32 screen, whose pass over rows of several stages
  *	  and k past one centroid tile runs in groups of centroid tiles and a
  *	  merge (H100, n = 1M, k = 1,000 and 1,024: 1.93-1.95 against
@@ -14,13 +14,13 @@
  *	  mma.sync kernels, which gc_wgmma_usable makes the labeler choose.
  *
  * IDENTIFICATION
- *	  cuda/labeling_wgmma.cu
+ *	  cuda/tensor/wgmma_kernels.cu
  *
  *-------------------------------------------------------------------------
  */
 #include <string.h>
 
-#include "wgmma_tiles.cuh"
+#include "tensor/wgmma_tiles.cuh"
 #include "cuda_check.cuh"
 
 /* The driver's tensor-map encoder, found through the runtime (no -lcuda) */
