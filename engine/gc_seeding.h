@@ -1,0 +1,90 @@
+/*-------------------------------------------------------------------------
+ *
+ * gc_seeding.h
+ *	  k-means seeding: greedy k-means++ and k-means|| (their rules, shared
+ *	  by both backends, and the CPU references).
+ *
+ * IDENTIFICATION
+ *	  engine/gc_seeding.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef GC_SEEDING_H
+#define GC_SEEDING_H
+
+#include "gc_kmeans.h"
+
+#ifdef __cplusplus
+extern "C"
+{
+#endif
+
+/*
+ * Greedy k-means++ (engine/seeding.c).  Step 0 draws one row uniformly;
+ * each later step draws gc_seed_candidates(params, n, d) rows with probability
+ * proportional to weight times D^2 (candidate j by its own race, stream
+ * gc_seed_stream(t, j), gc_math.h) and keeps the one that lowers the potential
+ * sum w min(D^2, |x - c|^2), summed exactly in units of
+ * 2^-frame->inertia_exp, the most (the lowest candidate on ties).  One
+ * candidate is plain k-means++.
+ */
+#define GC_MAX_INIT_CANDIDATES 64
+extern int	gc_seed_candidates(const GcKmeansParams *params, int64_t n, int d);
+
+/*
+ * Greedy k-means++ on the GPU over few rows (k-means||'s recluster of ~5k
+ * candidates) first measures every pair of them into an n x n table
+ * (cuda/seeding_greedy.cu): the rows it is taken for, n where greedy runs
+ * (candidates > 1), its steps would measure as many pairs (n <= k
+ * candidates) and n <=
+ * GC_GREEDY_TABLE_MAX_ROWS (a table of 512 MB), else 0.  The GPU service
+ * counts the table in a fit's memory.
+ */
+#define GC_GREEDY_TABLE_MAX_ROWS 8192
+extern int64_t gc_greedy_table_rows(int64_t n, int k, int candidates);
+
+/* The CPU reference of greedy (and plain) k-means++ */
+extern GcStatus gc_seed_kmeanspp_cpu(const GcRows *rows, const GcFrame *frame,
+									 const GcKmeansParams *params, uint64_t seed,
+									 int64_t *chosen, GcError *err);
+
+/*
+ * k-means|| (engine/seeding_parallel.c; Bahmani, Moseley, Vattani, Kumar
+ * & Vassilvitskii, "Scalable K-Means++", VLDB 2012).  One row is drawn as
+ * k-means++'s first centre; then each round samples every row
+ * independently with probability min(1, l w D^2 / phi), l =
+ * GC_PARALLEL_OVERSAMPLING k, phi the potential sum w D^2 (exact, in
+ * units of 2^-frame->inertia_exp), by comparing the row's seeded draw
+ * (stream gc_parallel_stream(round)) with it: a round's samples depend on
+ * the rows' values and the seed only, and are kept in the order of their
+ * hashes.  D^2 then falls to the distance to the nearest new sample.
+ * After GC_PARALLEL_ROUNDS rounds (more while fewer than k rows were
+ * sampled) each candidate is weighted by the rows nearest to it (the
+ * lowest candidate on ties), those of weight zero (duplicates) dropped,
+ * and greedy k-means++ chooses k of the weighted candidates.
+ */
+#define GC_PARALLEL_ROUNDS 5
+#define GC_PARALLEL_MAX_ROUNDS 32
+#define GC_PARALLEL_OVERSAMPLING 1.0
+
+/* the seeding params->init asks for on n rows of d: AUTO resolved */
+extern GcInit gc_seed_method(const GcKmeansParams *params, int64_t n, int d);
+/* "k-means++", "greedy k-means++", "k-means||", "random" or "given" */
+extern const char *gc_init_name(const GcKmeansParams *params, int64_t n, int d);
+/* whether k-means|| samples another round, after round rounds */
+extern bool gc_parallel_more_rounds(int round, int64_t candidates, int k,
+									unsigned __int128 potential);
+/* a round's samples into the order of their hashes (then rows); false: out of memory */
+extern bool gc_parallel_sort_batch(const GcRows *rows, int64_t *batch, int64_t m);
+/* the parameters of the greedy k-means++ that reclusters the candidates */
+extern GcKmeansParams gc_parallel_recluster_params(const GcKmeansParams *params);
+/* The CPU reference of k-means|| */
+extern GcStatus gc_seed_kmeans_parallel_cpu(const GcRows *rows, const GcFrame *frame,
+											const GcKmeansParams *params, uint64_t seed,
+											int64_t *chosen, GcError *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif							/* GC_SEEDING_H */
