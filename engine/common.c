@@ -5,9 +5,9 @@
  *	  GcError, the monotonic clock behind the phase timings, helper
  *	  threads that take no signal, the rule of
  *	  cancel by work (how much work passes between two polls of the
- *	  interrupt hook, on the CPU and per GPU launch, gc_engine.h), the
- *	  nearest centroid polled as it goes, and the order-independent random
- *	  choice of rows (k-means' random start and p-median's samples).
+ *	  interrupt hook, on the CPU and per GPU launch, gc_poll.h), and the
+ *	  order-independent random choice of rows (k-means' random start and
+ *	  p-median's samples).
  *
  * IDENTIFICATION
  *	  engine/common.c
@@ -17,7 +17,6 @@
 #include "gc_engine.h"
 #include "gc_math.h"
 
-#include <float.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -102,33 +101,6 @@ gc_poll_gpu_items(int64_t unit, int64_t granule, int64_t count)
 
 	items = items < granule ? granule : items / granule * granule;
 	return items < count ? items : (count > 0 ? count : 1);
-}
-
-/*
- * Nearest centroid as gc_nearest_centroid finds it, over blocks of
- * centroids of at most one poll's work each (in index order, the nearest
- * so far carried from block to block), or -1 when the interrupt hook
- * asked to stop
- */
-int
-gc_nearest_centroid_polled(const double *x, const double *centroids, int k,
-						   int d, double *distance2, GcPoll *poll)
-{
-	int			span = (int) gc_poll_span(d);
-	int			best = 0;
-	double		bestd = DBL_MAX;
-
-	for (int first = 0; first < k; first += span)
-	{
-		int			count = k - first < span ? k - first : span;
-
-		gc_nearest_centroid_scan(x, centroids, first, count, d, &best, &bestd);
-		if (gc_poll(poll, (int64_t) count * d))
-			return -1;
-	}
-	if (distance2)
-		*distance2 = bestd;
-	return best;
 }
 
 typedef struct RankedRow
