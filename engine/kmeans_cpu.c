@@ -324,7 +324,8 @@ cpu_begin(void *session, const double *centroids, GcRestartPlan *plan, GcError *
 		return gc_fail(err, GC_INTERRUPTED, "interrupted while loading centroids");
 	s->iteration = 0;
 	plan->kernel = "cpu";
-	plan->can_prune = true;
+	/* auto prunes only where the screened labeling does not run (kmeans_hybrid.c) */
+	plan->can_prune = s->next_labels == NULL;
 	return GC_OK;
 }
 

@@ -14,6 +14,7 @@
  *-------------------------------------------------------------------------
  */
 #include "gpuclust.h"
+#include "cpu_threads_setting.h"
 #include "gpu_service.h"
 #include "segment_registry.h"
 
@@ -46,6 +47,7 @@ void
 _PG_init(void)
 {
 	gc_device_choice_init();
+	gc_cpu_threads_init();
 	DefineCustomIntVariable("gpuclust.pinned_cache_mb",
 							"Page-locked host memory a session keeps for reuse after a GPU fit.",
 							"Collecting rows into new page-locked memory costs about as much as "

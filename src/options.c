@@ -12,6 +12,7 @@
  *-------------------------------------------------------------------------
  */
 #include "gpuclust.h"
+#include "cpu_threads_setting.h"
 
 #include "gc_math.h"
 
@@ -332,6 +333,7 @@ gc_parse_kmeans_options(Jsonb *options, int k, GcKmeansOptions *opts)
 	params->precision = GC_PRECISION_FLOAT32;
 	params->metric = GC_METRIC_EUCLIDEAN;
 	params->interrupted = gc_interrupted;
+	params->cpu_threads = gc_cpu_threads_setting();
 
 	gc_for_each_option(options, VALID_OPTIONS_HINT, kmeans_option, opts);
 	if (params->init == GC_INIT_GIVEN && opts->n_init_given && params->n_init > 1)

@@ -48,17 +48,21 @@ SELECT init,
 	   det_strip(asc_m) = det_strip(shuffled_m) AS shuffled_same
 FROM det_orders ORDER BY init COLLATE "C";
 
--- k = 120 (on the GPU, drift bounds label from k = 100; on the CPU, the
--- pruned walk): algorithm auto gives algorithm lloyd's model but for what
--- it skipped, in any row order
+-- k = 120 (on the GPU, drift bounds label from k = 100; on the CPU, auto
+-- is the screened scan): algorithm auto gives algorithm lloyd's model but
+-- for what it skipped, in any row order; so does the pruned walk, which
+-- skips most distances
 SELECT det_strip(a) - 'distances_skipped' - 'algorithm'
 	   = det_strip(b) - 'distances_skipped' - 'algorithm' AS auto_is_lloyd,
+	   det_strip(d) - 'distances_skipped' - 'algorithm'
+	   = det_strip(b) - 'distances_skipped' - 'algorithm' AS pruned_is_lloyd,
 	   det_strip(a) = det_strip(c) AS desc_same,
-	   (a::jsonb->>'distances_skipped')::float8 > 0.3 AS skipped,
+	   (d::jsonb->>'distances_skipped')::float8 > 0.3 AS skipped,
 	   (b::jsonb->>'distances_skipped')::float8 = 0 AS lloyd_skipped_none
 FROM (SELECT kmeans_gpu(v, 120, '{"tol": 0, "max_iter": 60}' ORDER BY id) AS a,
 			 kmeans_gpu(v, 120, '{"tol": 0, "max_iter": 60, "algorithm": "lloyd"}') AS b,
-			 kmeans_gpu(v, 120, '{"tol": 0, "max_iter": 60}' ORDER BY id DESC) AS c
+			 kmeans_gpu(v, 120, '{"tol": 0, "max_iter": 60}' ORDER BY id DESC) AS c,
+			 kmeans_gpu(v, 120, '{"tol": 0, "max_iter": 60, "algorithm": "pruned"}') AS d
 	  FROM det_pts) s;
 
 -- the seed defaults to 0, and NULL options are the defaults
@@ -163,6 +167,22 @@ SELECT count(*) AS rows, count(*) FILTER (WHERE a IS DISTINCT FROM b) AS differ
 FROM (SELECT id, kmeans_gpu_cluster(v, 6, '{"seed": 9}') OVER (ORDER BY id) AS a FROM det_pts) x
 JOIN (SELECT id, kmeans_gpu_cluster(v, 6, '{"seed": 9}') OVER (ORDER BY id DESC) AS b FROM det_pts) y
 USING (id);
+
+-- gpuclust.cpu_threads: the same model on one thread as on every core
+-- (on the CPU: integer sums per thread, each row's label decided alone)
+CREATE TABLE det_wide AS
+SELECT i AS id, ARRAY(SELECT ((i * 7919 + j * 104729) % 1000) / 10.0 + (i % 37)
+					  FROM generate_series(1, 16) j)::float8[] AS v
+FROM generate_series(1, 20000) i;
+SET gpuclust.cpu_threads = 1;
+CREATE TEMP TABLE det_one AS SELECT kmeans_gpu(v, 50, '{"max_iter": 20}') AS m FROM det_wide;
+RESET gpuclust.cpu_threads;
+SELECT det_strip(m) = (SELECT det_strip(kmeans_gpu(v, 50, '{"max_iter": 20}')) FROM det_wide)
+	   AS threads_same,
+	   (m::jsonb->>'iterations')::int > 1 AS iterated
+FROM det_one;
+SET gpuclust.cpu_threads = 65;
+DROP TABLE det_wide, det_one;
 
 DROP TABLE det_pts, det_orders, det_restarts, det_multi;
 DROP FUNCTION det_strip(kmeans_model);
