@@ -85,10 +85,7 @@ PG_CONFIG ?= pg_config
 BUILD_CONFIG := with_cuda=$(WITH_CUDA) $(shell $(PG_CONFIG) --version)
 $(shell echo '$(BUILD_CONFIG)' | cmp -s - .build-config || echo '$(BUILD_CONFIG)' > .build-config)
 
-EXTRA_CLEAN = .build-config $(ASAN_DIR) test/engine/engine_test test/engine/kmeans_bench test/engine/collect_bench \
-	test/engine/pmedian_test test/engine/cosine_test test/engine/seeding_test \
-	test/engine/interrupt_test test/engine/seeding_parallel_test \
-	test/engine/precision_test test/engine/cpu_labeling_test test/engine/cpu_bench $(CUDA_OBJS) \
+EXTRA_CLEAN = .build-config $(ASAN_DIR) $(addprefix test/engine/,$(ENGINE_TEST_PROGRAMS)) $(CUDA_OBJS) \
 	test/results test/regression.diffs test/regression.out \
 	test/fuzz/stream_decode_fuzz test/fuzz/stream_seeds test/fuzz/corpus $(FUZZ_DIR)
 
@@ -171,81 +168,36 @@ installcheck-gpu:
 
 # Engine tests without a server (CPU reference, and the GPU where usable)
 ENGINE_TEST_OBJS = $(ENGINE_OBJS) $(CUDA_OBJS)
-# (suites in engine_test.c, harness in harness.c; kmeans_bench times GPU fits for bench/)
-TEST_HARNESS = test/engine/harness.c test/engine/harness.h
-test/engine/engine_test: test/engine/engine_test.c $(TEST_HARNESS) $(ENGINE_TEST_OBJS)
+# One link rule for every program in test/engine/: its .c with the engine
+# (and CUDA) objects, the harness (harness.c) unless it keeps its own, and
+# engine_test's suites (suite_*.c).  The programs:
+#   engine_test            k-means CPU against GPU (suites in suite_*.c)
+#   pmedian_test           p-median engine tests (pmedian_test phases|quality ...)
+#   cosine_test            the cosine metric
+#   seeding_test           k-means++ seeding, and the CPU fits of bench/seeding_quality.py
+#   interrupt_test         cancel by work: polls per GC_POLL_WORK units whatever the shape
+#   seeding_parallel_test  k-means||, and its GPU timings (seeding_parallel_test gpu-bench)
+#   precision_test         the check of reduced precision and the GPU's fall-back
+#   cpu_labeling_test      the CPU's screened labeling (cpu_labeling_test bench N D K times it)
+#   kmeans_bench           times GPU fits for bench/kmeans_suite.py
+#   collect_bench          times collecting rows
+#   cpu_bench              times one CPU fit for bench/cpu_vs_sklearn.py
+ENGINE_CHECKS = engine_test pmedian_test cosine_test seeding_test interrupt_test \
+	seeding_parallel_test precision_test cpu_labeling_test
+ENGINE_TEST_PROGRAMS = $(ENGINE_CHECKS) kmeans_bench collect_bench cpu_bench
+NO_HARNESS = collect_bench seeding_test pmedian_test
+ENGINE_SUITES = $(wildcard test/engine/suite_*.c)
+TEST_HARNESS = test/engine/harness.c test/engine/harness.h test/engine/engine_suites.h
+test/engine/engine_test: $(ENGINE_SUITES)
+$(addprefix test/engine/,$(ENGINE_TEST_PROGRAMS)): test/engine/%: test/engine/%.c $(TEST_HARNESS) $(ENGINE_TEST_OBJS)
 	$(call progress,CCLD)
 	$(CC) -O2 -ffp-contract=off -Wall $(if $(WERROR),-Werror) $(PG_CPPFLAGS) -o $@ $< \
-		test/engine/harness.c $(ENGINE_TEST_OBJS) $(if $(filter 1,$(WITH_CUDA)),$(SHLIB_LINK)) -lm
-test/engine/kmeans_bench: test/engine/kmeans_bench.c $(TEST_HARNESS) $(ENGINE_TEST_OBJS)
-	$(call progress,CCLD)
-	$(CC) -O2 -ffp-contract=off -Wall $(if $(WERROR),-Werror) $(PG_CPPFLAGS) -o $@ $< \
-		test/engine/harness.c $(ENGINE_TEST_OBJS) $(if $(filter 1,$(WITH_CUDA)),$(SHLIB_LINK)) -lm
-
-test/engine/collect_bench: test/engine/collect_bench.c $(ENGINE_TEST_OBJS)
-	$(call progress,CCLD)
-	$(CC) -O2 -ffp-contract=off -Wall $(if $(WERROR),-Werror) $(PG_CPPFLAGS) -o $@ $< \
-		$(ENGINE_TEST_OBJS) $(if $(filter 1,$(WITH_CUDA)),$(SHLIB_LINK)) -lm
+		$(filter test/engine/suite_%.c,$^) $(if $(filter $*,$(NO_HARNESS)),,test/engine/harness.c) \
+		$(ENGINE_TEST_OBJS) $(if $(filter 1,$(WITH_CUDA)),$(SHLIB_LINK)) -lm -lpthread
 
 .PHONY: engine-check
-engine-check: test/engine/engine_test test/engine/pmedian_test test/engine/cosine_test \
-		test/engine/seeding_test test/engine/interrupt_test test/engine/seeding_parallel_test \
-		test/engine/precision_test test/engine/cpu_labeling_test
-	test/engine/engine_test
-	test/engine/pmedian_test
-	test/engine/cosine_test
-	test/engine/seeding_test
-	test/engine/interrupt_test
-	test/engine/seeding_parallel_test
-	test/engine/precision_test
-	test/engine/cpu_labeling_test
-
-# the CPU's screened labeling against the reference scan (cpu_labeling_test bench N D K times it)
-test/engine/cpu_labeling_test: test/engine/cpu_labeling_test.c $(TEST_HARNESS) $(ENGINE_TEST_OBJS)
-	$(call progress,CCLD)
-	$(CC) -O2 -ffp-contract=off -Wall $(if $(WERROR),-Werror) $(PG_CPPFLAGS) -o $@ $< \
-		test/engine/harness.c $(ENGINE_TEST_OBJS) $(if $(filter 1,$(WITH_CUDA)),$(SHLIB_LINK)) -lm -lpthread
-
-# times one CPU fit for bench/cpu_vs_sklearn.py
-test/engine/cpu_bench: test/engine/cpu_bench.c $(TEST_HARNESS) $(ENGINE_TEST_OBJS)
-	$(call progress,CCLD)
-	$(CC) -O2 -ffp-contract=off -Wall $(if $(WERROR),-Werror) $(PG_CPPFLAGS) -o $@ $< \
-		test/engine/harness.c $(ENGINE_TEST_OBJS) $(if $(filter 1,$(WITH_CUDA)),$(SHLIB_LINK)) -lm -lpthread
-
-# cancel by work: the CPU engine polls per GC_POLL_WORK units whatever the shape
-test/engine/interrupt_test: test/engine/interrupt_test.c $(TEST_HARNESS) $(ENGINE_TEST_OBJS)
-	$(call progress,CCLD)
-	$(CC) -O2 -ffp-contract=off -Wall $(if $(WERROR),-Werror) $(PG_CPPFLAGS) -o $@ $< \
-		test/engine/harness.c $(ENGINE_TEST_OBJS) $(if $(filter 1,$(WITH_CUDA)),$(SHLIB_LINK)) -lm
-
-test/engine/cosine_test: test/engine/cosine_test.c $(TEST_HARNESS) $(ENGINE_TEST_OBJS)
-	$(call progress,CCLD)
-	$(CC) -O2 -ffp-contract=off -Wall $(if $(WERROR),-Werror) $(PG_CPPFLAGS) -o $@ $< \
-		test/engine/harness.c $(ENGINE_TEST_OBJS) $(if $(filter 1,$(WITH_CUDA)),$(SHLIB_LINK)) -lm
-
-# the check of reduced precision: its rule on a simulated backend, and the GPU's fall-back
-test/engine/precision_test: test/engine/precision_test.c $(TEST_HARNESS) $(ENGINE_TEST_OBJS)
-	$(call progress,CCLD)
-	$(CC) -O2 -ffp-contract=off -Wall $(if $(WERROR),-Werror) $(PG_CPPFLAGS) -o $@ $< \
-		test/engine/harness.c $(ENGINE_TEST_OBJS) $(if $(filter 1,$(WITH_CUDA)),$(SHLIB_LINK)) -lm
-
-# k-means++ seeding tests, and the CPU fits of bench/seeding_quality.py
-test/engine/seeding_test: test/engine/seeding_test.c $(ENGINE_TEST_OBJS)
-	$(call progress,CCLD)
-	$(CC) -O2 -ffp-contract=off -Wall $(if $(WERROR),-Werror) $(PG_CPPFLAGS) -o $@ $< $(ENGINE_TEST_OBJS) \
-		$(if $(filter 1,$(WITH_CUDA)),$(SHLIB_LINK)) -lm
-
-# k-means|| seeding tests, and its GPU timings (seeding_parallel_test gpu-bench)
-test/engine/seeding_parallel_test: test/engine/seeding_parallel_test.c $(TEST_HARNESS) $(ENGINE_TEST_OBJS)
-	$(call progress,CCLD)
-	$(CC) -O2 -ffp-contract=off -Wall $(if $(WERROR),-Werror) $(PG_CPPFLAGS) -o $@ $< \
-		test/engine/harness.c $(ENGINE_TEST_OBJS) $(if $(filter 1,$(WITH_CUDA)),$(SHLIB_LINK)) -lm
-
-# p-median engine tests and benchmarks (pmedian_test phases|quality ...)
-test/engine/pmedian_test: test/engine/pmedian_test.c $(ENGINE_TEST_OBJS)
-	$(call progress,CCLD)
-	$(CC) -O2 -ffp-contract=off -Wall $(if $(WERROR),-Werror) $(PG_CPPFLAGS) -o $@ $< $(ENGINE_TEST_OBJS) \
-		$(if $(filter 1,$(WITH_CUDA)),$(SHLIB_LINK)) -lm
+engine-check: $(addprefix test/engine/,$(ENGINE_CHECKS))
+	set -e; for t in $(ENGINE_CHECKS); do test/engine/$$t; done
 
 .PHONY: pmedian-check
 pmedian-check: test/engine/pmedian_test
@@ -261,21 +213,13 @@ ASAN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stac
 $(ASAN_DIR)/%: test/engine/%.c $(ENGINE_OBJS:.o=.c) $(wildcard engine/*.h) $(TEST_HARNESS)
 	@mkdir -p $(ASAN_DIR)
 	$(call progress,CCLD,$@)
-	$(CC) $(ASAN_CFLAGS) -o $@ $< $(if $(filter %engine_test %cosine_test %interrupt_test %seeding_parallel_test %precision_test %cpu_labeling_test,$@),test/engine/harness.c) \
-		$(ENGINE_OBJS:.o=.c) -lm
+	$(CC) $(ASAN_CFLAGS) -o $@ $< $(if $(filter $*,$(NO_HARNESS)),,test/engine/harness.c) \
+		$(if $(filter engine_test,$*),$(ENGINE_SUITES)) $(ENGINE_OBJS:.o=.c) -lm -lpthread
 
 .PHONY: engine-check-asan
-engine-check-asan: $(ASAN_DIR)/engine_test $(ASAN_DIR)/pmedian_test $(ASAN_DIR)/cosine_test \
-		$(ASAN_DIR)/seeding_test $(ASAN_DIR)/interrupt_test $(ASAN_DIR)/seeding_parallel_test \
-		$(ASAN_DIR)/precision_test $(ASAN_DIR)/cpu_labeling_test
-	$(ASAN_ENV) $(ASAN_DIR)/engine_test
-	$(ASAN_ENV) $(ASAN_DIR)/pmedian_test
-	$(ASAN_ENV) $(ASAN_DIR)/cosine_test
-	$(ASAN_ENV) $(ASAN_DIR)/seeding_test
-	$(ASAN_ENV) $(ASAN_DIR)/interrupt_test
-	$(ASAN_ENV) $(ASAN_DIR)/seeding_parallel_test
-	$(ASAN_ENV) $(ASAN_DIR)/precision_test
-	$(ASAN_ENV) $(ASAN_DIR)/cpu_labeling_test
+$(ASAN_DIR)/engine_test: $(ENGINE_SUITES)
+engine-check-asan: $(addprefix $(ASAN_DIR)/,$(ENGINE_CHECKS))
+	set -e; for t in $(ENGINE_CHECKS); do $(ASAN_ENV) $(ASAN_DIR)/$$t; done
 
 $(filter src/pmedian_%.o,$(OBJS)): src/pmedian_glue.h
 $(GLUE_OBJS): src/gpuclust.h $(wildcard engine/*.h)
