@@ -339,17 +339,11 @@ hand_over(CudaSession *s, GcKernel kernel, GcError *err)
 	return GC_OK;
 }
 
-/*
- * Whether Lloyd's iterations label with drift bounds: under algorithm
- * auto, with the register kernel (the other kernels' shapes are wide,
- * where bounds decide little, or tensor-core, where a distance is cheap),
- * from k = GC_BOUNDED_MIN_K (labeler_bounded.cu has the measurements)
- */
+/* Whether Lloyd's iterations label with drift bounds (labeler_table.cu decides) */
 static bool
 bounds_may_pay(const CudaSession *s)
 {
-	return s->params->algorithm == GC_ALGORITHM_AUTO && s->kernel == GC_KERNEL_REGISTER &&
-		s->k >= GC_BOUNDED_MIN_K;
+	return gc_bounds_may_pay(s->params->algorithm, s->kernel, s->k);
 }
 
 static GcStatus

@@ -283,7 +283,6 @@ GcStatus	launch_gather_rows(const T *src, const int32_t *order, int64_t n,
 							   cudaStream_t stream, GcError *err);
 
 /* bounded_kernels.cu: drift bounds over the register kernel (d <= GC_REGISTER_MAX_DIM) */
-#define GC_BOUNDED_MIN_K 100
 GcStatus	launch_centroid_drift(const float *c32, float *last, int k, int d,
 								  float *drift, float *separation, float *top,
 								  int *top_c, cudaStream_t stream, GcError *err);

@@ -123,6 +123,8 @@ extern GcKernel gc_exact_screen_kernel(int d);
 extern GcPrecision gc_auto_precision(int d, int k);
 /* whether the kernel's labeling can share an iteration with pruning */
 extern bool gc_kernel_is_simt(GcKernel kernel);
+/* whether Lloyd's iterations on the kernel label with drift bounds */
+extern bool gc_bounds_may_pay(GcAlgorithm algorithm, GcKernel kernel, int k);
 /* whether the kernel screens with TF32 (on mma.sync or wgmma) */
 extern bool gc_kernel_is_screen(GcKernel kernel);
 

@@ -28,7 +28,7 @@
  * d = 4, k = 50 and 0.14 against 0.06 at d = 4, k = 20, where a full scan
  * is cheap against the pass over the bounds.  Only 0.25 against 0.28 at
  * d = 16, k = 30 won below k = 100.  So the session keeps bounds from
- * k = GC_BOUNDED_MIN_K (kmeans_kernels.cuh).  The choice is the shape's
+ * k = GC_BOUNDED_MIN_K (labeler_table.cu).  The choice is the shape's
  * alone, not timed, so that the model's distances_skipped, like all its
  * other fields, does not change from run to run.
  *

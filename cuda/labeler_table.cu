@@ -1,11 +1,14 @@
 /*-------------------------------------------------------------------------
  *
  * labeler_table.cu
- *	  The table of Lloyd's labelers, by GcKernel, and the choice of the
- *	  kernel for a fit from its precision, its shape and the kernel the
- *	  parameters force (benchmarks and tests; GC_KERNEL_AUTO otherwise).
- *	  A new labeler gets a GcKernel, a file of its own (labeler_*.cu) and
- *	  a row here.
+ *	  The GPU driver's labeling decisions, in one place: the table of
+ *	  Lloyd's labelers, by GcKernel; the choice of the kernel for a fit
+ *	  from its precision, its shape and the kernel the parameters force
+ *	  (benchmarks and tests; GC_KERNEL_AUTO otherwise); whether a kernel's
+ *	  iterations may be shared with pruned labeling (gc_kernel_is_simt;
+ *	  when to prune is the hybrid's, engine/kmeans_hybrid.c); and whether
+ *	  they label with drift bounds (gc_bounds_may_pay).  A new labeler
+ *	  gets a GcKernel, a file of its own (labeler_*.cu) and a row here.
  *
  * IDENTIFICATION
  *	  cuda/labeler_table.cu
@@ -57,6 +60,21 @@ bool
 gc_kernel_is_simt(GcKernel kernel)
 {
 	return kernel == GC_KERNEL_REGISTER || kernel == GC_KERNEL_TILED;
+}
+
+/*
+ * Whether Lloyd's iterations label with drift bounds: under algorithm
+ * auto, with the register kernel (the other kernels' shapes are wide,
+ * where bounds decide little, or tensor-core, where a distance is cheap),
+ * from k = GC_BOUNDED_MIN_K (labeler_bounded.cu has the measurements)
+ */
+#define GC_BOUNDED_MIN_K 100
+
+bool
+gc_bounds_may_pay(GcAlgorithm algorithm, GcKernel kernel, int k)
+{
+	return algorithm == GC_ALGORITHM_AUTO && kernel == GC_KERNEL_REGISTER &&
+		k >= GC_BOUNDED_MIN_K;
 }
 
 bool
