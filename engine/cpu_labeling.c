@@ -46,6 +46,7 @@
 #define KERNEL_ROWS 8			/* rows of the micro-kernel */
 #define TILE_SCREEN_VALUES (1 << 15)	/* screen values a tile holds: 256 KB */
 #define TILE_MAX_ROWS 64
+#define TILE_ROW_VALUES (1 << 14)	/* centred row values a tile holds: 128 KB */
 
 typedef double v4d __attribute__((vector_size(32)));
 typedef int64_t v4di __attribute__((vector_size(32)));
@@ -70,6 +71,7 @@ typedef struct Pass
 	const GcRows *rows;
 	const Panels *panels;
 	struct Scratch *scratch;	/* one per worker */
+	const GcTileHook *hook;		/* NULL: none */
 	int32_t    *labels;
 	double	   *distances2;
 	int64_t		candidates;		/* rows rechecked against more than one (atomic) */
@@ -296,22 +298,32 @@ GC_SIMD_CLONES
 static double
 centre_row(double *restrict dst, const double *restrict x, const double *restrict offset, int d)
 {
-	v4d			acc = {0};
+	v4d			acc0 = {0},
+				acc1 = {0};
 	double		n2;
 	int			j = 0;
 
-	for (; j + 4 <= d; j += 4)
+	/* two accumulators: the sum's latency, not its adds, would bound one */
+	for (; j + 8 <= d; j += 8)
 	{
 		v4d			a,
-					o;
+					b,
+					o,
+					p;
 
 		memcpy(&a, x + j, sizeof(v4d));
+		memcpy(&b, x + j + 4, sizeof(v4d));
 		memcpy(&o, offset + j, sizeof(v4d));
+		memcpy(&p, offset + j + 4, sizeof(v4d));
 		a -= o;
+		b -= p;
 		memcpy(dst + j, &a, sizeof(v4d));
-		acc += a * a;
+		memcpy(dst + j + 4, &b, sizeof(v4d));
+		acc0 += a * a;
+		acc1 += b * b;
 	}
-	n2 = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+	acc0 += acc1;
+	n2 = (acc0[0] + acc0[1]) + (acc0[2] + acc0[3]);
 	for (; j < d; j++)
 	{
 		dst[j] = x[j] - offset[j];
@@ -362,6 +374,8 @@ label_tile(void *ctx, int worker, const GcChunk *chunk, int64_t first_in_chunk, 
 	}
 	if (rechecked)
 		__atomic_fetch_add(&pass->candidates, rechecked, __ATOMIC_RELAXED);
+	if (pass->hook)
+		pass->hook->fn(pass->hook->ctx, worker, chunk, first_in_chunk, count);
 }
 
 static bool
@@ -395,9 +409,9 @@ gc_cpu_labeling_applies(const GcRows *rows)
 GcStatus
 gc_cpu_label_rows(const GcRows *rows, int64_t first_row, const double *centroids, int k,
 				  const double *offset, int threads, int32_t *labels, double *distances2,
-				  GcPoll *poll, int64_t *rechecked, GcError *err)
+				  const GcTileHook *hook, GcPoll *poll, int64_t *rechecked, GcError *err)
 {
-	Pass		pass = {.rows = rows, .labels = labels, .distances2 = distances2};
+	Pass		pass = {.rows = rows, .labels = labels, .distances2 = distances2, .hook = hook};
 	Panels		panels = {0};
 	Scratch		scratch[GC_CPU_MAX_THREADS] = {{0}};
 	GcCpuPass	run = {.rows = rows, .first_row = first_row, .fn = label_tile, .ctx = &pass};
@@ -417,6 +431,9 @@ gc_cpu_label_rows(const GcRows *rows, int64_t first_row, const double *centroids
 	tile_rows = (int) (TILE_SCREEN_VALUES / width) / KERNEL_ROWS * KERNEL_ROWS;
 	if (tile_rows > TILE_MAX_ROWS)
 		tile_rows = TILE_MAX_ROWS;
+	/* and its centred rows stay in the core's cache */
+	if ((int64_t) tile_rows * rows->d > TILE_ROW_VALUES)
+		tile_rows = (int) (TILE_ROW_VALUES / rows->d) / KERNEL_ROWS * KERNEL_ROWS;
 	/* a tile is at most GC_POLL_WORK units where a kernel's rows allow, so the caller polls in time */
 	if ((int64_t) tile_rows * row_units > GC_POLL_WORK)
 		tile_rows = (int) (GC_POLL_WORK / row_units) / KERNEL_ROWS * KERNEL_ROWS;
@@ -425,6 +442,8 @@ gc_cpu_label_rows(const GcRows *rows, int64_t first_row, const double *centroids
 	run.block_rows = tile_rows;
 	run.row_units = row_units;
 	run.workers = gc_cpu_threads(threads, (rows->n - first_row) * row_units);
+	if (hook && run.workers > hook->max_workers)
+		run.workers = hook->max_workers > 0 ? hook->max_workers : 1;
 	for (int w = 0; w < run.workers; w++)
 		allocated &= alloc_scratch(&scratch[w], tile_rows, rows->d, width);
 	status = allocated ?

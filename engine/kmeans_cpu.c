@@ -87,6 +87,16 @@ typedef struct UpdatePass
 	int64_t		changed[GC_CPU_MAX_THREADS];
 } UpdatePass;
 
+/* sum += w q(x), q the frame's fixed point: vector code where the unit has it */
+GC_SIMD_CLONES
+static void
+add_quantized(long long *restrict sum, const double *restrict x, const double *restrict offset,
+			  const double *restrict scale, long long w, int d)
+{
+	for (int j = 0; j < d; j++)
+		sum[j] += w * gc_quantize(x[j], offset[j], scale[j]);
+}
+
 /* Rows [first, first + count) of chunk into thread worker's sums */
 static void
 update_block(void *ctx, int worker, const GcChunk *chunk, int64_t first, int64_t count)
@@ -112,35 +122,23 @@ update_block(void *ctx, int worker, const GcChunk *chunk, int64_t first, int64_t
 		changed += (l != s->labels[row]);
 		s->labels[row] = l;
 		counts[l] += w;
-		for (int j = 0; j < d; j++)
-			sum[j] += w * gc_quantize(x[j], frame->offset[j], frame->scale[j]);
+		add_quantized(sum, x, frame->offset, frame->scale, w, d);
 	}
 	pass->changed[worker] += changed;
 }
 
 /*
- * Every row labelled by the screened pass: sums, counts and labels on
- * update_workers threads, the other threads' sums then added to the
- * session's; the number of changed labels into changed
+ * The other threads' sums, counts and changes (update_block) added to
+ * the session's and to changed
  */
-static GcStatus
-threaded_update(CpuSession *s, int64_t *changed, GcError *err)
+static void
+merge_worker_sums(CpuSession *s, const UpdatePass *pass, int64_t *changed)
 {
-	UpdatePass	pass = {.s = s};
-	GcCpuPass	run = {.rows = s->rows, .row_units = s->rows->d, .workers = s->update_workers,
-		.fn = update_block, .ctx = &pass};
 	size_t		kd = (size_t) s->k * s->rows->d;
-	GcStatus	status;
 
-	if (s->worker_sums)
-		memset(s->worker_sums, 0, sizeof(long long) * (kd + s->k) * (s->update_workers - 1));
-	status = gc_cpu_run_blocks(&run, &s->poll, err, "interrupted while updating centroids");
-	if (status != GC_OK)
-		return status;
-	*changed = 0;
 	for (int w = 0; w < s->update_workers; w++)
 	{
-		*changed += pass.changed[w];
+		*changed += pass->changed[w];
 		if (w > 0)
 		{
 			const long long *sums = s->worker_sums + (size_t) (w - 1) * (kd + s->k);
@@ -151,7 +149,6 @@ threaded_update(CpuSession *s, int64_t *changed, GcError *err)
 				s->counts[c] += sums[kd + c];
 		}
 	}
-	return GC_OK;
 }
 
 static GcStatus
@@ -373,24 +370,31 @@ cpu_step(void *session, int64_t pruned_rows, GcStepStatus *status, GcError *err)
 	if (!gc_copy_polled(s->sums, NULL, sizeof(long long) * k * d, &s->poll))
 		return gc_fail(err, GC_INTERRUPTED, "interrupted in iteration %d", s->iteration + 1);
 	memset(s->counts, 0, sizeof(long long) * k);
-	if (screened && pruned_rows < rows->n)
+	if (screened && pruned_rows == 0)
+	{
+		/* every row by the screen, each tile's update while its rows are in cache */
+		UpdatePass	update = {.s = s};
+		GcTileHook	hook = {update_block, &update, s->update_workers};
+		GcStatus	st;
+
+		if (s->worker_sums)
+			memset(s->worker_sums, 0,
+				   sizeof(long long) * ((size_t) k * d + k) * (s->update_workers - 1));
+		st = gc_cpu_label_rows(rows, 0, centroids, k, frame->offset, params->cpu_threads,
+							   s->next_labels, NULL, &hook, &s->poll, NULL, err);
+		if (st != GC_OK)
+			return st;
+		merge_worker_sums(s, &update, &changed);
+		work = rows->n * (int64_t) k;
+	}
+	else if (screened && pruned_rows < rows->n)
 	{
 		GcStatus	st = gc_cpu_label_rows(rows, pruned_rows, centroids, k, frame->offset,
-										   params->cpu_threads, s->next_labels, NULL,
+										   params->cpu_threads, s->next_labels, NULL, NULL,
 										   &s->poll, NULL, err);
 
 		if (st != GC_OK)
 			return st;
-	}
-	if (screened && pruned_rows == 0)
-	{
-		GcStatus	st = threaded_update(s, &changed, err);
-
-		if (st == GC_INTERRUPTED)
-			return gc_fail(err, st, "interrupted in iteration %d", s->iteration + 1);
-		if (st != GC_OK)
-			return st;
-		work = rows->n * (int64_t) k;
 	}
 	for (int ci = 0; ci < rows->nchunks && !(screened && pruned_rows == 0); ci++)
 	{
@@ -501,7 +505,7 @@ cpu_score(void *session, const double *centroids, int32_t *labels,
 			return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory while scoring");
 		st = gc_cpu_label_rows(rows, 0, centroids, s->k, s->frame->offset,
 							   s->params->cpu_threads, s->next_labels, screened_d2,
-							   &s->poll, NULL, err);
+							   NULL, &s->poll, NULL, err);
 		if (st != GC_OK)
 		{
 			free(screened_d2);

@@ -131,7 +131,7 @@ check_labels(const Shape *s, int recipe)
 				labels[i] = -7;
 			snprintf(config, sizeof config, "%s recipe %d, n %lld d %d k %d, %d threads, from row %lld",
 					 s->name, recipe, (long long) s->n, s->d, s->k, threads, (long long) first);
-			check(gc_cpu_label_rows(&rows, first, c, s->k, offset, threads, labels, d2, &poll,
+			check(gc_cpu_label_rows(&rows, first, c, s->k, offset, threads, labels, d2, NULL, &poll,
 									&rechecked, &err) == GC_OK, "labels rows", config);
 			for (int64_t i = 0; i < s->n; i++)
 			{
@@ -207,7 +207,7 @@ bench(int64_t n, int d, int k)
 	memcpy(c, x, sizeof(double) * k * d);
 	load_rows(&rows, x, n, d, NULL, plain_alloc, free);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	gc_cpu_label_rows(&rows, 0, c, k, offset, 0, labels, NULL, &poll, &rechecked, &err);
+	gc_cpu_label_rows(&rows, 0, c, k, offset, 0, labels, NULL, NULL, &poll, &rechecked, &err);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	printf("screened: %.1f ms (%lld rows rechecked)\n",
 		   (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6, (long long) rechecked);
