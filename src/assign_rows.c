@@ -170,7 +170,8 @@ gc_assign_rows_append(GcAssignRows *rows, const char *ids, int64 nids,
 
 /*
  * Every row, in the order the rows came: (id, cluster, distance), the
- * cluster and distance NULL where the vector was
+ * cluster and distance NULL where the vector was or no model was fitted
+ * (label -1)
  */
 void
 gc_assign_rows_emit(const GcAssignRows *rows, const int32 *labels, const double *distances,
@@ -205,6 +206,7 @@ gc_assign_rows_emit(const GcAssignRows *rows, const int32 *labels, const double 
 			}
 			values[1] = Int32GetDatum(labels[labelled]);
 			values[2] = Float8GetDatum(distances[labelled]);
+			nulls[1] = nulls[2] = labels[labelled] < 0;
 			labelled++;
 		}
 		tuplestore_putvalues(store, tupdesc, values, nulls);

@@ -61,6 +61,8 @@ typedef struct KmeansModel
 	int16		path;			/* GcFitPath */
 	double		skipped_fraction;	/* distance computations pruning skipped */
 	int16		precision_check;	/* GcCheckOutcome of the reduced-precision check */
+	int32		k_requested;	/* k asked for (k is the k fitted: fewer where
+								 * small_groups shrank it); 0 read as k */
 	double		sample_disagreement;	/* the check's sample: labels unlike exact ones */
 	double		sample_inertia_excess;	/* the check's sample: inertia over exact, less 1 */
 	char		kernel[GC_KERNEL_NAME_BYTES];	/* labeling kernel, NUL-padded */
@@ -68,7 +70,8 @@ typedef struct KmeansModel
 	char		data[FLEXIBLE_ARRAY_MEMBER];
 } KmeansModel;
 
-#define KMEANS_MODEL_VERSION 3
+#define KMEANS_MODEL_VERSION 4
+#define KMEANS_MODEL_OLDEST_VERSION 3	/* binary forms read back to this one */
 #define KmeansModelSizes(m) ((int64 *) (m)->data)
 #define KmeansModelCentroids(m) ((double *) ((m)->data + sizeof(int64) * (m)->k))
 #define KmeansModelBytes(k, d) \
@@ -121,6 +124,7 @@ typedef struct GcModelField
 	int			nnames;
 	int			flag;			/* GC_FIELD_OPTIONAL: index of its flag field */
 	int			flag_value;
+	int			since;			/* the binary version that added it; 0: all */
 } GcModelField;
 
 typedef struct GcModelType
@@ -144,7 +148,7 @@ extern void gc_model_fields_in(JsonbContainer *obj, const GcModelType *type,
 extern void gc_model_fields_send(StringInfo buf, const GcModelType *type,
 								 const void *model);
 extern void gc_model_fields_recv(StringInfo buf, const GcModelType *type,
-								 void *model);
+								 void *model, int version);
 extern void gc_model_fields_check(const GcModelType *type, void *model,
 								  int errcode_value);
 
@@ -172,13 +176,13 @@ extern void gc_model_doubles_recv(StringInfo buf, double *x, size_t n);
 extern void gc_model_check_doubles(const char *type, const char *name,
 								   double *x, size_t n, double limit,
 								   bool non_negative, int errcode_value);
-extern void gc_model_shape_recv(StringInfo buf, const char *type, int version,
-								int *rows, int *d);
+extern int	gc_model_shape_recv(StringInfo buf, const char *type, int oldest,
+								int newest, int *rows, int *d);
 extern void gc_model_binary_length(StringInfo buf, const char *type,
 								   size_t expected);
 
 /* kmeans_run.c: run a fit with ereport on failure */
-extern KmeansModel *gc_run_kmeans(GcInput *input, GcKmeansOptions *opts,
+extern KmeansModel *gc_run_kmeans(GcInput *input, const GcKmeansOptions *asked,
 								  double collect_ms, int32 *labels,
 								  double *distances);
 

@@ -2,7 +2,8 @@
  *
  * gc_options.h
  *	  The options jsonb of k-means fits and of kmeans_stream_state
- *	  (options.c), and the option helpers the other fits use.
+ *	  (options.c), the option helpers the other fits use, and the
+ *	  decision on groups smaller than k or p (small_groups.c).
  *
  * IDENTIFICATION
  *	  src/gc_options.h
@@ -14,6 +15,18 @@
 
 #include "gc_pg.h"
 
+/* small_groups.c: a group of fewer rows than the clusters asked for */
+typedef enum GcSmallGroups
+{
+	GC_SMALL_GROUPS_ERROR = 0,	/* an error naming the option (the default) */
+	GC_SMALL_GROUPS_SHRINK,		/* fit as many clusters as the group has rows */
+	GC_SMALL_GROUPS_NULL		/* the group's model (labels) is NULL */
+} GcSmallGroups;
+
+extern GcSmallGroups gc_small_groups_option(const char *key, JsonbValue *v);
+extern int	gc_group_clusters(const char *what, int asked, int64 count,
+							  const char *noun, GcSmallGroups mode);
+
 /* options.c: the options jsonb */
 typedef struct GcKmeansOptions
 {
@@ -24,6 +37,7 @@ typedef struct GcKmeansOptions
 	bool		n_init_given;	/* the options set n_init */
 	bool		init_candidates_given;	/* the options set init_candidates */
 	bool		metric_given;	/* the options set metric */
+	GcSmallGroups small_groups; /* the option small_groups */
 } GcKmeansOptions;
 
 extern void gc_parse_kmeans_options(Jsonb *options, int k,

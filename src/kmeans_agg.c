@@ -205,6 +205,8 @@ gpuclust_kmeans_finalfn(PG_FUNCTION_ARGS)
 		PG_RETURN_NULL();
 	model = gc_run_kmeans(&state->input, &state->opts,
 						  gc_now_ms() - state->started_ms, NULL, NULL);
+	if (model == NULL)
+		PG_RETURN_NULL();
 	model->partial_states = state->partial_states;
 	model->shared_memory_states = state->shared_memory_states;
 	PG_RETURN_POINTER(model);
@@ -336,9 +338,11 @@ gpuclust_kmeans_assign_finalfn(PG_FUNCTION_ARGS)
 
 		sink->labels = MemoryContextAllocHuge(sink->context, sizeof(int32) * Max(n, 1));
 		sink->distances = MemoryContextAllocHuge(sink->context, sizeof(double) * Max(n, 1));
-		if (state->input.started)
+		/* without a model (fewer rows than k, small_groups "null") no row has a cluster */
+		if (state->input.started &&
 			gc_run_kmeans(&state->input, &state->opts, gc_now_ms() - state->started_ms,
-						  sink->labels, sink->distances);
+						  sink->labels, sink->distances) == NULL)
+			memset(sink->labels, 0xff, sizeof(int32) * n);
 		sink->held_bytes = gc_input_bytes(&state->input);
 		extra = gc_assign_rows_extra(state->assign, &extra_bytes);
 		gc_assign_rows_append(rows, (const char *) state->assign->ids, state->assign->nids,

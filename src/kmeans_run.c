@@ -118,27 +118,32 @@ fit_kmeans(GcInput *input, GcKmeansParams *params, GcKmeansResult *result,
 }
 
 /*
- * Fit opts->params.k centroids to input's rows; labels and distances,
- * when given, receive each row's cluster and distance to its centroid
+ * Fit asked->params.k centroids to input's rows, or as many as the rows
+ * when they are fewer and asked->small_groups says "shrink"; NULL when
+ * they are fewer and it says "null".  labels and distances, when given,
+ * receive each row's cluster and distance to its centroid.
  */
 KmeansModel *
-gc_run_kmeans(GcInput *input, GcKmeansOptions *opts, double collect_ms,
+gc_run_kmeans(GcInput *input, const GcKmeansOptions *asked, double collect_ms,
 			  int32 *labels, double *distances)
 {
 	GcRows	   *rows = &input->rows;
-	int			k = opts->params.k;
+	GcKmeansOptions fitted = *asked;
+	GcKmeansOptions *opts = &fitted;
+	int			k;
 	KmeansModel *model;
 	GcKmeansResult result;
 	GcModelOrigin origin = {0};
 	GcServiceFit service_fit;
 
 	Assert(input->started && rows->n > 0);
-	if (k > rows->n)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("k (%d) is greater than the number of rows (" INT64_FORMAT ")",
-						k, rows->n),
-				 errhint("Use a k no larger than the number of non-NULL vectors.")));
+	k = gc_group_clusters("k", asked->params.k, rows->n, "rows", asked->small_groups);
+	if (k == 0)
+	{
+		gc_progress_end(input->progress);
+		return NULL;
+	}
+	opts->params.k = k;
 	gc_check_init_shape(opts, rows->d);
 	collect_ms += gc_input_finish_rows(input);
 	gc_input_settle_device(input, (double) rows->n * k * rows->d * opts->params.n_init);
@@ -170,6 +175,7 @@ gc_run_kmeans(GcInput *input, GcKmeansOptions *opts, double collect_ms,
 	origin.rows = rows->n;
 	origin.null_rows = input->null_rows;
 	origin.collect_ms = collect_ms;
+	model->k_requested = asked->params.k;
 	gc_model_record_result(model, &result, &origin);
 	gc_progress_end(input->progress);
 	return model;

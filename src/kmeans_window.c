@@ -88,8 +88,10 @@ label_partition(WindowObject winobj, FunctionCallInfo fcinfo, Oid format,
 			else
 				gc_input_add(&input, v, format);
 		}
-		if (input.started)
-			gc_run_kmeans(&input, &opts, gc_now_ms() - started, labels, NULL);
+		/* without a model (fewer rows than k, small_groups "null") no row has a cluster */
+		if (input.started &&
+			gc_run_kmeans(&input, &opts, gc_now_ms() - started, labels, NULL) == NULL)
+			memset(labels, 0xff, sizeof(int32) * nrows);
 
 		/* spread the labels of the non-NULL rows over the partition */
 		for (int64 i = 0; i < nrows; i++)

@@ -146,6 +146,7 @@ gc_model_input_code(Oid format)
  */
 static const GcModelField model_fields[] = {
 	{"fitted_on", GC_FIELD_ENUM, GC_PLACE_BINARY, offsetof(KmeansModel, fitted_on), fitted_on_name, 2},
+	{"k_requested", GC_FIELD_INT32, GC_PLACE_TOP, offsetof(KmeansModel, k_requested), NULL, 0, 0, 0, 4},
 	F("rows", GC_FIELD_INT64, GC_PLACE_TOP, rows),
 	F("null_rows", GC_FIELD_INT64, GC_PLACE_TOP, null_rows),
 	F("iterations", GC_FIELD_INT32, GC_PLACE_TOP, iterations),
@@ -224,6 +225,11 @@ gc_model_check(KmeansModel *m, int errcode_value)
 	int64		total = 0;
 
 	gc_model_fields_check(&model_type, m, errcode_value);
+	if (m->k_requested == 0)
+		m->k_requested = m->k;
+	if (m->k_requested < m->k)
+		gc_model_value_error(MODEL_TYPE, errcode_value,
+							 "The field \"k_requested\" must be at least k.");
 	for (int c = 0; c < m->k; c++)
 		if (sizes[c] < 0 || pg_add_s64_overflow(total, sizes[c], &total))
 			gc_model_value_error(MODEL_TYPE, errcode_value,
@@ -232,15 +238,30 @@ gc_model_check(KmeansModel *m, int errcode_value)
 						   (size_t) m->k * m->d, GC_MAX_MAGNITUDE, false, errcode_value);
 }
 
+/*
+ * m's fields as both forms write them: k_requested is k in a value stored
+ * before the field existed (0 in its padding), so header gets a copy
+ */
+static const KmeansModel *
+written_fields(const KmeansModel *m, KmeansModel *header)
+{
+	if (m->k_requested != 0)
+		return m;
+	memcpy(header, m, offsetof(KmeansModel, data));
+	header->k_requested = m->k;
+	return header;
+}
+
 /* The text form, with or without the centroids */
 static char *
 model_text(const KmeansModel *m, bool with_centroids)
 {
 	StringInfoData buf;
+	KmeansModel header;
 
 	initStringInfo(&buf);
 	appendStringInfo(&buf, "{\"k\": %d, \"d\": %d", m->k, m->d);
-	gc_model_fields_out(&buf, &model_type, m);
+	gc_model_fields_out(&buf, &model_type, written_fields(m, &header));
 	gc_model_int64s_out(&buf, "sizes", KmeansModelSizes(m), m->k);
 	if (with_centroids)
 		gc_model_matrix_out(&buf, "centroids", KmeansModelCentroids(m), m->k, m->d);
@@ -298,12 +319,13 @@ gpuclust_kmeans_model_send(PG_FUNCTION_ARGS)
 {
 	KmeansModel *m = PG_GETARG_KMEANS_MODEL(0);
 	StringInfoData buf;
+	KmeansModel header;
 
 	pq_begintypsend(&buf);
-	pq_sendint16(&buf, m->version);
+	pq_sendint16(&buf, KMEANS_MODEL_VERSION);
 	pq_sendint32(&buf, m->k);
 	pq_sendint32(&buf, m->d);
-	gc_model_fields_send(&buf, &model_type, m);
+	gc_model_fields_send(&buf, &model_type, written_fields(m, &header));
 	gc_model_int64s_send(&buf, KmeansModelSizes(m), m->k);
 	gc_model_doubles_send(&buf, KmeansModelCentroids(m), (size_t) m->k * m->d);
 	PG_RETURN_BYTEA_P(pq_endtypsend(&buf));
@@ -318,14 +340,16 @@ gpuclust_kmeans_model_recv(PG_FUNCTION_ARGS)
 {
 	StringInfo	buf = (StringInfo) PG_GETARG_POINTER(0);
 	int			k,
-				d;
+				d,
+				version;
 	KmeansModel header;
 	KmeansModel *m;
 
-	gc_model_shape_recv(buf, MODEL_TYPE, KMEANS_MODEL_VERSION, &k, &d);
+	version = gc_model_shape_recv(buf, MODEL_TYPE, KMEANS_MODEL_OLDEST_VERSION,
+								  KMEANS_MODEL_VERSION, &k, &d);
 	check_model_shape(k, d);
 	memset(&header, 0, sizeof(header));
-	gc_model_fields_recv(buf, &model_type, &header);
+	gc_model_fields_recv(buf, &model_type, &header, version);
 	gc_model_binary_length(buf, MODEL_TYPE, sizeof(int64) * k + sizeof(double) * (Size) k * d);
 	m = gc_model_alloc(k, d);
 	memcpy((char *) m + VARHDRSZ, (char *) &header + VARHDRSZ,

@@ -398,14 +398,20 @@ gc_model_fields_send(StringInfo buf, const GcModelType *type, const void *model)
 	}
 }
 
-/* Read the type's fields from the binary form into model, then validate them */
+/*
+ * Read the type's fields from the binary form of the given version into
+ * model (fields it predates stay 0), then validate them
+ */
 void
-gc_model_fields_recv(StringInfo buf, const GcModelType *type, void *model)
+gc_model_fields_recv(StringInfo buf, const GcModelType *type, void *model,
+					 int version)
 {
 	for (int i = 0; i < type->nfields; i++)
 	{
 		const GcModelField *f = &type->fields[i];
 
+		if (f->since > version)
+			continue;
 		switch (f->kind)
 		{
 			case GC_FIELD_INT32:
@@ -661,26 +667,27 @@ gc_model_check_doubles(const char *type, const char *name, double *x, size_t n,
 }
 
 /*
- * The start of a model's binary form: its version, which must be the one
- * this build writes, and its shape (centroids or medoids by dimensions),
- * at least 1 by 1
+ * The start of a model's binary form: its version, which must be one this
+ * build reads (oldest to newest, the one it writes), returned, and its
+ * shape (centroids or medoids by dimensions), at least 1 by 1
  */
-void
-gc_model_shape_recv(StringInfo buf, const char *type, int version,
+int
+gc_model_shape_recv(StringInfo buf, const char *type, int oldest, int newest,
 					int *rows, int *d)
 {
 	int			got = (int16) pq_getmsgint(buf, 2);
 
 	*rows = (int32) pq_getmsgint(buf, 4);
 	*d = (int32) pq_getmsgint(buf, 4);
-	if (got != version)
+	if (got < oldest || got > newest)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
 				 errmsg("unsupported %s version %d", type, got),
-				 errhint("This build reads version %d.", version)));
+				 errhint("This build reads versions %d to %d.", oldest, newest)));
 	if (*rows < 1 || *d < 1)
 		gc_model_value_error(type, ERRCODE_INVALID_BINARY_REPRESENTATION,
 							 "The shape must be at least 1 by 1.");
+	return got;
 }
 
 /* The rest of a binary value must be exactly expected bytes long */

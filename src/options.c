@@ -2,9 +2,9 @@
  *
  * options.c
  *	  The options argument of the k-means functions: a jsonb object whose
- *	  keys are max_iter, tol, init, seed, n_init, algorithm, precision and
- *	  metric.  Unknown keys, values
- *	  of the wrong type and values out of range are errors.
+ *	  keys are max_iter, tol, init, seed, n_init, algorithm, precision,
+ *	  metric and small_groups.  Unknown keys, values of the wrong type and
+ *	  values out of range are errors.
  *
  * IDENTIFICATION
  *	  src/options.c
@@ -22,7 +22,7 @@
 #include "utils/builtins.h"
 #include "utils/numeric.h"
 
-#define VALID_OPTIONS_HINT "Valid options are max_iter, tol, init, init_candidates, seed, n_init, algorithm, precision and metric."
+#define VALID_OPTIONS_HINT "Valid options are max_iter, tol, init, init_candidates, seed, n_init, algorithm, precision, metric and small_groups."
 
 /*
  * An option of the wrong type or out of range
@@ -276,6 +276,8 @@ kmeans_option(const char *name, JsonbValue *v, void *arg)
 												  "\"euclidean\" or \"cosine\"");
 		opts->metric_given = true;
 	}
+	else if (strcmp(name, "small_groups") == 0)
+		opts->small_groups = gc_small_groups_option(name, v);
 	else
 		return false;
 	return true;

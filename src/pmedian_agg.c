@@ -39,6 +39,7 @@ typedef struct PmAggState
 {
 	PmInput		in;
 	GcPmParams	params;
+	GcSmallGroups small_groups; /* the option small_groups */
 	double		started_ms;		/* when the first row arrived */
 	Jsonb	   *options;		/* the options argument; NULL when none */
 	bool		serialized;		/* the rows went to a partial state */
@@ -68,7 +69,8 @@ start_state(FunctionCallInfo fcinfo, MemoryContext aggcontext)
 				 errmsg("p must not be NULL")));
 	if (PG_NARGS() > argp + 1 && !PG_ARGISNULL(argp + 1))
 		options = PG_GETARG_JSONB_P_COPY(argp + 1);
-	gc_parse_pmedian_options(options, gc_k_argument(fcinfo, argp), &state->params);
+	gc_parse_pmedian_options(options, gc_k_argument(fcinfo, argp), &state->params,
+							 &state->small_groups);
 	gc_check_pmedian_demand(&state->params, WITH_DEMAND(fcinfo));
 	state->options = options;
 	gc_pm_input_init(&state->in, WITH_DEMAND(fcinfo), aggcontext);
@@ -143,20 +145,25 @@ gpuclust_pmedian_transfn_halfvec(PG_FUNCTION_ARGS)
 }
 
 /*
- * Fit the model; NULL when there were no rows with a vector
+ * Fit the model; NULL when there were no rows with a vector, or fewer
+ * than p and option small_groups is "null"
  */
 Datum
 gpuclust_pmedian_finalfn(PG_FUNCTION_ARGS)
 {
 	PmAggState *state;
+	PmedianModel *model;
 
 	if (PG_ARGISNULL(0))
 		PG_RETURN_NULL();
 	state = (PmAggState *) PG_GETARG_POINTER(0);
 	if (!state->in.input.started)
 		PG_RETURN_NULL();
-	PG_RETURN_POINTER(gc_run_pmedian(&state->in, &state->params,
-									 gc_now_ms() - state->started_ms, NULL, NULL));
+	model = gc_run_pmedian(&state->in, &state->params, state->small_groups,
+						   gc_now_ms() - state->started_ms, NULL, NULL);
+	if (model == NULL)
+		PG_RETURN_NULL();
+	PG_RETURN_POINTER(model);
 }
 
 /*
@@ -195,7 +202,8 @@ start_combined_state(const GcPartialRows *first, MemoryContext aggcontext)
 
 	if (first->meta.options)
 		state->options = (Jsonb *) pg_detoast_datum_copy((struct varlena *) first->meta.options);
-	gc_parse_pmedian_options(state->options, first->meta.k, &state->params);
+	gc_parse_pmedian_options(state->options, first->meta.k, &state->params,
+							 &state->small_groups);
 	gc_pm_input_init(&state->in, false, aggcontext);
 	gc_input_release_at_reset(&state->in.input, aggcontext);
 	state->segments = gc_partial_segments_create(aggcontext);

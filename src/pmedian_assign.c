@@ -111,6 +111,7 @@ gpuclust_pmedian_assign(PG_FUNCTION_ARGS)
 	Tuplestorestate *store;
 	volatile double held_bytes = 0;
 	GcPmParams	params;
+	GcSmallGroups small_groups;
 	PmInput		in;
 	PmedianModel *volatile model = NULL;
 	int32	   *volatile alloc = NULL;
@@ -125,7 +126,7 @@ gpuclust_pmedian_assign(PG_FUNCTION_ARGS)
 				 errmsg("the query and p must not be NULL")));
 	per_query = rsinfo->econtext->ecxt_per_query_memory;
 	options = PG_ARGISNULL(2) ? NULL : PG_GETARG_JSONB_P(2);
-	gc_parse_pmedian_options(options, gc_k_argument(fcinfo, 1), &params);
+	gc_parse_pmedian_options(options, gc_k_argument(fcinfo, 1), &params, &small_groups);
 	/* a capacity means the query carries demands */
 	gc_pm_input_init(&in, params.capacitated, per_query);
 	PG_TRY();
@@ -145,7 +146,8 @@ gpuclust_pmedian_assign(PG_FUNCTION_ARGS)
 		{
 			alloc = MemoryContextAllocHuge(per_query, sizeof(int32) * in.input.rows.n);
 			dist = MemoryContextAllocHuge(per_query, sizeof(double) * in.input.rows.n);
-			model = gc_run_pmedian(&in, &params, gc_now_ms() - started, alloc, dist);
+			model = gc_run_pmedian(&in, &params, small_groups, gc_now_ms() - started,
+								   alloc, dist);
 		}
 	}
 	PG_FINALLY();
@@ -157,14 +159,17 @@ gpuclust_pmedian_assign(PG_FUNCTION_ARGS)
 
 	store = gc_result_store(fcinfo, rsinfo, held_bytes, &tupdesc);
 
-	for (int64 i = 0; model != NULL && i < in.count; i++)
+	/* without a model (fewer rows than p, small_groups "null") no row has a median */
+	for (int64 i = 0; i < in.count; i++)
 	{
-		Datum		values[3];
-		bool		nulls[3] = {false, false, false};
+		Datum		values[3] = {Int64GetDatum(in.ids[i]), 0, 0};
+		bool		nulls[3] = {false, model == NULL, model == NULL};
 
-		values[0] = Int64GetDatum(in.ids[i]);
-		values[1] = Int64GetDatum(PmedianModelIds(model)[alloc[i]]);
-		values[2] = Float8GetDatum(dist[i]);
+		if (model != NULL)
+		{
+			values[1] = Int64GetDatum(PmedianModelIds(model)[alloc[i]]);
+			values[2] = Float8GetDatum(dist[i]);
+		}
 		tuplestore_putvalues(store, tupdesc, values, nulls);
 	}
 	for (int64 i = 0; i < nnull; i++)

@@ -19,7 +19,8 @@
 #define GC_PM_AUTO_THRESHOLD 200000
 
 /* pmedian_options.c: the options jsonb */
-extern void gc_parse_pmedian_options(Jsonb *options, int p, GcPmParams *params);
+extern void gc_parse_pmedian_options(Jsonb *options, int p, GcPmParams *params,
+									 GcSmallGroups *small_groups);
 extern void gc_check_pmedian_demand(const GcPmParams *params, bool with_demand);
 
 /* pmedian_run.c: rows with ids and demands, and the fit */
@@ -58,6 +59,8 @@ typedef struct PmedianModel
 	int32		swaps;
 	int32		converged;
 	int32		capacitated;
+	int32		p_requested;	/* p asked for (p is the p fitted: fewer where
+								 * small_groups shrank it); 0 read as p */
 	int64		rows;
 	int64		null_rows;
 	double		objective;
@@ -77,7 +80,8 @@ typedef struct PmedianModel
 	char		data[FLEXIBLE_ARRAY_MEMBER];
 } PmedianModel;
 
-#define PMEDIAN_MODEL_VERSION 3
+#define PMEDIAN_MODEL_VERSION 4
+#define PMEDIAN_MODEL_OLDEST_VERSION 3	/* binary forms read back to this one */
 #define PmedianModelIds(m) ((int64 *) (m)->data)
 #define PmedianModelPenalties(m) ((double *) ((m)->data + sizeof(int64) * (m)->p))
 #define PmedianModelMedoids(m) ((double *) ((m)->data + (sizeof(int64) + sizeof(double)) * (m)->p))
@@ -90,7 +94,8 @@ extern PmedianModel *gc_pmedian_model_alloc(int p, int d);
 extern void gc_pmedian_model_check(PmedianModel *m, int errcode_value);
 
 /* pmedian_run.c */
-extern PmedianModel *gc_run_pmedian(PmInput *in, GcPmParams *params,
+extern PmedianModel *gc_run_pmedian(PmInput *in, const GcPmParams *asked,
+									GcSmallGroups small_groups,
 									double collect_ms, int32 *alloc,
 									double *dist);
 

@@ -78,6 +78,7 @@ capacity_mode_name(int i)
 
 static const GcModelField model_fields[] = {
 	F("capacitated", GC_FIELD_BOOL, GC_PLACE_BINARY, capacitated),
+	{"p_requested", GC_FIELD_INT32, GC_PLACE_TOP, offsetof(PmedianModel, p_requested), NULL, 0, 0, 0, 4},
 	E("metric", metric, metric_name, GC_PM_COSINE + 1),
 	E("method", method, method_name, GC_PM_THREE_PHASE + 1),
 	F("rows", GC_FIELD_INT64, GC_PLACE_TOP, rows),
@@ -150,6 +151,11 @@ void
 gc_pmedian_model_check(PmedianModel *m, int errcode_value)
 {
 	gc_model_fields_check(&model_type, m, errcode_value);
+	if (m->p_requested == 0)
+		m->p_requested = m->p;
+	if (m->p_requested < m->p)
+		gc_model_value_error(MODEL_TYPE, errcode_value,
+							 "The field \"p_requested\" must be at least p.");
 	gc_model_check_doubles(MODEL_TYPE, "penalties", PmedianModelPenalties(m), m->p,
 						   DBL_MAX, true, errcode_value);
 	gc_model_check_doubles(MODEL_TYPE, "medoids", PmedianModelMedoids(m),
@@ -229,7 +235,7 @@ gpuclust_pmedian_model_send(PG_FUNCTION_ARGS)
 	StringInfoData buf;
 
 	pq_begintypsend(&buf);
-	pq_sendint16(&buf, m->version);
+	pq_sendint16(&buf, PMEDIAN_MODEL_VERSION);
 	pq_sendint32(&buf, m->p);
 	pq_sendint32(&buf, m->d);
 	gc_model_fields_send(&buf, &model_type, m);
@@ -248,14 +254,16 @@ gpuclust_pmedian_model_recv(PG_FUNCTION_ARGS)
 {
 	StringInfo	buf = (StringInfo) PG_GETARG_POINTER(0);
 	int			p,
-				d;
+				d,
+				version;
 	PmedianModel header;
 	PmedianModel *m;
 
-	gc_model_shape_recv(buf, MODEL_TYPE, PMEDIAN_MODEL_VERSION, &p, &d);
+	version = gc_model_shape_recv(buf, MODEL_TYPE, PMEDIAN_MODEL_OLDEST_VERSION,
+								  PMEDIAN_MODEL_VERSION, &p, &d);
 	check_model_shape(p, d);
 	memset(&header, 0, sizeof(header));
-	gc_model_fields_recv(buf, &model_type, &header);
+	gc_model_fields_recv(buf, &model_type, &header, version);
 	gc_model_binary_length(buf, MODEL_TYPE,
 						   (sizeof(int64) + sizeof(double)) * (Size) p + sizeof(double) * (Size) p * d);
 	m = gc_pmedian_model_alloc(p, d);

@@ -3,9 +3,9 @@
  * pmedian_options.c
  *	  The options argument of the p-median functions: a jsonb object with
  *	  metric, max_iter, seed, capacity, capacity_mode, penalty_step, method,
- *	  improve, and the three-phase parameters sample_factor, big_clusters
- *	  and polish_iter.  Unknown keys, values of the wrong type and values
- *	  out of range are errors.
+ *	  improve, the three-phase parameters sample_factor, big_clusters and
+ *	  polish_iter, and small_groups (small_groups.c).  Unknown keys, values
+ *	  of the wrong type and values out of range are errors.
  *
  * IDENTIFICATION
  *	  src/pmedian_options.c
@@ -19,7 +19,7 @@
 #include "utils/builtins.h"
 #include "utils/numeric.h"
 
-#define VALID_OPTIONS_HINT "Valid options are metric, max_iter, seed, capacity, capacity_mode, penalty_step, method, improve, sample_factor, big_clusters and polish_iter."
+#define VALID_OPTIONS_HINT "Valid options are metric, max_iter, seed, capacity, capacity_mode, penalty_step, method, improve, sample_factor, big_clusters, polish_iter and small_groups."
 
 static double
 option_number(const char *key, JsonbValue *v, const char *expected)
@@ -81,6 +81,7 @@ option_choice(const char *key, JsonbValue *v, const char *const *names, int coun
 typedef struct PmOptions
 {
 	GcPmParams *params;
+	GcSmallGroups *small_groups;
 	bool		polish_given;
 	bool		mode_given;		/* capacity_mode */
 } PmOptions;
@@ -142,18 +143,22 @@ parse_option(const char *name, JsonbValue *v, void *arg)
 		else
 			gc_option_error(name, "true, false or \"auto\"");
 	}
+	else if (strcmp(name, "small_groups") == 0)
+		*po->small_groups = gc_small_groups_option(name, v);
 	else
 		return false;
 	return true;
 }
 
 /*
- * Fill params with p, the defaults, and whatever options overrides
+ * Fill params with p, the defaults, and whatever options overrides, and
+ * small_groups with the option of that name (default "error")
  */
 void
-gc_parse_pmedian_options(Jsonb *options, int p, GcPmParams *params)
+gc_parse_pmedian_options(Jsonb *options, int p, GcPmParams *params,
+						 GcSmallGroups *small_groups)
 {
-	PmOptions	po = {params, false, false};
+	PmOptions	po = {params, small_groups, false, false};
 
 	if (p < 1)
 		ereport(ERROR,
@@ -165,6 +170,7 @@ gc_parse_pmedian_options(Jsonb *options, int p, GcPmParams *params)
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("p must be at most %d", GC_MAX_K)));
 	memset(params, 0, sizeof(*params));
+	*small_groups = GC_SMALL_GROUPS_ERROR;
 	params->p = p;
 	params->metric = GC_PM_EUCLIDEAN;
 	params->max_iter = 100;

@@ -182,21 +182,6 @@ order_by_id(PmInput *in)
 }
 
 /*
- * p within [1, n]
- */
-static void
-check_input(const PmInput *in, int p)
-{
-	if (p > in->count)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("p must not exceed the number of rows"),
-				 errdetail("p is %d, but there are " INT64_FORMAT " rows with a vector.",
-						   p, in->count),
-				 errhint("Ask for fewer medians.")));
-}
-
-/*
  * Hard capacities need a total capacity of at least the total demand
  */
 static void
@@ -263,20 +248,30 @@ fit_pmedian(PmInput *in, GcPmParams *params, GcPmResult *result)
 
 /*
  * Fit the p-median model over the collected rows, with ereport on
- * failure; alloc (index into the medoids) and dist are filled when given
+ * failure: asked->p medians, or as many as the rows when they are fewer
+ * and small_groups says "shrink"; NULL when they are fewer and it says
+ * "null".  alloc (index into the medoids) and dist are filled when given.
  */
 PmedianModel *
-gc_run_pmedian(PmInput *in, GcPmParams *params, double collect_ms,
-			   int32 *alloc, double *dist)
+gc_run_pmedian(PmInput *in, const GcPmParams *asked, GcSmallGroups small_groups,
+			   double collect_ms, int32 *alloc, double *dist)
 {
 	GcRows	   *rows = &in->input.rows;
-	int			p = params->p,
+	GcPmParams	fitted = *asked;
+	GcPmParams *params = &fitted;
+	int			p,
 				d = rows->d;
 	GcPmResult	result = {0};
 	GcFitPath	path;
 	PmedianModel *m;
 
-	check_input(in, p);
+	p = gc_group_clusters("p", asked->p, in->count, "rows", small_groups);
+	if (p == 0)
+	{
+		gc_progress_end(in->input.progress);
+		return NULL;
+	}
+	params->p = p;
 	order_by_id(in);
 	check_total_capacity(in, params);
 	gc_input_settle_device(&in->input, (double) rows->n * p * d);
@@ -289,6 +284,7 @@ gc_run_pmedian(PmInput *in, GcPmParams *params, double collect_ms,
 	gc_progress_end(in->input.progress);
 
 	m = gc_pmedian_model_alloc(p, d);
+	m->p_requested = asked->p;
 	m->device = in->input.device.kind;
 	m->device_reason = in->input.device.reason;
 	m->path = path;

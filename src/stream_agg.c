@@ -265,15 +265,16 @@ gpuclust_stream_model(PG_FUNCTION_ARGS)
 	gc_check_init_shape(&opts, s->d);
 	if (!opts.n_init_given && opts.params.init != GC_INIT_GIVEN)
 		opts.params.n_init = STREAM_MODEL_N_INIT;
-	if (gc_stream_points(s) < s->k)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("the summary holds " INT64_FORMAT " points, fewer than k (%d)",
-						gc_stream_points(s), s->k),
-				 errhint("Summarise at least k distinct vectors.")));
-	model = gc_model_alloc(s->k, s->d);
+	opts.params.k = gc_group_clusters("k", s->k, gc_stream_points(s), "summary points",
+									  opts.small_groups);
+	if (opts.params.k == 0)
+	{
+		gc_stream_state_free(state);
+		PG_RETURN_NULL();
+	}
+	model = gc_model_alloc(opts.params.k, s->d);
 	gc_choose_service_device(&device);
-	gc_settle_device(&device, (double) gc_stream_points(s) * s->k * s->d * opts.params.n_init);
+	gc_settle_device(&device, (double) gc_stream_points(s) * opts.params.k * s->d * opts.params.n_init);
 	progress = gc_progress_fit(0, GC_FIT_STREAM_MODEL, &opts.params, gc_stream_points(s),
 							   &device);
 	service = gc_stream_use_service(s, &device, progress, CurrentMemoryContext);
@@ -291,6 +292,7 @@ gpuclust_stream_model(PG_FUNCTION_ARGS)
 	origin.null_rows = 0;		/* the summary does not count NULL rows */
 	origin.input = InvalidOid;	/* nor keep the rows' type: "unknown" */
 	origin.collect_ms = 0.0;
+	model->k_requested = s->k;
 	gc_model_record_result(model, &result, &origin);
 	gc_stream_state_free(state);
 	PG_RETURN_POINTER(model);

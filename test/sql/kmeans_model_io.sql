@@ -96,7 +96,7 @@ SELECT kmeans_model_send(m) AS good,
 	   kmeans_model_send(m) || '\x00'::bytea AS long,
 	   overlay(kmeans_model_send(m) PLACING '\x7ff8000000000000'::bytea
 			   FROM length(kmeans_model_send(m)) - 7 FOR 8) AS nan_centroid,
-	   overlay(kmeans_model_send(m) PLACING '\x0007'::bytea FROM 53 FOR 2) AS odd_device
+	   overlay(kmeans_model_send(m) PLACING '\x0007'::bytea FROM 57 FOR 2) AS odd_device
 FROM io_models WHERE id = 1;
 
 SELECT lo_from_bytea(0, io_copy_file(good)) AS io_lo FROM io_payloads \gset
