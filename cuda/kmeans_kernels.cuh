@@ -3,13 +3,13 @@
  * kmeans_kernels.cuh
  *	  Launchers of the k-means kernels, each taking an explicit stream and
  *	  returning a status.  Kernels live in simt_kernels.cu (nearest centroid,
- *	  SIMT), tensor/mma_kernels.cu with tensor/mma_tiles.cuh and tensor/operands.cu
- *	  (tensor cores), pruned_kernels.cu (Wu & Hong), update.cu (centroid
- *	  update, scoring, layout), seeding.cu (plain k-means++) and
- *	  seeding_greedy.cu (greedy k-means++, which seeding_parallel.cu's
- *	  k-means|| also calls); the labelers (labeler_*.cu) call them.  Also
- *	  the device helpers the seedings share: a warp's 128-bit sum and a
- *	  warp's round of the k-means++ race (gc_warp_race).
+ *	  SIMT), tensor/mma_kernels.cu with tensor/mma_tiles.cuh and
+ *	  tensor/operands.cu (tensor cores), pruned_kernels.cu (Wu & Hong),
+ *	  update.cu (centroid update, scoring, layout), seeding.cu (plain k-means++)
+ *	  and seeding_greedy.cu (greedy k-means++, which seeding_parallel.cu's
+ *	  k-means|| also calls); the labelers (labeler_*.cu) call them.  Also the
+ *	  device helpers the seedings share: a warp's 128-bit sum and a warp's round
+ *	  of the k-means++ race (gc_warp_race).
  *
  * IDENTIFICATION
  *	  cuda/kmeans_kernels.cuh

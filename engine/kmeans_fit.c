@@ -1,9 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * kmeans_fit.c
- *	  The k-means driver shared by every backend: random initialisation, restarts (n_init) keeping the lowest inertia, Lloyd's
- *	  iterations with their convergence test, cancel checks and the
- *	  hybrid's decisions, and the final scoring pass that yields sizes,
+ *	  The k-means driver shared by every backend: random initialisation,
+ *	  restarts (n_init) keeping the lowest inertia, Lloyd's iterations
+ *	  with their convergence test, cancel checks and the hybrid's
+ *	  decisions, and the final scoring pass that yields sizes,
  *	  labels and distances.  Backends offer steps (open, seed, begin, one
  *	  label-and-update step, score, close); the loop is written once here,
  *	  and so is the guard on reduced precision (precision_check.c), which

@@ -1,14 +1,14 @@
 /*-------------------------------------------------------------------------
  *
  * tensor/decision.cuh
- *	  What a tensor-core labeling pass reads and writes (TensorArgs), and
- *	  how it decides a row from the two largest values of x.c - ||c||^2 / 2
- *	  it found: label it, or, in an exact pass whose gap is within the
- *	  error bound, list it for the next pass; and the merge of a pass split
- *	  into groups of centroid tiles; and the rounding to TF32 (to
- *	  nearest, the rounding the bound assumes).  Shared by the mma.sync kernels
- *	  (tensor/mma_tiles.cuh) and Hopper's TF32 screen (tensor/wgmma_tiles.cuh), so
- *	  both decide by the same rule.
+ *	  What a tensor-core labeling pass reads and writes (TensorArgs), and how it
+ *	  decides a row from the two largest values of x.c - ||c||^2 / 2 it found:
+ *	  label it, or, in an exact pass whose gap is within the error bound, list
+ *	  it for the next pass; and the merge of a pass split into groups of
+ *	  centroid tiles; and the rounding to TF32 (to nearest, the rounding the
+ *	  bound assumes).  Shared by the mma.sync kernels (tensor/mma_tiles.cuh) and
+ *	  Hopper's TF32 screen (tensor/wgmma_tiles.cuh), so both decide by the same
+ *	  rule.
  *
  * IDENTIFICATION
  *	  cuda/tensor/decision.cuh

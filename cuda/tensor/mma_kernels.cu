@@ -49,30 +49,29 @@
  *	  is listed, and refine_labels recomputes its nearest centroid exactly
  *	  (double, no FMA, as the CPU reference does).
  *
- *	  Exact labels at TF32 speed (the float32 default for large k): a TF32
- *	  pass screens every point (on Hopper, for rows of whole 128-byte
- *	  column steps, the wgmma screen of tensor/wgmma_kernels.cu); the doubtful
- *	  ones, a few percent on clustered data, are labelled again by the
- *	  3xTF32 kernel, which reads their rows through the screen's list, and
- *	  its own doubtful points go to refine_labels.  The screen's bound is in distances rather than
- *	  squared distances: rounding x and c to TF32 moves |x - c| by at most
- *	  r(c) = 2^-11 (|x| + |c|), so with the norms of the rounded centroids
- *	  the screen's distances are exact distances between moved points, and
- *	  the best centroid a is certain when the second is more than
- *	  r(a) + r(C) further, C the largest centroid; float32 accumulation
- *	  (with the norm as its first term) adds a term in (|x| + |C|)^2.  The
- *	  wgmma screen rounds alike (its rows in shared memory, its centroids
- *	  beforehand) and keeps the bound.  The precision options tf32, bf16
- *	  and fp16 skip all refinement: they trade exactness for speed by
- *	  request (and the fit checks them on a sample,
+ *	  Exact labels at TF32 speed (the float32 default for large k): a TF32 pass
+ *	  screens every point (on Hopper, for rows of whole 128-byte column steps,
+ *	  the wgmma screen of tensor/wgmma_kernels.cu); the doubtful ones, a few
+ *	  percent on clustered data, are labelled again by the 3xTF32 kernel, which
+ *	  reads their rows through the screen's list, and its own doubtful points go
+ *	  to refine_labels.  The screen's bound is in distances rather than squared
+ *	  distances: rounding x and c to TF32 moves |x - c| by at most r(c) = 2^-11
+ *	  (|x| + |c|), so with the norms of the rounded centroids the screen's
+ *	  distances are exact distances between moved points, and the best centroid
+ *	  a is certain when the second is more than r(a) + r(C) further, C the
+ *	  largest centroid; float32 accumulation (with the norm as its first term)
+ *	  adds a term in (|x| + |C|)^2.  The wgmma screen rounds alike (its rows in
+ *	  shared memory, its centroids beforehand) and keeps the bound.  The
+ *	  precision options tf32, bf16 and fp16 skip all refinement: they trade
+ *	  exactness for speed by request (and the fit checks them on a sample,
  *	  engine/precision_check.c).
  *
- *	  Operands are rows of width ld (gc_tensor_row_width): the centred
- *	  float32 data (the data themselves when d is already a multiple of 8)
- *	  or their bf16 or fp16 copy, and centroid rows padded to a multiple of 128 with
- *	  zeros; point rows past the end are clamped to the last row, whose
- *	  results are discarded, and centroid columns past k start at -FLT_MAX
- *	  (or are skipped a warp's 8-column slice at a time).
+ *	  Operands are rows of width ld (gc_tensor_row_width): the centred float32
+ *	  data (the data themselves when d is already a multiple of 8) or their bf16
+ *	  or fp16 copy, and centroid rows padded to a multiple of 128 with zeros;
+ *	  point rows past the end are clamped to the last row, whose results are
+ *	  discarded, and centroid columns past k start at -FLT_MAX (or are skipped a
+ *	  warp's 8-column slice at a time).
  *
  *	  This file chooses the layout and launches the passes (the screen,
  *	  3xTF32 over its list, the exact check); the kernel templates are in

@@ -2,10 +2,10 @@
  *
  * tensor/wgmma_kernels.cuh
  *	  The Hopper labeling pass (tensor/wgmma_kernels.cu, built for sm_90a only;
- *	  the kernel is in tensor/wgmma_tiles.cuh): its operands, described by tensor
- *	  maps for the copy engine, and its launchers, the 16-bit pass and the
- *	  TF32 screen.  The labelers that own the operands (tensor/labeler_16bit.cu,
- *	  tensor/labeler_fp32.cu) include this.
+ *	  the kernel is in tensor/wgmma_tiles.cuh): its operands, described by
+ *	  tensor maps for the copy engine, and its launchers, the 16-bit pass and
+ *	  the TF32 screen.  The labelers that own the operands
+ *	  (tensor/labeler_16bit.cu, tensor/labeler_fp32.cu) include this.
  *
  * IDENTIFICATION
  *	  cuda/tensor/wgmma_kernels.cuh
