@@ -31,7 +31,9 @@
 
 #include "access/parallel.h"
 #include "access/xact.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
+#include "executor/executor.h"
 #include "nodes/nodeFuncs.h"
 #include "nodes/supportnodes.h"
 #include "optimizer/optimizer.h"
@@ -39,12 +41,64 @@
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
+#include "utils/syscache.h"
 
 PG_FUNCTION_INFO_V1(gpuclust_assign_support);
 
 /*
- * The rows the query's plan expects; -1 when it is not one SELECT or its
- * rewrite is not one query
+ * Whether the analysed query is one the estimate may plan: a plain SELECT
+ * (not SELECT INTO, which analysis turns into a utility statement), with
+ * no data-modifying WITH clause and no FOR UPDATE/SHARE
+ */
+static bool
+plain_select(Query *query)
+{
+	return query->commandType == CMD_SELECT && query->utilityStmt == NULL &&
+		!query->hasModifyingCTE && query->rowMarks == NIL;
+}
+
+/* Whether the relation has row-level security enabled */
+static bool
+relation_has_row_security(Oid relid)
+{
+	HeapTuple	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	bool		enabled;
+
+	if (!HeapTupleIsValid(tuple))
+		return true;
+	enabled = ((Form_pg_class) GETSTRUCT(tuple))->relrowsecurity;
+	ReleaseSysCache(tuple);
+	return enabled;
+}
+
+/*
+ * Whether the caller may see the plan's estimate: it may read every
+ * relation the plan reads (as the executor would check them, views'
+ * relations as the views' owners), and none has row-level security on,
+ * whose estimate would count rows the policies hide
+ */
+static bool
+caller_may_read(PlannedStmt *plan)
+{
+	ListCell   *lc;
+
+	if (!gc_exec_check_permissions(plan))
+		return false;
+	foreach(lc, plan->rtable)
+	{
+		RangeTblEntry *rte = lfirst_node(RangeTblEntry, lc);
+
+		if (rte->rtekind == RTE_RELATION && relation_has_row_security(rte->relid))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * The rows the query's plan expects; -1 when it is not one plain SELECT
+ * (plain_select) whose rewrite is one query, or the caller may not read
+ * what it reads (caller_may_read): such a query keeps the declared
+ * estimate, and what is wrong with it is reported when the function runs
  */
 static double
 planned_rows(const char *query)
@@ -52,17 +106,24 @@ planned_rows(const char *query)
 	List	   *raw = pg_parse_query(query);
 	RawStmt    *stmt;
 	List	   *rewritten;
+	Query	   *analysed;
 	PlannedStmt *plan;
 
 	if (list_length(raw) != 1)
 		return -1;
 	stmt = linitial_node(RawStmt, raw);
-	if (!IsA(stmt->stmt, SelectStmt))
+	if (!IsA(stmt->stmt, SelectStmt) || ((SelectStmt *) stmt->stmt)->intoClause != NULL)
 		return -1;
 	rewritten = pg_analyze_and_rewrite_fixedparams(stmt, query, NULL, 0, NULL);
 	if (list_length(rewritten) != 1)
 		return -1;
-	plan = pg_plan_query(linitial_node(Query, rewritten), query, 0, NULL);
+	analysed = linitial_node(Query, rewritten);
+	if (!plain_select(analysed))
+		return -1;
+	plan = pg_plan_query(analysed, query, 0, NULL);
+	if (plan == NULL || plan->commandType != CMD_SELECT || plan->planTree == NULL ||
+		!caller_may_read(plan))
+		return -1;
 	return plan->planTree->plan_rows;
 }
 

@@ -19,6 +19,11 @@
  * - 17 added the DSM registry (GetNamedDSMSegment), which gives
  *   extensions shared memory without shared_preload_libraries
  *   (GC_HAVE_DSM_REGISTRY).
+ * - 16 moved the executor's permission checks into RTEPermissionInfo
+ *   nodes (ExecCheckPermissions over the plan's permInfos; 15's
+ *   ExecCheckRTPerms reads them from the range table):
+ *   gc_exec_check_permissions(plan) checks a PlannedStmt's without
+ *   raising an error (needs executor/executor.h).
  * - 16 keeps GUC extras in its own memory (guc_malloc, guc_free); 15
  *   frees them with free() (gc_guc_malloc).
  *
@@ -49,6 +54,14 @@
 #define gc_guc_malloc(size) guc_malloc(LOG, (size))
 #else
 #define gc_guc_malloc(size) malloc(size)
+#endif
+
+/* Whether the caller may read what a PlannedStmt reads (no error raised) */
+#if PG_VERSION_NUM >= 160000
+#define gc_exec_check_permissions(plan) \
+	ExecCheckPermissions((plan)->rtable, (plan)->permInfos, false)
+#else
+#define gc_exec_check_permissions(plan) ExecCheckRTPerms((plan)->rtable, false)
 #endif
 
 #define gc_b64_encode(src, len, dst, dstlen) \
