@@ -247,26 +247,58 @@ typedef struct PotentialPass
 } PotentialPass;
 
 /*
- * Squared distances of x to the 8 candidates of a panel, each lane summed
- * in dimension order with every operation rounded on its own: lane l is
- * gc_sqdist_exact(x, candidate l) to the bit.  Cloned for the vector units.
+ * Squared distances of 4 rows (d apart) to the 8 candidates of a panel,
+ * into out (4 x 8), each lane summed in dimension order with every
+ * operation rounded on its own: lane l of row r is gc_sqdist_exact(row r,
+ * candidate l) to the bit.  Four rows keep four chains of adds in flight.
+ * Cloned for the vector units.
  */
 GC_SIMD_CLONES
 static void
-sqdist_lanes(const double *restrict x, const double *restrict panel, int d, double *restrict out)
+sqdist_lanes4(const double *restrict x, const double *restrict panel, int d,
+			  double *restrict out)
 {
-	v8d			s = {0};
+	v8d			s0 = {0},
+				s1 = {0},
+				s2 = {0},
+				s3 = {0};
 
 	for (int j = 0; j < d; j++)
 	{
 		v8d			c;
-		v8d			t;
+		v8d			t0,
+					t1,
+					t2,
+					t3;
 
 		memcpy(&c, panel + (size_t) j * 8, sizeof(v8d));
-		t = x[j] - c;
-		s = s + t * t;
+		t0 = x[j] - c;
+		t1 = x[d + j] - c;
+		t2 = x[2 * (size_t) d + j] - c;
+		t3 = x[3 * (size_t) d + j] - c;
+		s0 = s0 + t0 * t0;
+		s1 = s1 + t1 * t1;
+		s2 = s2 + t2 * t2;
+		s3 = s3 + t3 * t3;
 	}
-	memcpy(out, &s, sizeof(v8d));
+	memcpy(out, &s0, sizeof(v8d));
+	memcpy(out + 8, &s1, sizeof(v8d));
+	memcpy(out + 16, &s2, sizeof(v8d));
+	memcpy(out + 24, &s3, sizeof(v8d));
+}
+
+/* One row's distances (as sqdist_lanes4's lanes) for a tail of fewer than 4 rows */
+static void
+sqdist_lanes1(const double *x, const double *panel, int d, double *out)
+{
+	for (int l = 0; l < 8; l++)
+	{
+		double		s = 0.0;
+
+		for (int j = 0; j < d; j++)
+			s = gc_sqdist_add(s, x[j], panel[(size_t) j * 8 + l]);
+		out[l] = s;
+	}
 }
 
 /* Rows [first, first + count) of chunk into thread worker's potentials */
@@ -276,24 +308,34 @@ potential_block(void *ctx, int worker, const GcChunk *chunk, int64_t first, int6
 	PotentialPass *pass = ctx;
 	int			d = pass->rows->d;
 	gc_u128    *potential = pass->potential + (size_t) worker * GC_MAX_INIT_CANDIDATES;
+	double		lanes[4 * 8];
 
-	for (int64_t i = first; i < first + count; i++)
+	for (int64_t i0 = first; i0 < first + count; i0 += 4)
 	{
-		int64_t		row = chunk->first_row + i;
-		const double *x = chunk->values + (size_t) i * d;
-		gc_u128		w = (gc_u128) gc_chunk_weight(chunk, i);
-		double		mind2 = pass->mind2[row];
-		/* most candidates leave D^2 as it is: its term, once */
-		gc_u128		kept = gc_quantize_wide(mind2, pass->frame->inertia_exp) * w;
-		double		lanes[8];
+		int			rows = first + count - i0 < 4 ? (int) (first + count - i0) : 4;
 
 		for (int p = 0; p < pass->npanels; p++)
 		{
-			sqdist_lanes(x, pass->panels + (size_t) p * d * 8, d, lanes);
-			for (int l = 0; l < 8 && p * 8 + l < pass->candidates; l++)
-				/* min(D^2, |x - c|^2) */
-				potential[p * 8 + l] += lanes[l] < mind2 ?
-					gc_quantize_wide(lanes[l], pass->frame->inertia_exp) * w : kept;
+			const double *panel = pass->panels + (size_t) p * d * 8;
+
+			if (rows == 4)
+				sqdist_lanes4(chunk->values + (size_t) i0 * d, panel, d, lanes);
+			else
+				for (int r = 0; r < rows; r++)
+					sqdist_lanes1(chunk->values + (size_t) (i0 + r) * d, panel, d, lanes + r * 8);
+			for (int r = 0; r < rows; r++)
+			{
+				int64_t		row = chunk->first_row + i0 + r;
+				gc_u128		w = (gc_u128) gc_chunk_weight(chunk, i0 + r);
+				double		mind2 = pass->mind2[row];
+				/* most candidates leave D^2 as it is: its term, once */
+				gc_u128		kept = gc_quantize_wide(mind2, pass->frame->inertia_exp) * w;
+
+				for (int l = 0; l < 8 && p * 8 + l < pass->candidates; l++)
+					/* min(D^2, |x - c|^2) */
+					potential[p * 8 + l] += lanes[r * 8 + l] < mind2 ?
+						gc_quantize_wide(lanes[r * 8 + l], pass->frame->inertia_exp) * w : kept;
+			}
 		}
 	}
 }
