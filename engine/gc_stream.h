@@ -71,7 +71,20 @@ typedef struct GcStream
 	GcHostAlloc alloc;			/* the block's memory (pinned for the GPU) */
 	GcHostFree	free;
 	bool		(*interrupted) (void);
+	size_t		max_block_bytes;	/* the block's chunks, 0 for no limit */
+	size_t		max_level_bytes;	/* the levels' arrays together, 0 for no limit */
+	size_t		level_bytes;	/* the levels' arrays allocated */
 } GcStream;
+
+/*
+ * Memory limits of a summary (gc_stream_limit_memory): its block's chunks
+ * and its levels' arrays each stay within their bound, and a row or a
+ * level past it fails with GC_ERR_HOST_MEMORY
+ */
+extern void gc_stream_limit_memory(GcStream *s, size_t max_block_bytes,
+								   size_t max_level_bytes);
+/* The bytes one level's arrays take */
+extern size_t gc_stream_level_bytes(int m, int d);
 
 extern GcStatus gc_stream_init(GcStream *s, const GcStreamHeader *shape,
 							   const GcKmeansBackend *backend,

@@ -103,8 +103,8 @@ add_chunk(GcRows *rows, GcError *err)
 			held += (size_t) rows->chunks[c].capacity * row_bytes;
 		if (held + row_bytes > rows->max_bytes)
 			return gc_fail(err, GC_ERR_HOST_MEMORY,
-						   "the rows need more than the %zu MB a fit may hold in host memory",
-						   rows->max_bytes >> 20);
+						   "the rows need more than the %zu MB a fit may hold for them in host memory",
+						   (rows->max_bytes + ((1 << 20) - 1)) >> 20);
 		if (bytes > rows->max_bytes - held)
 			bytes = rows->max_bytes - held;
 	}

@@ -67,6 +67,20 @@ gc_stream_init(GcStream *s, const GcStreamHeader *shape,
 }
 
 void
+gc_stream_limit_memory(GcStream *s, size_t max_block_bytes, size_t max_level_bytes)
+{
+	s->max_block_bytes = max_block_bytes;
+	s->max_level_bytes = max_level_bytes;
+	s->block.max_bytes = max_block_bytes;
+}
+
+size_t
+gc_stream_level_bytes(int m, int d)
+{
+	return sizeof(double) * ((size_t) GC_STREAM_FANOUT * m + 1) * ((size_t) d + 1);
+}
+
+void
 gc_stream_release(GcStream *s)
 {
 	gc_rows_release(&s->block);
@@ -77,6 +91,7 @@ gc_stream_release(GcStream *s)
 		s->levels[l].weights = s->levels[l].points = NULL;
 		s->levels[l].count = 0;
 	}
+	s->level_bytes = 0;
 }
 
 /*
@@ -175,7 +190,9 @@ reduce_block(GcStream *s, GcError *err)
 	if (status != GC_OK)
 		return status;
 	gc_rows_release(block);
-	return gc_rows_init(block, s->d, s->alloc, s->free, err);
+	status = gc_rows_init(block, s->d, s->alloc, s->free, err);
+	block->max_bytes = s->max_block_bytes;
+	return status;
 }
 
 /*
@@ -232,6 +249,14 @@ push_level(GcStream *s, int level, double weight, const double *x, GcError *err)
 
 	if (lv->weights == NULL)
 	{
+		size_t		bytes = gc_stream_level_bytes(s->m, s->d);
+
+		if (s->max_level_bytes > 0 && s->level_bytes + bytes > s->max_level_bytes)
+			return gc_fail(err, GC_ERR_HOST_MEMORY,
+						   "level %d of the summary needs %zu MB more, past the %zu MB its levels may hold",
+						   level, (bytes + ((1 << 20) - 1)) >> 20,
+						   (s->max_level_bytes + ((1 << 20) - 1)) >> 20);
+		s->level_bytes += bytes;
 		lv->weights = malloc(sizeof(double) * (bound + 1));
 		lv->points = malloc(sizeof(double) * (bound + 1) * s->d);
 		if (lv->weights == NULL || lv->points == NULL)

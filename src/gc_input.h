@@ -39,6 +39,9 @@ typedef struct GcInput
 												 * (a parallel plan's leader) */
 	GcChunkPlacement placement; /* the rows' large chunks in shared memory
 								 * (a partial aggregate's, partial_state.c) */
+	GcFitMemory memory;			/* the fit's host memory account: the rows
+								 * take what is left when they start */
+	bool		rows_counted;	/* the rows are in the account */
 } GcInput;
 
 extern void gc_input_init(GcInput *input);
@@ -50,6 +53,7 @@ extern double gc_input_bytes(const GcInput *input);
 extern void gc_input_settle_device(GcInput *input, double work);
 extern double gc_input_finish_rows(GcInput *input);
 extern void gc_input_release_at_reset(GcInput *input, MemoryContext context);
+extern void gc_input_count_rows(GcInput *input);
 
 /*
  * A vector's format is the element type's OID for an array (FLOAT8OID,

@@ -53,6 +53,6 @@ extern const char *gc_precision_name(GcPrecision precision);
 extern const char *gc_metric_name(GcMetric metric);
 
 /* options.c: the options of kmeans_stream_state */
-extern void gc_parse_stream_options(Jsonb *options, int k, GcStreamHeader *shape);
+extern bool gc_parse_stream_options(Jsonb *options, int k, GcStreamHeader *shape);
 
 #endif							/* GC_OPTIONS_H */

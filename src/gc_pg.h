@@ -31,9 +31,11 @@
 #include "gc_stream.h"
 #include "utils/expandeddatum.h"
 
-/* gpuclust.c, interrupt.c: failures, limits, cancel */
+/* gpuclust.c, interrupt.c: failures, cancel */
 extern bool gc_interrupted(void);
 extern void gc_raise(const GcError *err);
-extern size_t gc_fit_memory_limit(void);
+
+/* fit_memory.c: the fit memory limit and a fit's account */
+#include "gc_fit_memory.h"
 
 #endif							/* GC_PG_H */

@@ -2,9 +2,9 @@
  *
  * gpuclust.c
  *	  Module entry point: _PG_init (which defines every GUC, here the
- *	  superuser-only memory limits gpuclust.pinned_cache_mb and
- *	  gpuclust.max_fit_memory_mb, and through the others' init functions
- *	  the device choice's, device_choice.c, and the GPU service's), and
+ *	  superuser-only gpuclust.pinned_cache_mb, and through the others'
+ *	  init functions the device choice's, device_choice.c, the fit memory
+ *	  limit's, fit_memory.c, and the GPU service's), and
  *	  the translation of engine failures into ereport (the interrupt hook
  *	  is in interrupt.c).
  *
@@ -18,8 +18,6 @@
 #include "gpu_service.h"
 #include "segment_registry.h"
 
-#include <limits.h>
-
 #include "miscadmin.h"
 #include "utils/guc.h"
 
@@ -30,7 +28,6 @@
 PG_MODULE_MAGIC;
 
 static int	gc_pinned_cache_mb = 256;
-static int	gc_max_fit_memory_mb = 32768;
 
 void		_PG_init(void);
 
@@ -56,35 +53,11 @@ _PG_init(void)
 							&gc_pinned_cache_mb, 256, 0, 1024 * 1024,
 							PGC_SUSET, GUC_UNIT_MB, NULL, assign_pinned_cache_mb, NULL);
 
-	/*
-	 * A fit holds all its rows in host memory at once (work_mem cannot
-	 * bound it), so that an ordinary user could otherwise take any amount
-	 * of it: superuser-only, like the pinned cache.  32 GB holds 5 million
-	 * embeddings of 768 dimensions (the embedding benchmark's 1 million
-	 * take 6.2 GB; a 4 GB default refused them), and bounds one backend's
-	 * fit to a share of a GPU server's memory; larger fits need a superuser.
-	 */
-	DefineCustomIntVariable("gpuclust.max_fit_memory_mb",
-							"Host memory one fit may hold for its rows.",
-							"A fit (aggregate, window partition or assignment) whose rows need "
-							"more fails before allocating past it; 0 removes the limit.",
-							&gc_max_fit_memory_mb, 32768, 0, INT_MAX,
-							PGC_SUSET, GUC_UNIT_MB, NULL, NULL, NULL);
-
+	gc_fit_memory_setup();
 	gc_service_init();
 	MarkGUCPrefixReserved("gpuclust");
 	gc_segment_registry_init();
 	gc_progress_init();
-}
-
-/*
- * The host memory a fit's row store may hold, from
- * gpuclust.max_fit_memory_mb (0: no limit)
- */
-size_t
-gc_fit_memory_limit(void)
-{
-	return (size_t) gc_max_fit_memory_mb << 20;
 }
 
 /*
@@ -108,8 +81,8 @@ gc_raise(const GcError *err)
 					(errcode(ERRCODE_OUT_OF_MEMORY),
 					 errmsg("out of host memory in gpuclust"),
 					 errdetail("%s", err->message),
-					 errhint("Cluster fewer rows or fewer dimensions; gpuclust.max_fit_memory_mb, "
-							 "which a superuser sets, limits a fit's rows.")));
+					 errhint("Cluster fewer rows or fewer dimensions, or have a superuser raise "
+							 "gpuclust.max_fit_memory_mb, which limits a fit's memory.")));
 			break;
 		case GC_ERR_DEVICE_MEMORY:
 			ereport(ERROR,

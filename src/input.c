@@ -31,6 +31,7 @@ void
 gc_input_init(GcInput *input)
 {
 	memset(input, 0, sizeof(*input));
+	gc_fit_memory_begin(&input->memory);
 }
 
 /*
@@ -372,7 +373,7 @@ gc_input_add(GcInput *input, Datum vector, Oid format)
 		if (gc_rows_init(&input->rows, d, input->device.alloc,
 						 input->device.free, &err) != GC_OK)
 			gc_raise(&err);
-		input->rows.max_bytes = gc_fit_memory_limit();
+		input->rows.max_bytes = gc_fit_memory_left(&input->memory);
 		input->rows.placement = input->placement;
 		input->started = true;
 		input->first_rowno = rowno;
@@ -530,4 +531,17 @@ gc_input_release_at_reset(GcInput *input, MemoryContext context)
 	cb->func = release_callback;
 	cb->arg = input;
 	MemoryContextRegisterResetCallback(context, cb);
+}
+
+/*
+ * Count the rows in the fit's account, once (a parallel plan's leader
+ * holds the workers' rows too; a serial store stayed within what was left)
+ */
+void
+gc_input_count_rows(GcInput *input)
+{
+	if (input->rows_counted || !input->started)
+		return;
+	gc_fit_memory_count(&input->memory, gc_rows_held_bytes(&input->rows), "The rows");
+	input->rows_counted = true;
 }

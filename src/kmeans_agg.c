@@ -336,6 +336,11 @@ gpuclust_kmeans_assign_finalfn(PG_FUNCTION_ARGS)
 	{
 		int64		n = state->input.started ? state->input.rows.n : 0;
 
+		gc_input_count_rows(&state->input);
+		gc_fit_memory_count(&state->input.memory,
+							add_size(mul_size(Max(n, 1), sizeof(int32) + sizeof(double)),
+									 mul_size(state->assign->ids_capacity, sizeof(int64))),
+							"The rows' ids, labels and distances");
 		sink->labels = MemoryContextAllocHuge(sink->context, sizeof(int32) * Max(n, 1));
 		sink->distances = MemoryContextAllocHuge(sink->context, sizeof(double) * Max(n, 1));
 		/* without a model (fewer rows than k, small_groups "null") no row has a cluster */

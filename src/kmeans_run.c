@@ -147,6 +147,9 @@ gc_run_kmeans(GcInput *input, const GcKmeansOptions *asked, double collect_ms,
 	gc_check_init_shape(opts, rows->d);
 	collect_ms += gc_input_finish_rows(input);
 	gc_input_settle_device(input, (double) rows->n * k * rows->d * opts->params.n_init);
+	gc_input_count_rows(input);
+	gc_fit_memory_count(&input->memory, gc_kmeans_work_bytes(rows->n, k, rows->d),
+						"The k-means fit's working arrays");
 
 	model = gc_model_alloc(k, rows->d);
 	memset(&result, 0, sizeof(result));

@@ -68,6 +68,7 @@ label_partition(WindowObject winobj, FunctionCallInfo fcinfo, Oid format,
 	input.unit = opts.params.metric == GC_METRIC_COSINE;
 	input.work_per_row = (double) opts.params.k * opts.params.n_init;
 	input.hashes_at_fit = true;
+	gc_fit_memory_count(&input.memory, sizeof(int32) * Max(nrows, 1), "The partition's labels");
 	PG_TRY();
 	{
 		double		started = gc_now_ms();

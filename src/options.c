@@ -412,12 +412,13 @@ stream_option(const char *name, JsonbValue *v, void *arg)
 /*
  * The shape of a new stream summary from k and the options of
  * kmeans_stream_state: centres (m) defaults to 10 k and block_rows to
- * the larger of 65536 and 4 m
+ * the larger of 65536 and 4 m; whether block_rows was given
  */
-void
+bool
 gc_parse_stream_options(Jsonb *options, int k, GcStreamHeader *shape)
 {
 	StreamOptions so = {shape, k, -1, -1};
+	bool		block_given;
 
 	if (k < 1)
 		ereport(ERROR,
@@ -432,7 +433,8 @@ gc_parse_stream_options(Jsonb *options, int k, GcStreamHeader *shape)
 	gc_for_each_option(options, VALID_STREAM_OPTIONS_HINT, stream_option, &so);
 	if (so.m < 0)
 		so.m = Min((int64) 10 * k, GC_STREAM_MAX_CENTRES);
-	if (so.block < 0)
+	block_given = so.block >= 0;
+	if (!block_given)
 		so.block = Min(Max((int64) 65536, 4 * so.m), GC_STREAM_MAX_BLOCK);
 	if (so.block < 2 * so.m)
 		ereport(ERROR,
@@ -442,4 +444,5 @@ gc_parse_stream_options(Jsonb *options, int k, GcStreamHeader *shape)
 				 errhint("Raise block_rows or lower centres.")));
 	shape->m = (int) so.m;
 	shape->block_rows = (int) so.block;
+	return block_given;
 }

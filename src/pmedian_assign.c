@@ -144,6 +144,10 @@ gpuclust_pmedian_assign(PG_FUNCTION_ARGS)
 		SPI_finish();
 		if (in.input.started)
 		{
+			gc_input_count_rows(&in.input);
+			gc_fit_memory_count(&in.input.memory,
+								mul_size(in.input.rows.n, sizeof(int32) + sizeof(double)),
+								"The rows' medians and distances");
 			alloc = MemoryContextAllocHuge(per_query, sizeof(int32) * in.input.rows.n);
 			dist = MemoryContextAllocHuge(per_query, sizeof(double) * in.input.rows.n);
 			model = gc_run_pmedian(&in, &params, small_groups, gc_now_ms() - started,

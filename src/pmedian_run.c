@@ -247,6 +247,25 @@ fit_pmedian(PmInput *in, GcPmParams *params, GcPmResult *result)
 }
 
 /*
+ * Count the fit's memory before it allocates more: the rows, their ids
+ * and demands, and the engine's working memory with its own copy of the
+ * rows (engine/pmedian_cpu.c holds them contiguously: both copies count)
+ */
+static void
+count_memory(PmInput *in, const GcPmParams *params)
+{
+	GcRows	   *rows = &in->input.rows;
+
+	gc_input_count_rows(&in->input);
+	gc_fit_memory_count(&in->input.memory,
+						mul_size((size_t) in->capacity, sizeof(int64) + (in->with_demand ? sizeof(double) : 0)),
+						"The rows' ids and demands");
+	gc_fit_memory_count(&in->input.memory,
+						gc_pmedian_work_bytes(rows->n, params->p, rows->d, params->capacitated),
+						"The p-median fit's copy of the rows and working arrays");
+}
+
+/*
  * Fit the p-median model over the collected rows, with ereport on
  * failure: asked->p medians, or as many as the rows when they are fewer
  * and small_groups says "shrink"; NULL when they are fewer and it says
@@ -272,6 +291,7 @@ gc_run_pmedian(PmInput *in, const GcPmParams *asked, GcSmallGroups small_groups,
 		return NULL;
 	}
 	params->p = p;
+	count_memory(in, params);
 	order_by_id(in);
 	check_total_capacity(in, params);
 	gc_input_settle_device(&in->input, (double) rows->n * p * d);

@@ -39,15 +39,23 @@ static GcStreamState *
 start_state(FunctionCallInfo fcinfo, MemoryContext aggcontext, int d)
 {
 	GcStreamHeader shape;
+	GcStreamState *state;
+	bool		block_given;
+	size_t		max_block_bytes,
+				max_level_bytes;
 
 	if (PG_ARGISNULL(2))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("k must not be NULL")));
-	gc_parse_stream_options(PG_NARGS() > 3 && !PG_ARGISNULL(3) ? PG_GETARG_JSONB_P(3) : NULL,
-							gc_k_argument(fcinfo, 2), &shape);
+	block_given = gc_parse_stream_options(PG_NARGS() > 3 && !PG_ARGISNULL(3) ? PG_GETARG_JSONB_P(3) : NULL,
+										  gc_k_argument(fcinfo, 2), &shape);
 	shape.d = d;
-	return gc_stream_state_new(aggcontext, &shape, true);
+	gc_stream_plan_memory(&shape, block_given ? GC_STREAM_BLOCK_GIVEN : GC_STREAM_BLOCK_DEFAULT,
+						  &max_block_bytes, &max_level_bytes);
+	state = gc_stream_state_new(aggcontext, &shape, true);
+	gc_stream_limit_memory(&state->stream, max_block_bytes, max_level_bytes);
+	return state;
 }
 
 /*
@@ -272,6 +280,7 @@ gpuclust_stream_model(PG_FUNCTION_ARGS)
 		gc_stream_state_free(state);
 		PG_RETURN_NULL();
 	}
+	gc_stream_model_memory(s, opts.params.k);
 	model = gc_model_alloc(opts.params.k, s->d);
 	gc_choose_service_device(&device);
 	gc_settle_device(&device, (double) gc_stream_points(s) * opts.params.k * s->d * opts.params.n_init);

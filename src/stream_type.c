@@ -226,6 +226,8 @@ gc_stream_state_copy(Datum value, MemoryContext parent, bool use_gpu)
 {
 	GcStreamHeader shape;
 	GcStreamState *state;
+	size_t		max_block_bytes,
+				max_level_bytes;
 
 	if (VARATT_IS_EXTERNAL_EXPANDED(DatumGetPointer(value)) &&
 		DatumGetEOHP(value)->eoh_methods == &stream_methods)
@@ -246,7 +248,9 @@ gc_stream_state_copy(Datum value, MemoryContext parent, bool use_gpu)
 
 		stream_bytes(value, &shape, &len);
 	}
+	gc_stream_plan_memory(&shape, GC_STREAM_BLOCK_STORED, &max_block_bytes, &max_level_bytes);
 	state = gc_stream_state_new(parent, &shape, use_gpu);
+	gc_stream_limit_memory(&state->stream, max_block_bytes, max_level_bytes);
 	gc_stream_state_merge(state, value);
 	return state;
 }

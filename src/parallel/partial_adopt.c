@@ -281,6 +281,21 @@ append_rows(GcRows *rows, const GcPartialRows *part, GcPartialSegments *keep)
 }
 
 /*
+ * The rows so far and a share's must stay within the fit's memory: each
+ * worker's own share kept to the limit, the leader's sum of them is too
+ */
+static void
+check_rows_memory(const GcInput *input, const GcPartialRows *part)
+{
+	GcFitMemory account = input->memory;
+	size_t		row_bytes = gc_row_bytes(part->d, part->narrow, part->weighted);
+
+	gc_fit_memory_count(&account, add_size(gc_rows_held_bytes(&input->rows),
+										   mul_size((size_t) part->n, row_bytes)),
+						"The parallel workers' rows");
+}
+
+/*
  * Join a deserialized partial state's counts and rows into the leader's
  * input: the first rows choose the device (choose_device: the fit's,
  * pinned memory for a GPU fit in this backend) and fix the dimension, which later shares must have
@@ -317,6 +332,7 @@ gc_partial_adopt(GcInput *input, const GcPartialRows *part, GcPartialSegments *k
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("cannot cluster more than " INT64_FORMAT " rows", GC_MAX_ROWS)));
+	check_rows_memory(input, part);
 	append_rows(&input->rows, part, keep);
 }
 

@@ -197,6 +197,8 @@ typedef struct GcServiceFit
 	GcDevice   *device;			/* left for this backend when the service cannot
 								 * run the fit */
 	uint32		progress;		/* the fit's progress token */
+	const GcFitMemory *memory;	/* the fit's account, or NULL: a request segment
+								 * past it is not made (the fit runs here) */
 	/* a k-means fit */
 	const GcKmeansParams *params;
 	GcKmeansResult *result;		/* centroids, sizes (labels, distances) to fill */

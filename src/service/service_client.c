@@ -406,6 +406,9 @@ submit_fit(GcServiceFit *fit, GcError *err)
 	layout.want_labels = fit_labels(fit) != NULL;
 	layout.want_distances = fit_distances(fit) != NULL;
 	bytes = layout_request(&layout, fit);
+	/* the copy of the rows would pass the fit's memory: run it here instead */
+	if (fit->memory != NULL && !gc_fit_memory_room(fit->memory, bytes))
+		return GC_SERVICE_UNAVAILABLE;
 	if (!gc_dsm_segment_fits(bytes))
 		return GC_SERVICE_UNAVAILABLE;
 	segment = dsm_create(bytes, DSM_CREATE_NULL_IF_MAXSEGMENTS);
@@ -470,6 +473,7 @@ gc_service_fit_input(GcInput *input, GcServiceFit *fit)
 	fit->segments = input->segments;
 	fit->device = &input->device;
 	fit->progress = input->progress;
+	fit->memory = &input->memory;
 	if (!gc_service_fit(fit, &err))
 		return false;
 	if (err.status != GC_OK)
