@@ -36,7 +36,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef double v4d __attribute__((vector_size(32)));
 typedef double v8d __attribute__((vector_size(64)));
 
 /*
@@ -126,29 +125,6 @@ typedef struct RacePass
 	uint64_t   *best;			/* workers x GC_MAX_INIT_CANDIDATES lowest keys */
 } RacePass;
 
-/*
- * Squared distances of 4 rows (d apart) to centre, each lane summed in
- * dimension order with every operation rounded on its own: lane r is
- * gc_sqdist_exact(row r, centre) to the bit.  Four chains at once, where
- * one row's would wait on its adds' latency.  Cloned for the vector units.
- */
-GC_SIMD_CLONES
-static void
-sqdist_rows4(const double *restrict rows, const double *restrict centre, int d,
-			 double *restrict out)
-{
-	v4d			s = {0};
-
-	for (int j = 0; j < d; j++)
-	{
-		v4d			x = {rows[j], rows[d + j], rows[2 * (size_t) d + j], rows[3 * (size_t) d + j]};
-		v4d			t = x - centre[j];
-
-		s = s + t * t;
-	}
-	memcpy(out, &s, sizeof(v4d));
-}
-
 /* Rows [first, first + count) of chunk: D^2, then thread worker's races */
 static void
 race_block(void *ctx, int worker, const GcChunk *chunk, int64_t first, int64_t count)
@@ -157,7 +133,6 @@ race_block(void *ctx, int worker, const GcChunk *chunk, int64_t first, int64_t c
 	int			d = pass->rows->d;
 	uint64_t   *best = pass->best + (size_t) worker * GC_MAX_INIT_CANDIDATES;
 	uint64_t	keys[GC_MAX_INIT_CANDIDATES];
-	double		d2s[4];
 
 	for (int j = 0; j < pass->candidates; j++)
 		keys[j] = gc_draw_key(pass->seed, gc_seed_stream(pass->t, j));
@@ -169,16 +144,10 @@ race_block(void *ctx, int worker, const GcChunk *chunk, int64_t first, int64_t c
 		/* the distance to the previous centre, and a draw per candidate */
 		if (pass->previous != NULL)
 		{
-			double		d2;
+			/* step 1 has no D^2 yet: nothing bounds its sum */
+			double		d2 = gc_sqdist_within(chunk->values + (size_t) i * d, pass->previous,
+											  d, pass->t == 1 ? DBL_MAX : pass->mind2[row]);
 
-			/* four rows' distances at a time: the full sum is no less than a bounded one */
-			if ((i - first) % 4 == 0 && i + 4 <= first + count)
-				sqdist_rows4(chunk->values + (size_t) i * d, pass->previous, d, d2s);
-			if (i + 4 - (i - first) % 4 <= first + count)
-				d2 = d2s[(i - first) % 4];
-			else
-				d2 = gc_sqdist_exact(chunk->values + (size_t) i * d, pass->previous, d);
-			/* step 1 has no D^2 yet */
 			if (pass->t == 1 || d2 < pass->mind2[row])
 				pass->mind2[row] = d2;
 			w = pass->mind2[row];
@@ -247,58 +216,26 @@ typedef struct PotentialPass
 } PotentialPass;
 
 /*
- * Squared distances of 4 rows (d apart) to the 8 candidates of a panel,
- * into out (4 x 8), each lane summed in dimension order with every
- * operation rounded on its own: lane l of row r is gc_sqdist_exact(row r,
- * candidate l) to the bit.  Four rows keep four chains of adds in flight.
- * Cloned for the vector units.
+ * Squared distances of x to the 8 candidates of a panel, each lane summed
+ * in dimension order with every operation rounded on its own: lane l is
+ * gc_sqdist_exact(x, candidate l) to the bit.  Cloned for the vector units.
  */
 GC_SIMD_CLONES
 static void
-sqdist_lanes4(const double *restrict x, const double *restrict panel, int d,
-			  double *restrict out)
+sqdist_lanes(const double *restrict x, const double *restrict panel, int d, double *restrict out)
 {
-	v8d			s0 = {0},
-				s1 = {0},
-				s2 = {0},
-				s3 = {0};
+	v8d			s = {0};
 
 	for (int j = 0; j < d; j++)
 	{
 		v8d			c;
-		v8d			t0,
-					t1,
-					t2,
-					t3;
+		v8d			t;
 
 		memcpy(&c, panel + (size_t) j * 8, sizeof(v8d));
-		t0 = x[j] - c;
-		t1 = x[d + j] - c;
-		t2 = x[2 * (size_t) d + j] - c;
-		t3 = x[3 * (size_t) d + j] - c;
-		s0 = s0 + t0 * t0;
-		s1 = s1 + t1 * t1;
-		s2 = s2 + t2 * t2;
-		s3 = s3 + t3 * t3;
+		t = x[j] - c;
+		s = s + t * t;
 	}
-	memcpy(out, &s0, sizeof(v8d));
-	memcpy(out + 8, &s1, sizeof(v8d));
-	memcpy(out + 16, &s2, sizeof(v8d));
-	memcpy(out + 24, &s3, sizeof(v8d));
-}
-
-/* One row's distances (as sqdist_lanes4's lanes) for a tail of fewer than 4 rows */
-static void
-sqdist_lanes1(const double *x, const double *panel, int d, double *out)
-{
-	for (int l = 0; l < 8; l++)
-	{
-		double		s = 0.0;
-
-		for (int j = 0; j < d; j++)
-			s = gc_sqdist_add(s, x[j], panel[(size_t) j * 8 + l]);
-		out[l] = s;
-	}
+	memcpy(out, &s, sizeof(v8d));
 }
 
 /* Rows [first, first + count) of chunk into thread worker's potentials */
@@ -308,34 +245,24 @@ potential_block(void *ctx, int worker, const GcChunk *chunk, int64_t first, int6
 	PotentialPass *pass = ctx;
 	int			d = pass->rows->d;
 	gc_u128    *potential = pass->potential + (size_t) worker * GC_MAX_INIT_CANDIDATES;
-	double		lanes[4 * 8];
 
-	for (int64_t i0 = first; i0 < first + count; i0 += 4)
+	for (int64_t i = first; i < first + count; i++)
 	{
-		int			rows = first + count - i0 < 4 ? (int) (first + count - i0) : 4;
+		int64_t		row = chunk->first_row + i;
+		const double *x = chunk->values + (size_t) i * d;
+		gc_u128		w = (gc_u128) gc_chunk_weight(chunk, i);
+		double		mind2 = pass->mind2[row];
+		/* most candidates leave D^2 as it is: its term, once */
+		gc_u128		kept = gc_quantize_wide(mind2, pass->frame->inertia_exp) * w;
+		double		lanes[8];
 
 		for (int p = 0; p < pass->npanels; p++)
 		{
-			const double *panel = pass->panels + (size_t) p * d * 8;
-
-			if (rows == 4)
-				sqdist_lanes4(chunk->values + (size_t) i0 * d, panel, d, lanes);
-			else
-				for (int r = 0; r < rows; r++)
-					sqdist_lanes1(chunk->values + (size_t) (i0 + r) * d, panel, d, lanes + r * 8);
-			for (int r = 0; r < rows; r++)
-			{
-				int64_t		row = chunk->first_row + i0 + r;
-				gc_u128		w = (gc_u128) gc_chunk_weight(chunk, i0 + r);
-				double		mind2 = pass->mind2[row];
-				/* most candidates leave D^2 as it is: its term, once */
-				gc_u128		kept = gc_quantize_wide(mind2, pass->frame->inertia_exp) * w;
-
-				for (int l = 0; l < 8 && p * 8 + l < pass->candidates; l++)
-					/* min(D^2, |x - c|^2) */
-					potential[p * 8 + l] += lanes[r * 8 + l] < mind2 ?
-						gc_quantize_wide(lanes[r * 8 + l], pass->frame->inertia_exp) * w : kept;
-			}
+			sqdist_lanes(x, pass->panels + (size_t) p * d * 8, d, lanes);
+			for (int l = 0; l < 8 && p * 8 + l < pass->candidates; l++)
+				/* min(D^2, |x - c|^2) */
+				potential[p * 8 + l] += lanes[l] < mind2 ?
+					gc_quantize_wide(lanes[l], pass->frame->inertia_exp) * w : kept;
 		}
 	}
 }
