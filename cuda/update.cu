@@ -292,9 +292,10 @@ launch_update_centroids(const unsigned long long *sums,
 /*
  * Spherical k-means (the cosine metric): each updated centroid of a
  * non-empty cluster back to unit length by gc_unit_normalize in one thread
- * (index order: the CPU's arithmetic, to the bit), then its float copy and
- * norm as update_centroids makes them, and its shift from prev, the
- * centroid before the update, for the convergence test.  Launched after
+ * (index order: the CPU's arithmetic, to the bit), or, where the mean is
+ * zero (no direction), back to prev, the centroid before the update, as
+ * the CPU keeps it; then its float copy and norm as update_centroids makes
+ * them, and its shift from prev for the convergence test.  Launched after
  * update_centroids, which then leaves the shift to this kernel.
  */
 __global__ void
@@ -304,6 +305,7 @@ normalize_centroids_kernel(const unsigned long long *__restrict__ counts,
 						   float *__restrict__ c32, float *__restrict__ cnorm,
 						   unsigned long long *max_shift2)
 {
+	__shared__ bool directed;
 	int			c = blockIdx.x;
 	double	   *row = c64 + (size_t) c * d;
 	double		shift2 = 0.0;
@@ -312,8 +314,12 @@ normalize_centroids_kernel(const unsigned long long *__restrict__ counts,
 	if (counts[c] == 0)
 		return;					/* kept as it was, already of unit length */
 	if (threadIdx.x == 0)
-		(void) gc_unit_normalize(row, d);
+		directed = gc_unit_normalize(row, d);
 	__syncthreads();
+	/* a mean of no direction (rows that cancel) keeps the centroid */
+	if (!directed)
+		for (int j = threadIdx.x; j < d; j += blockDim.x)
+			row[j] = prev[(size_t) c * d + j];
 	for (int j = threadIdx.x; j < d; j += blockDim.x)
 	{
 		size_t		w = (size_t) c * d + j;

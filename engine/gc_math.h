@@ -375,6 +375,27 @@ gc_unit_normalize(double *x, int d)
 }
 
 /*
+ * A cosine model's centroids are unit vectors: a fit's, normalised by
+ * gc_unit_normalize, are within a few units in the last place of norm 1
+ * (relative error about d * 2^-53: 7e-12 at the largest d, 65,536);
+ * anything else is refused, as a centroid off the sphere makes the nearest
+ * centroid by Euclidean distance differ from the one of largest cosine
+ * (kmeans_predict would answer wrongly), and a zero centroid has no cosine
+ */
+#define GC_UNIT_NORM_TOLERANCE 1e-9
+
+/* Whether x's norm is within GC_UNIT_NORM_TOLERANCE of 1 */
+static inline bool
+gc_is_unit(const double *x, int d)
+{
+	double		s = 0.0;
+
+	for (int j = 0; j < d; j++)
+		s = s + x[j] * x[j];
+	return fabs(sqrt(s) - 1.0) <= GC_UNIT_NORM_TOLERANCE;
+}
+
+/*
  * Inertia is summed exactly, so that it does not depend on the order of
  * the rows: each squared distance x >= 0 becomes the 128-bit integer
  * floor(x * 2^unit_exp), built from x's 53-bit mantissa by shifts alone.

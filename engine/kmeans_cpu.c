@@ -11,7 +11,8 @@
  * An empty cluster keeps its previous centroid.  Under the cosine metric
  * the rows are unit vectors and each updated centroid is scaled back to
  * unit length (spherical k-means), so that the nearest centroid by
- * Euclidean distance is the one of largest cosine.
+ * Euclidean distance is the one of largest cosine; a cluster whose mean is
+ * zero (no direction) keeps its previous centroid too.
  *
  * Weighted rows (stream summaries, whole-number weights) weigh each row in
  * seeding (key -log(u) / (w D^2), potential sum w D^2), in the centroid update (fixed-point
@@ -452,9 +453,13 @@ cpu_step(void *session, int64_t pruned_rows, GcStepStatus *status, GcError *err)
 		for (int j = 0; j < d; j++)
 			s->mean[j] = gc_dequantize_mean(s->sums[(size_t) c * d + j], s->counts[c],
 											frame->offset[j], frame->scale[j]);
-		/* spherical k-means: the mean of unit rows, back on the sphere */
-		if (params->metric == GC_METRIC_COSINE)
-			(void) gc_unit_normalize(s->mean, d);
+		/*
+		 * spherical k-means: the mean of unit rows, back on the sphere; a
+		 * mean of no direction (rows that cancel, as x and -x) keeps the
+		 * centroid, as an empty cluster does
+		 */
+		if (params->metric == GC_METRIC_COSINE && !gc_unit_normalize(s->mean, d))
+			continue;
 		for (int j = 0; j < d; j++)
 		{
 			double		t = s->mean[j] - centroid[j];

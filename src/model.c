@@ -19,6 +19,8 @@
 
 #include <math.h>
 
+#include "gc_math.h"
+
 #include "catalog/pg_type.h"
 #include "common/int.h"
 #include "funcapi.h"
@@ -213,10 +215,29 @@ gc_model_alloc(int k, int d)
 }
 
 /*
+ * A cosine model's centroids: unit vectors (gc_is_unit), or kmeans_predict,
+ * which takes the nearest by Euclidean distance, would not answer the
+ * largest cosine (and a zero centroid has none)
+ */
+static void
+check_unit_centroids(const KmeansModel *m, int errcode_value)
+{
+	const double *centroids = KmeansModelCentroids(m);
+
+	for (int c = 0; c < m->k; c++)
+	{
+		if (!gc_is_unit(centroids + (size_t) c * m->d, m->d))
+			gc_model_value_error(MODEL_TYPE, errcode_value,
+								 psprintf("Under the metric \"cosine\" every centroid must be a unit vector (norm within %g of 1); centroid %d is not.",
+										  GC_UNIT_NORM_TOLERANCE, c));
+	}
+}
+
+/*
  * The one validation of a model, whoever made it: every field within its
  * rule, sizes that sum within int64, centroids finite and within
  * GC_MAX_MAGNITUDE (so that a model's distances stay finite, as a fit's
- * input must)
+ * input must), and of unit length under the cosine metric
  */
 void
 gc_model_check(KmeansModel *m, int errcode_value)
@@ -236,6 +257,8 @@ gc_model_check(KmeansModel *m, int errcode_value)
 								 "The field \"sizes\" must hold counts at least 0 whose sum is a 64-bit integer.");
 	gc_model_check_doubles(MODEL_TYPE, "centroids", KmeansModelCentroids(m),
 						   (size_t) m->k * m->d, GC_MAX_MAGNITUDE, false, errcode_value);
+	if (m->metric == GC_METRIC_COSINE)
+		check_unit_centroids(m, errcode_value);
 }
 
 /*

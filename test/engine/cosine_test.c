@@ -11,7 +11,8 @@
  *	  k = 128).  A cosine stream summary (unit rows, Euclidean reductions)
  *	  gives a spherical model that recovers the directions, whose
  *	  inertia is the rows' 1 - cos where each goes with its point, the
- *	  same on the GPU to the bit.
+ *	  same on the GPU to the bit.  A cluster whose rows cancel (a mean of no
+ *	  direction) keeps its unit centroid on both devices.
  *
  *	  cosine_test              run the checks, ending with "N passed, N failed"
  *	  cosine_test N            the Nth case alone (for compute-sanitizer)
@@ -158,6 +159,60 @@ test_cpu(void)
 	free(order);
 	free(truth);
 	free(x);
+}
+
+/*
+ * Rows that cancel: +e_j and -e_j for every axis j of d = 8, one cluster.
+ * The bounding box is centred on 0, so the fixed-point sums cancel
+ * exactly and the cluster's mean is the zero vector, which has no
+ * direction: the centroid must stay the unit vector it was (the seed, one
+ * of the rows), not become zero, on the CPU and, where a GPU is usable,
+ * on the GPU to the same bits.
+ */
+static void
+test_no_direction(void)
+{
+	enum
+	{
+		D = 8, N = 2 * D
+	};
+	double		x[N * D] = {0};
+	GcRows		rows;
+	Fit			cpu;
+	bool		is_row = false;
+
+	for (int j = 0; j < D; j++)
+	{
+		x[(2 * j) * D + j] = 1.0;
+		x[(2 * j + 1) * D + j] = -1.0;
+	}
+	load_rows(&rows, x, N, D, NULL, plain_alloc, free);
+	cpu = cosine_fit(&gc_kmeans_cpu_backend, &rows, 1, GC_METRIC_COSINE);
+	for (int i = 0; i < N && cpu.status == GC_OK; i++)
+		is_row |= memcmp(cpu.centroids, x + i * D, sizeof(double) * D) == 0;
+	check(cpu.status == GC_OK && gc_is_unit(cpu.centroids, D) && is_row,
+		  "CPU cosine: a cluster whose rows cancel keeps its unit centroid", "cosine");
+	gc_rows_release(&rows);
+#ifdef GC_WITH_CUDA
+	{
+		char		why[256];
+
+		if (gc_cuda_use_device(0, why, sizeof(why)))
+		{
+			Fit			gpu;
+
+			load_rows(&rows, x, N, D, NULL, gc_cuda_host_alloc, gc_cuda_host_free);
+			gpu = cosine_fit(&gc_kmeans_cuda_backend, &rows, 1, GC_METRIC_COSINE);
+			check(gpu.status == GC_OK && cpu.status == GC_OK &&
+				  memcmp(cpu.centroids, gpu.centroids, sizeof(double) * D) == 0,
+				  "GPU cosine: a cluster whose rows cancel keeps the CPU's unit centroid",
+				  "cosine");
+			free_fit(&gpu);
+			gc_rows_release(&rows);
+		}
+	}
+#endif
+	free_fit(&cpu);
 }
 
 /* A cosine fit of a stream summary's points on backend */
@@ -322,6 +377,8 @@ main(int argc, char **argv)
 		test_cpu();
 	if (case_selected())
 		test_stream();
+	if (case_selected())
+		test_no_direction();
 #ifdef GC_WITH_CUDA
 	{
 		static const struct
