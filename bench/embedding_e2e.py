@@ -7,8 +7,8 @@ bench/pg18-run (PostgreSQL 18 with pgvector, bench/pack18), e.g.
     bash bench/pg18-run python3 bench/embedding_e2e.py --n 1000000 --d 768 --k 1000
 
 (with PG18_CONF="min_dynamic_shared_memory = 10GB": the parallel workers'
-rows then go into the main shared memory region, README "Configuration").
---storage main stores the embeddings in their rows (README, "Storing
+rows then go into the main shared memory region, doc/devices.md, "Preloading and parallel plans").
+--storage main stores the embeddings in their rows (doc/devices.md, "Storing
 embeddings"): pgvector's vector and real[] of d = 768 are otherwise moved to
 the TOAST table, and every scan, ours and the export route's alike, fetches
 each value from there.
@@ -95,7 +95,7 @@ def load(conn, n, d, k, vector_only=False, data="blobs", storage=None):
     real[] copies too unless vector_only.  storage: the embedding columns'
     STORAGE (None: the types' own, external for vector, halfvec and real[],
     where a value past 2 kB leaves the row for the TOAST table; main keeps
-    it in the row up to a page, README "Storing embeddings")"""
+    it in the row up to a page, doc/devices.md "Storing embeddings")"""
     def create(cur, table, column_type):
         cur.execute(f"DROP TABLE IF EXISTS {table}")
         cur.execute(f"CREATE TABLE {table} (id bigint, embedding {column_type}, label int)")

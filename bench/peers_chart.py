@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The README's chart of gpuclust against the strongest peer per workload, from
+"""doc/performance.md's chart of gpuclust against the strongest peer per workload, from
 bench/results/peers-best-h100.table (comma-separated; milliseconds per Lloyd iteration on one
 H100, each row's sources named in the file): gpuclust's exact float32 against
 the fastest float32 (TF32) peer, and gpuclust's fastest precision against the

@@ -4,7 +4,7 @@
  *	  A model argument read once per call site: kmeans_predict,
  *	  kmeans_distance and pmedian_predict are called once per row, and
  *	  where the model comes from a table (the join of rows with their
- *	  model, as the README shows), every call is handed the same on-disk
+ *	  model, as doc/sql-reference.md shows), every call is handed the same on-disk
  *	  TOAST pointer.  Detoasting it each time fetched the whole model from
  *	  the TOAST table per row: 20,000 predictions over a k = 32, d = 768
  *	  model (197 KB) took 588 ms, against 328 ms with the model in memory
