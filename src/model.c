@@ -26,6 +26,7 @@
 #include "funcapi.h"
 #include "lib/stringinfo.h"
 #include "libpq/pqformat.h"
+#include "miscadmin.h"
 #include "utils/fmgrprotos.h"
 #include "utils/memutils.h"
 
@@ -226,6 +227,7 @@ check_unit_centroids(const KmeansModel *m, int errcode_value)
 
 	for (int c = 0; c < m->k; c++)
 	{
+		CHECK_FOR_INTERRUPTS();
 		if (!gc_is_unit(centroids + (size_t) c * m->d, m->d))
 			gc_model_value_error(MODEL_TYPE, errcode_value,
 								 psprintf("Under the metric \"cosine\" every centroid must be a unit vector (norm within %g of 1); centroid %d is not.",
