@@ -967,3 +967,133 @@ CREATE FUNCTION kmeans_stream_model(state kmeans_stream, options jsonb DEFAULT '
 CREATE FUNCTION kmeans_stream_info(state kmeans_stream) RETURNS jsonb
 	AS 'MODULE_PATHNAME', 'gpuclust_stream_info'
 	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+-- Catch-only forms (src/argument_errors.c): the commonest slips resolve to
+-- these, which raise an error naming the fix, instead of to "function is
+-- not unique" (42725) or "does not exist" (42883).  No correct call
+-- resolves to them: a correct call matches a real form exactly at more
+-- arguments (the vector's array type, an int or bigint k, jsonb options),
+-- and where it matches none exactly (an untyped query or vector) the
+-- untyped literal prefers the real form's text.
+--   vec text, k int: an untyped vector literal such as '{1,2}' (which
+--     matches every array form equally) or a text column;
+--   vec "any", k double precision, options "any": a numeric or float k
+--     (round(sqrt(count(*)))), options of type text, pgvector's types
+--     without gpuclust_pgvector, and, as before, arrays of non-numbers
+--     (double precision is the preferred numeric type, so an int k with
+--     such an array comes here rather than being ambiguous);
+--   assign forms, query "any", k numeric: a numeric k.  An untyped query
+--     prefers the real form's text, and numeric, in bigint's category and
+--     not preferred, leaves an untyped k (a driver's parameter) to it too.
+--     A double precision k (preferred) would take an int k from an untyped
+--     query, and text options would take untyped ones: neither is caught.
+
+CREATE FUNCTION gpuclust_argument_error_transfn(internal, text, int) RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_argument_error'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+CREATE FUNCTION gpuclust_argument_error_transfn(internal, text, int, jsonb) RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_argument_error'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+CREATE FUNCTION gpuclust_argument_error_transfn(internal, "any", double precision) RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_argument_error'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+CREATE FUNCTION gpuclust_argument_error_transfn(internal, "any", double precision, "any") RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_argument_error'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+CREATE FUNCTION gpuclust_argument_error_kmeans_final(internal) RETURNS kmeans_model
+	AS 'MODULE_PATHNAME', 'gpuclust_argument_error'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE AGGREGATE kmeans_gpu(vec text, k int) (
+	SFUNC = gpuclust_argument_error_transfn, STYPE = internal,
+	FINALFUNC = gpuclust_argument_error_kmeans_final
+);
+CREATE AGGREGATE kmeans_gpu(vec text, k int, options jsonb) (
+	SFUNC = gpuclust_argument_error_transfn, STYPE = internal,
+	FINALFUNC = gpuclust_argument_error_kmeans_final
+);
+CREATE AGGREGATE kmeans_gpu(vec "any", k double precision) (
+	SFUNC = gpuclust_argument_error_transfn, STYPE = internal,
+	FINALFUNC = gpuclust_argument_error_kmeans_final
+);
+CREATE AGGREGATE kmeans_gpu(vec "any", k double precision, options "any") (
+	SFUNC = gpuclust_argument_error_transfn, STYPE = internal,
+	FINALFUNC = gpuclust_argument_error_kmeans_final
+);
+
+CREATE FUNCTION kmeans_gpu_cluster(vec text, k int) RETURNS int
+	AS 'MODULE_PATHNAME', 'gpuclust_argument_error'
+	LANGUAGE C VOLATILE WINDOW CALLED ON NULL INPUT PARALLEL SAFE;
+CREATE FUNCTION kmeans_gpu_cluster(vec text, k int, options jsonb) RETURNS int
+	AS 'MODULE_PATHNAME', 'gpuclust_argument_error'
+	LANGUAGE C VOLATILE WINDOW CALLED ON NULL INPUT PARALLEL SAFE;
+CREATE FUNCTION kmeans_gpu_cluster(vec "any", k double precision) RETURNS int
+	AS 'MODULE_PATHNAME', 'gpuclust_argument_error'
+	LANGUAGE C VOLATILE WINDOW CALLED ON NULL INPUT PARALLEL SAFE;
+CREATE FUNCTION kmeans_gpu_cluster(vec "any", k double precision, options "any") RETURNS int
+	AS 'MODULE_PATHNAME', 'gpuclust_argument_error'
+	LANGUAGE C VOLATILE WINDOW CALLED ON NULL INPUT PARALLEL SAFE;
+
+-- pmedian_gpu: the id and the vector "any" (a uuid or text id is named)
+CREATE FUNCTION gpuclust_argument_error_transfn(internal, bigint, text, int) RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_argument_error'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+CREATE FUNCTION gpuclust_argument_error_transfn(internal, bigint, text, int, jsonb) RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_argument_error'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+CREATE FUNCTION gpuclust_argument_error_transfn(internal, "any", "any", double precision) RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_argument_error'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+CREATE FUNCTION gpuclust_argument_error_transfn(internal, "any", "any", double precision, "any")
+	RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_argument_error'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+CREATE FUNCTION gpuclust_argument_error_transfn(internal, "any", "any", "any", double precision, "any")
+	RETURNS internal
+	AS 'MODULE_PATHNAME', 'gpuclust_argument_error'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+CREATE FUNCTION gpuclust_argument_error_pmedian_final(internal) RETURNS pmedian_model
+	AS 'MODULE_PATHNAME', 'gpuclust_argument_error'
+	LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+
+CREATE AGGREGATE pmedian_gpu(id bigint, vec text, p int) (
+	SFUNC = gpuclust_argument_error_transfn, STYPE = internal,
+	FINALFUNC = gpuclust_argument_error_pmedian_final
+);
+CREATE AGGREGATE pmedian_gpu(id bigint, vec text, p int, options jsonb) (
+	SFUNC = gpuclust_argument_error_transfn, STYPE = internal,
+	FINALFUNC = gpuclust_argument_error_pmedian_final
+);
+CREATE AGGREGATE pmedian_gpu(id "any", vec "any", p double precision) (
+	SFUNC = gpuclust_argument_error_transfn, STYPE = internal,
+	FINALFUNC = gpuclust_argument_error_pmedian_final
+);
+CREATE AGGREGATE pmedian_gpu(id "any", vec "any", p double precision, options "any") (
+	SFUNC = gpuclust_argument_error_transfn, STYPE = internal,
+	FINALFUNC = gpuclust_argument_error_pmedian_final
+);
+CREATE AGGREGATE pmedian_gpu(id "any", vec "any", demand "any", p double precision, options "any") (
+	SFUNC = gpuclust_argument_error_transfn, STYPE = internal,
+	FINALFUNC = gpuclust_argument_error_pmedian_final
+);
+
+CREATE FUNCTION kmeans_gpu_assign(query "any", k numeric,
+	OUT id bigint, OUT cluster int, OUT distance float8)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME', 'gpuclust_argument_error'
+	LANGUAGE C VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE;
+CREATE FUNCTION kmeans_gpu_assign(query "any", k numeric, options jsonb,
+	OUT id bigint, OUT cluster int, OUT distance float8)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME', 'gpuclust_argument_error'
+	LANGUAGE C VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE;
+CREATE FUNCTION pmedian_gpu_assign(query "any", p numeric,
+	OUT id bigint, OUT medoid_id bigint, OUT distance float8)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME', 'gpuclust_argument_error'
+	LANGUAGE C VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE;
+CREATE FUNCTION pmedian_gpu_assign(query "any", p numeric, options jsonb,
+	OUT id bigint, OUT medoid_id bigint, OUT distance float8)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME', 'gpuclust_argument_error'
+	LANGUAGE C VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE;

@@ -143,7 +143,7 @@ SELECT kmeans_gpu(v, 1) FROM (VALUES (ARRAY[1, NULL, 2]::numeric[])) t(v);
 \echo :LAST_ERROR_SQLSTATE
 SELECT kmeans_gpu(v, 1) FROM (VALUES (ARRAY[1, NULL]::int[])) t(v);
 \echo :LAST_ERROR_SQLSTATE
--- an untyped literal could be float8[] or real[]: PostgreSQL asks for a cast
+-- an untyped literal could be any array type: the catch-only form asks for a cast (42804)
 SELECT kmeans_gpu('{1,2}', 3);
 \echo :LAST_ERROR_SQLSTATE
 SELECT kmeans_gpu('{1,2}'::float8[], 1)::jsonb->'centroids' AS with_cast;
