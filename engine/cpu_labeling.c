@@ -51,6 +51,7 @@
 typedef double v4d __attribute__((vector_size(32)));
 typedef int64_t v4di __attribute__((vector_size(32)));
 typedef double v8d __attribute__((vector_size(64)));
+typedef int64_t v8di __attribute__((vector_size(64)));
 
 /* The centroids as the screen reads them */
 typedef struct Panels
@@ -77,13 +78,13 @@ typedef struct Pass
 	int64_t		candidates;		/* rows rechecked against more than one (atomic) */
 } Pass;
 
-/* A worker's scratch: a centred tile, its screen and the screen's lower ends */
+/* A worker's scratch: a centred tile, its screens' lower ends and least upper ends */
 typedef struct Scratch
 {
 	double	   *rows;			/* tile_rows x d */
 	double	   *norm;			/* tile_rows */
-	double	   *screen;			/* tile_rows x npanels * 8 */
-	double	   *lower;			/* npanels * 8 */
+	double	   *screen;			/* tile_rows x npanels * 8: screens' lower ends */
+	double	   *least;			/* tile_rows x 8: least upper ends, by lane */
 } Scratch;
 
 static void
@@ -135,18 +136,25 @@ build_panels(Panels *p, const double *centroids, int k, int d, const double *off
 }
 
 /*
- * Dot products of 8 centred rows (row-major, d apart) with the 8 centroids
- * of a panel, into out (8 rows, ld apart): eight vector accumulators of
- * 8 lanes, one panel load and 8 broadcasts per dimension.  Cloned for the
+ * The screen of 8 centred rows (row-major, d apart) against the 8
+ * centroids of a panel: the dot products in eight vector accumulators of
+ * 8 lanes (one panel load and 8 broadcasts per dimension), then, still in
+ * registers, each screened distance s = |x|^2 + |c|^2 - 2 x.c and its
+ * bound b = g (|x| + |c|)^2: s - b into lower (8 rows, ld apart), and the
+ * least s + b of each row and lane into least (8 rows of 8).  Padding
+ * centroids have NaN norms, which no comparison picks.  Cloned for the
  * vector units; fused multiply-adds where the unit has them (one rounding
- * where the bound counts two: the bound holds).
+ * where the bound counts two: it holds).
  */
 GC_SIMD_CLONES
 __attribute__((optimize("fp-contract=fast")))
 static void
-dots_8x8(const double *restrict rows, int d, const double *restrict panel,
-		 double *restrict out, size_t ld)
+screen_8x8(const double *restrict rows, int d, const double *restrict panel,
+		   const double *restrict pnorm, const double *restrict pnorm2,
+		   const double *restrict xnorm, double g,
+		   double *restrict lower, size_t ld, double *restrict least)
 {
+	v8d			acc[KERNEL_ROWS];
 	v8d			a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0},
 				a4 = {0}, a5 = {0}, a6 = {0}, a7 = {0};
 	const double *r0 = rows,
@@ -157,6 +165,8 @@ dots_8x8(const double *restrict rows, int d, const double *restrict panel,
 			   *r5 = rows + 5 * (size_t) d,
 			   *r6 = rows + 6 * (size_t) d,
 			   *r7 = rows + 7 * (size_t) d;
+	v8d			cn,
+				cn2;
 
 	for (int j = 0; j < d; j++)
 	{
@@ -172,57 +182,32 @@ dots_8x8(const double *restrict rows, int d, const double *restrict panel,
 		a6 += r6[j] * c;
 		a7 += r7[j] * c;
 	}
-	memcpy(out, &a0, sizeof(v8d));
-	memcpy(out + ld, &a1, sizeof(v8d));
-	memcpy(out + 2 * ld, &a2, sizeof(v8d));
-	memcpy(out + 3 * ld, &a3, sizeof(v8d));
-	memcpy(out + 4 * ld, &a4, sizeof(v8d));
-	memcpy(out + 5 * ld, &a5, sizeof(v8d));
-	memcpy(out + 6 * ld, &a6, sizeof(v8d));
-	memcpy(out + 7 * ld, &a7, sizeof(v8d));
-}
-
-/*
- * Turn a row's dot products (width of them) into screened distances and
- * their lower ends in lower; returns the least upper end.  Vector code
- * over whole panels: padding centroids have NaN bounds, which no
- * comparison picks.
- */
-GC_SIMD_CLONES
-static double
-screen_bounds(double *restrict screen, double *restrict lower, size_t width, double xnorm,
-			  const double *restrict norm, const double *restrict norm2, double g)
-{
-	v4d			least = {DBL_MAX, DBL_MAX, DBL_MAX, DBL_MAX};
-	double		xn2 = xnorm * xnorm;
-	double		out = DBL_MAX;
-
-	for (size_t c = 0; c < width; c += 4)
+	acc[0] = a0;
+	acc[1] = a1;
+	acc[2] = a2;
+	acc[3] = a3;
+	acc[4] = a4;
+	acc[5] = a5;
+	acc[6] = a6;
+	acc[7] = a7;
+	memcpy(&cn, pnorm, sizeof(v8d));
+	memcpy(&cn2, pnorm2, sizeof(v8d));
+	for (int r = 0; r < KERNEL_ROWS; r++)
 	{
-		v4d			dot,
-					cn,
-					cn2,
-					t,
-					bound,
-					s,
-					upper;
-		v4di		below;
+		v8d			t = xnorm[r] + cn;
+		v8d			bound = g * (t * t);
+		v8d			screen = (xnorm[r] * xnorm[r] + cn2) - 2.0 * acc[r];
+		v8d			upper = screen + bound;
+		v8d			low = screen - bound;
+		v8d			m;
+		v8di		below;
 
-		memcpy(&dot, screen + c, sizeof(v4d));
-		memcpy(&cn, norm + c, sizeof(v4d));
-		memcpy(&cn2, norm2 + c, sizeof(v4d));
-		s = (xn2 + cn2) - 2.0 * dot;
-		t = xnorm + cn;
-		bound = g * t * t;
-		upper = s + bound;
-		s -= bound;
-		memcpy(lower + c, &s, sizeof(v4d));
-		below = upper < least;
-		least = (v4d) (((v4di) upper & below) | ((v4di) least & ~below));
+		memcpy(lower + (size_t) r * ld, &low, sizeof(v8d));
+		memcpy(&m, least + (size_t) r * PANEL_WIDTH, sizeof(v8d));
+		below = upper < m;
+		m = (v8d) (((v8di) upper & below) | ((v8di) m & ~below));
+		memcpy(least + (size_t) r * PANEL_WIDTH, &m, sizeof(v8d));
 	}
-	for (int i = 0; i < 4; i++)
-		out = least[i] < out ? least[i] : out;
-	return out;
 }
 
 /*
@@ -360,16 +345,23 @@ label_tile(void *ctx, int worker, const GcChunk *chunk, int64_t first_in_chunk, 
 			s->norm[r] = 0.0;
 		}
 	}
+	for (int64_t i = 0; i < padded * PANEL_WIDTH; i++)
+		s->least[i] = DBL_MAX;
 	for (int pi = 0; pi < p->npanels; pi++)
 		for (int64_t r = 0; r < padded; r += KERNEL_ROWS)
-			dots_8x8(s->rows + (size_t) r * d, d, p->values + (size_t) pi * PANEL_WIDTH * d,
-					 s->screen + (size_t) r * width + (size_t) pi * PANEL_WIDTH, width);
+			screen_8x8(s->rows + (size_t) r * d, d, p->values + (size_t) pi * PANEL_WIDTH * d,
+					   p->norm + (size_t) pi * PANEL_WIDTH, p->norm2 + (size_t) pi * PANEL_WIDTH,
+					   s->norm + r, g, s->screen + (size_t) r * width + (size_t) pi * PANEL_WIDTH,
+					   width, s->least + (size_t) r * PANEL_WIDTH);
 	for (int64_t r = 0; r < count; r++)
 	{
-		double		least = screen_bounds(s->screen + (size_t) r * width, s->lower, width,
-										  s->norm[r], p->norm, p->norm2, g);
+		const double *lanes = s->least + (size_t) r * PANEL_WIDTH;
+		double		least = DBL_MAX;
+
+		for (int l = 0; l < PANEL_WIDTH; l++)
+			least = lanes[l] < least ? lanes[l] : least;
 		pass->labels[first + r] =
-			decide_row(values + (size_t) r * d, s->lower, least, p,
+			decide_row(values + (size_t) r * d, s->screen + (size_t) r * width, least, p,
 					   pass->distances2 ? &pass->distances2[first + r] : NULL, &rechecked);
 	}
 	if (rechecked)
@@ -384,8 +376,8 @@ alloc_scratch(Scratch *s, int tile_rows, int d, size_t width)
 	s->rows = malloc(sizeof(double) * tile_rows * d);
 	s->norm = malloc(sizeof(double) * tile_rows);
 	s->screen = malloc(sizeof(double) * tile_rows * width);
-	s->lower = malloc(sizeof(double) * width);
-	return s->rows != NULL && s->norm != NULL && s->screen != NULL && s->lower != NULL;
+	s->least = malloc(sizeof(double) * tile_rows * PANEL_WIDTH);
+	return s->rows != NULL && s->norm != NULL && s->screen != NULL && s->least != NULL;
 }
 
 static void
@@ -394,7 +386,7 @@ free_scratch(Scratch *s)
 	free(s->rows);
 	free(s->norm);
 	free(s->screen);
-	free(s->lower);
+	free(s->least);
 }
 
 bool
