@@ -107,6 +107,21 @@ typedef struct GcKmeansParams
 	GcKernel	kernel;			/* default auto; benchmarks and tests force one */
 	bool		tensor_streamed;	/* tensor passes stream both operands (benchmarks) */
 	int			cpu_threads;	/* CPU passes' threads; 0: every online core */
+	/*
+	 * Balanced clusters (kmeans_balance.c): no cluster of the final model
+	 * holds more rows than max_cluster_size, nor than
+	 * ceil(max_cluster_size_factor n / k); 0 for either: no such bound
+	 */
+	int64_t		max_cluster_size;
+	double		max_cluster_size_factor;
+	/*
+	 * Two-level fits (kmeans_levels.c): levels 2 fits about sqrt(k) coarse
+	 * clusters, splits each into its share of the k, then runs refine_iter
+	 * Lloyd iterations over all k (the glue's default is 2); levels 0 or
+	 * 1: one level
+	 */
+	int			levels;
+	int			refine_iter;
 	bool		(*interrupted) (void);	/* polled in long loops */
 	GcProgressFn progress;		/* NULL: none */
 	void	   *progress_arg;
@@ -131,6 +146,10 @@ typedef struct GcKmeansTimings
 	double		update_ms;		/* of which centroid updates, where measured */
 	double		steps_ms;		/* of which the iterations' steps, wall time */
 	double		scoring_ms;		/* of which the scoring passes, wall time */
+	double		coarse_ms;		/* two levels: the coarse fit, wall time */
+	double		split_ms;		/* two levels: the fine fits of every coarse cluster */
+	double		refine_ms;		/* two levels: the iterations over all fine centroids */
+	double		balance_ms;		/* moving rows out of clusters past the bound */
 } GcKmeansTimings;
 
 /*
@@ -183,6 +202,16 @@ typedef struct GcKmeansResult
 								 * the rows' range is beyond float32's */
 	GcPrecisionCheck check;		/* the sampled check of reduced precision */
 	GcKmeansTimings timings;
+	/* two levels: each centroid's coarse cluster (optional, caller-allocated, k) */
+	int32_t    *parents;
+	int			coarse_k;		/* coarse clusters of a two-level fit; 0: one level */
+	/* the spread of the sizes: smallest, largest, coefficient of variation */
+	int64_t		size_min;
+	int64_t		size_max;
+	double		size_cv;
+	int64_t		max_cluster_size;	/* the bound balanced to; 0: none */
+	int			balance_rounds; /* passes that moved rows (kmeans_balance.c) */
+	int64_t		balance_moves;	/* rows moved */
 } GcKmeansResult;
 
 /*
@@ -305,6 +334,13 @@ extern GcStatus gc_kmeans_fit(const GcKmeansBackend *backend,
 							  GcRows *rows,
 							  const GcKmeansParams *params,
 							  GcKmeansResult *result, GcError *err);
+
+/*
+ * The bound on a cluster's rows that params ask for over n rows
+ * (engine/kmeans_balance.c): the smaller of max_cluster_size and
+ * ceil(max_cluster_size_factor n / k), either where set; 0: none
+ */
+extern int64_t gc_kmeans_balance_cap(const GcKmeansParams *params, int64_t n);
 
 /* Shared pieces of the algorithm, identical on both backends. */
 extern GcStatus gc_select_random_rows(const GcRows *rows, int k, uint64_t seed,

@@ -23,6 +23,7 @@
 #include "gc_math.h"
 #include "kmeans_hybrid.h"
 #include "precision_check.h"
+#include "kmeans_stages.h"
 
 #include <stdlib.h>
 
@@ -155,10 +156,6 @@ run_lloyd(const GcKmeansBackend *backend, void *session, const GcRows *rows,
 }
 
 /*
- * Run params->n_init seeded restarts of Lloyd's algorithm on backend and
- * keep the one with the lowest inertia (the first, on ties).
- */
-/*
  * Whether float32 labeling can hold the rows' squared distances: every one
  * is at most the frame's squared diagonal, which must stay well inside
  * float32's normal range (2^-126 to 2^128).  Past it the GPU's float32,
@@ -174,10 +171,15 @@ frame_fits_float32(const GcFrame *frame)
 		(frame->diagonal >= 0x1p-40 && frame->diagonal <= 0x1p60);
 }
 
+/*
+ * Run params->n_init seeded restarts of Lloyd's algorithm on backend and
+ * keep the one with the lowest inertia (the first, on ties).
+ */
+
 GcStatus
-gc_kmeans_fit(const GcKmeansBackend *backend, GcRows *rows,
-			  const GcKmeansParams *asked, GcKmeansResult *result,
-			  GcError *err)
+gc_kmeans_fit_flat(const GcKmeansBackend *backend, GcRows *rows,
+				   const GcKmeansParams *asked, GcKmeansResult *result,
+				   GcError *err)
 {
 	GcKmeansParams run_params = *asked;
 	const GcKmeansParams *params = &run_params;
@@ -313,5 +315,54 @@ gc_kmeans_fit(const GcKmeansBackend *backend, GcRows *rows,
 	free(work);
 	free(work_sizes);
 	gc_frame_release(&frame);
+	return status;
+}
+
+/*
+ * The fit params ask for: one level or two (kmeans_levels.c), then the
+ * clusters balanced to the bound asked for (kmeans_balance.c), which
+ * needs every row's label (kept here where the caller wants none), and
+ * the spread of the final sizes
+ */
+GcStatus
+gc_kmeans_fit(const GcKmeansBackend *backend, GcRows *rows,
+			  const GcKmeansParams *params, GcKmeansResult *result,
+			  GcError *err)
+{
+	int64_t		cap = gc_kmeans_balance_cap(params, rows->n);
+	GcKmeansResult run = *result;
+	int32_t    *own_labels = NULL;
+	GcStatus	status = GC_OK;
+
+	memset(&run.timings, 0, sizeof(run.timings));
+	run.coarse_k = 0;
+	run.max_cluster_size = cap;
+	run.balance_rounds = 0;
+	run.balance_moves = 0;
+	if (cap > 0 && (double) cap * params->k < (double) rows->n)
+		status = gc_fail(err, GC_ERR_RANGE,
+						 "%d clusters of at most %lld rows cannot hold %lld rows",
+						 params->k, (long long) cap, (long long) rows->n);
+	else if (params->levels >= 2 && params->init == GC_INIT_GIVEN)
+		status = gc_fail(err, GC_ERR_RANGE, "a two-level fit seeds itself: no initial centroids");
+	else if (cap > 0 && run.labels == NULL &&
+			 (own_labels = run.labels = malloc(sizeof(int32_t) * rows->n)) == NULL)
+		status = gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for labels");
+	if (status == GC_OK)
+		status = params->levels >= 2 ?
+			gc_kmeans_fit_two_level(backend, rows, params, &run, err) :
+			gc_kmeans_fit_flat(backend, rows, params, &run, err);
+	if (status == GC_OK && cap > 0)
+	{
+		double		t0 = gc_now_ms();
+
+		status = gc_kmeans_balance(rows, params, cap, &run, err);
+		run.timings.balance_ms = gc_now_ms() - t0;
+	}
+	run.labels = result->labels;
+	*result = run;
+	if (status == GC_OK)
+		gc_kmeans_size_spread(result, params->k);
+	free(own_labels);
 	return status;
 }

@@ -284,6 +284,14 @@ CREATE FUNCTION kmeans_centroids(model kmeans_model,
 	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_centroids'
 	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE ROWS 100;
 
+-- The centroids with their coarse cluster (a two-level model's parent,
+-- NULL in one level): the shape an IVF index builder takes
+CREATE FUNCTION kmeans_model_centroids(model kmeans_model,
+	OUT cluster int, OUT parent int, OUT centroid float8[])
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_model_centroids'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE ROWS 100;
+
 -- A model's fields without its centroids (model::jsonb - 'centroids',
 -- without writing k x d values as text)
 CREATE FUNCTION kmeans_model_info(model kmeans_model) RETURNS jsonb

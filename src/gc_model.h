@@ -65,17 +65,36 @@ typedef struct KmeansModel
 								 * small_groups shrank it); 0 read as k */
 	double		sample_disagreement;	/* the check's sample: labels unlike exact ones */
 	double		sample_inertia_excess;	/* the check's sample: inertia over exact, less 1 */
+	int32		coarse_k;		/* coarse clusters of a two-level fit; 0: one level */
+	int32		balance_rounds; /* passes of the balancing that moved rows */
+	int64		balance_moves;	/* rows the balancing moved */
+	int64		max_cluster_size;	/* the bound balanced to; 0: none */
+	int64		size_min;		/* the spread of the sizes */
+	int64		size_max;
+	double		size_cv;		/* their coefficient of variation */
+	double		coarse_ms;		/* two levels: the coarse fit */
+	double		split_ms;		/* two levels: the fine fits */
+	double		refine_ms;		/* two levels: the iterations over all */
+	double		balance_ms;
 	char		kernel[GC_KERNEL_NAME_BYTES];	/* labeling kernel, NUL-padded */
-	/* int64 sizes[k], then double centroids[k * d] */
+	/* int64 sizes[k], double centroids[k * d], int32 parents[k] (0 in one level) */
 	char		data[FLEXIBLE_ARRAY_MEMBER];
 } KmeansModel;
 
-#define KMEANS_MODEL_VERSION 4
+/*
+ * The binary form's version: 4 added k_requested; 5 the balance and
+ * two-level fields (after the others) and the parents (after the
+ * centroids, where coarse_k > 0).  Receive reads back to 3.
+ */
+#define KMEANS_MODEL_VERSION 5
 #define KMEANS_MODEL_OLDEST_VERSION 3	/* binary forms read back to this one */
 #define KmeansModelSizes(m) ((int64 *) (m)->data)
 #define KmeansModelCentroids(m) ((double *) ((m)->data + sizeof(int64) * (m)->k))
+#define KmeansModelParents(m) \
+	((int32 *) ((m)->data + sizeof(int64) * (m)->k + sizeof(double) * (Size) (m)->k * (m)->d))
 #define KmeansModelBytes(k, d) \
-	(offsetof(KmeansModel, data) + sizeof(int64) * (Size) (k) + sizeof(double) * (Size) (k) * (d))
+	(offsetof(KmeansModel, data) + sizeof(int64) * (Size) (k) + sizeof(double) * (Size) (k) * (d) + \
+	 sizeof(int32) * (Size) (k))
 #define DatumGetKmeansModel(x) ((KmeansModel *) PG_DETOAST_DATUM(x))
 #define PG_GETARG_KMEANS_MODEL(n) DatumGetKmeansModel(PG_GETARG_DATUM(n))
 

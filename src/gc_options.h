@@ -38,6 +38,7 @@ typedef struct GcKmeansOptions
 	bool		init_candidates_given;	/* the options set init_candidates */
 	bool		metric_given;	/* the options set metric */
 	GcSmallGroups small_groups; /* the option small_groups */
+	bool		refine_iter_given;	/* the options set refine_iter */
 } GcKmeansOptions;
 
 extern void gc_parse_kmeans_options(Jsonb *options, int k,

@@ -81,6 +81,17 @@ gc_model_record_result(KmeansModel *model, const GcKmeansResult *result,
 	model->pruned = result->pruned;
 	model->init = (int16) gc_model_init_code(result->init);
 	model->skipped_fraction = result->skipped_fraction;
+	model->coarse_k = result->coarse_k;
+	model->max_cluster_size = result->max_cluster_size;
+	model->size_min = result->size_min;
+	model->size_max = result->size_max;
+	model->size_cv = result->size_cv;
+	model->balance_rounds = result->balance_rounds;
+	model->balance_moves = result->balance_moves;
+	model->coarse_ms = result->timings.coarse_ms;
+	model->split_ms = result->timings.split_ms;
+	model->refine_ms = result->timings.refine_ms;
+	model->balance_ms = result->timings.balance_ms;
 	if (strlen(kernel) + strlen(suffix) >= sizeof(model->kernel))
 		elog(ERROR, "kernel name \"%s%s\" does not fit in a kmeans_model", kernel, suffix);
 	snprintf(model->kernel, sizeof(model->kernel), "%s%s", kernel, suffix);
@@ -88,6 +99,23 @@ gc_model_record_result(KmeansModel *model, const GcKmeansResult *result,
 	if (result->check.outcome == GC_CHECK_FELL_BACK &&
 		origin->precision_requested != GC_PRECISION_AUTO)
 		report_fall_back(result);
+}
+
+/*
+ * A bound on the clusters' rows must leave room for every row
+ */
+static void
+check_balance_bound(const GcKmeansParams *params, int64 n)
+{
+	int64		cap = gc_kmeans_balance_cap(params, n);
+
+	if (cap > 0 && (double) cap * params->k < (double) n)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("max_cluster_size " INT64_FORMAT " times k (%d) is below the number of rows (" INT64_FORMAT ")",
+						cap, params->k, n),
+				 errhint("Use a max_cluster_size of at least " INT64_FORMAT ", or a larger k.",
+						 (n + params->k - 1) / params->k)));
 }
 
 /*
@@ -145,6 +173,7 @@ gc_run_kmeans(GcInput *input, const GcKmeansOptions *asked, double collect_ms,
 	}
 	opts->params.k = k;
 	gc_check_init_shape(opts, rows->d);
+	check_balance_bound(&opts->params, rows->n);
 	collect_ms += gc_input_finish_rows(input);
 	gc_input_settle_device(input, (double) rows->n * k * rows->d * opts->params.n_init);
 	gc_input_count_rows(input);
@@ -157,6 +186,7 @@ gc_run_kmeans(GcInput *input, const GcKmeansOptions *asked, double collect_ms,
 	result.sizes = KmeansModelSizes(model);
 	result.labels = labels;
 	result.distances = distances;
+	result.parents = opts->params.levels >= 2 ? KmeansModelParents(model) : NULL;
 
 	input->progress = gc_progress_fit(input->progress, input->fit, &opts->params,
 									  rows->n, &input->device);

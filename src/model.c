@@ -8,7 +8,8 @@
  *	  read and written by model_io.c from this file's table of fields,
  *	  and every model, typed in, received or fitted, passes the one
  *	  validation gc_model_check.  Also the functions that use a model:
- *	  kmeans_predict, kmeans_distance and kmeans_centroids.
+ *	  kmeans_predict, kmeans_distance, kmeans_centroids and
+ *	  kmeans_model_centroids.
  *
  * IDENTIFICATION
  *	  src/model.c
@@ -46,6 +47,7 @@ PG_FUNCTION_INFO_V1(gpuclust_kmeans_predict_halfvec);
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_distance_vector);
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_distance_halfvec);
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_centroids);
+PG_FUNCTION_INFO_V1(gpuclust_kmeans_model_centroids);
 
 #define MODEL_TYPE "kmeans_model"
 
@@ -141,6 +143,9 @@ gc_model_input_code(Oid format)
 	{name, GC_FIELD_OPTIONAL, GC_PLACE_TOP, offsetof(KmeansModel, member), NULL, 0, \
 	 FITTED_ON_FIELD, value}
 #define FITTED_ON_FIELD 0
+/* a field binary version 5 added */
+#define F5(name, kind, place, member) \
+	{name, kind, place, offsetof(KmeansModel, member), NULL, 0, 0, 0, 5}
 
 /*
  * The scalar fields, in the order of both forms after k and d.  inertia
@@ -179,6 +184,17 @@ static const GcModelField model_fields[] = {
 	F("iterations", GC_FIELD_DOUBLE, GC_PLACE_TIMINGS, iterations_ms),
 	F("labeling", GC_FIELD_DOUBLE, GC_PLACE_TIMINGS, labeling_ms),
 	F("update", GC_FIELD_DOUBLE, GC_PLACE_TIMINGS, update_ms),
+	F5("coarse_k", GC_FIELD_INT32, GC_PLACE_TOP, coarse_k),
+	F5("max_cluster_size", GC_FIELD_INT64, GC_PLACE_TOP, max_cluster_size),
+	F5("size_min", GC_FIELD_INT64, GC_PLACE_TOP, size_min),
+	F5("size_max", GC_FIELD_INT64, GC_PLACE_TOP, size_max),
+	F5("size_cv", GC_FIELD_DOUBLE, GC_PLACE_TOP, size_cv),
+	F5("balance_rounds", GC_FIELD_INT32, GC_PLACE_TOP, balance_rounds),
+	F5("balance_moves", GC_FIELD_INT64, GC_PLACE_TOP, balance_moves),
+	F5("coarse", GC_FIELD_DOUBLE, GC_PLACE_TIMINGS, coarse_ms),
+	F5("split", GC_FIELD_DOUBLE, GC_PLACE_TIMINGS, split_ms),
+	F5("refine", GC_FIELD_DOUBLE, GC_PLACE_TIMINGS, refine_ms),
+	F5("balance", GC_FIELD_DOUBLE, GC_PLACE_TIMINGS, balance_ms),
 };
 
 static const GcModelType model_type = {MODEL_TYPE, model_fields, lengthof(model_fields)};
@@ -261,6 +277,33 @@ gc_model_check(KmeansModel *m, int errcode_value)
 						   (size_t) m->k * m->d, GC_MAX_MAGNITUDE, false, errcode_value);
 	if (m->metric == GC_METRIC_COSINE)
 		check_unit_centroids(m, errcode_value);
+	if (m->coarse_k > m->k)
+		gc_model_value_error(MODEL_TYPE, errcode_value,
+							 "The field \"coarse_k\" must be at most k.");
+	for (int c = 0; c < m->k; c++)
+		if (KmeansModelParents(m)[c] < 0 ||
+			KmeansModelParents(m)[c] >= Max(m->coarse_k, 1))
+			gc_model_value_error(MODEL_TYPE, errcode_value,
+								 "The field \"parents\" must hold coarse clusters from 0 to coarse_k - 1.");
+}
+
+/* The parents as int64s, for model_io.c's arrays */
+static int64 *
+parents_wide(const KmeansModel *m)
+{
+	int64	   *wide = palloc(sizeof(int64) * m->k);
+
+	for (int c = 0; c < m->k; c++)
+		wide[c] = KmeansModelParents(m)[c];
+	return wide;
+}
+
+/* int64s read into the parents, each checked later by gc_model_check */
+static void
+set_parents(KmeansModel *m, const int64 *wide)
+{
+	for (int c = 0; c < m->k; c++)
+		KmeansModelParents(m)[c] = wide[c] < 0 || wide[c] > PG_INT32_MAX ? -1 : (int32) wide[c];
 }
 
 /*
@@ -288,6 +331,8 @@ model_text(const KmeansModel *m, bool with_centroids)
 	appendStringInfo(&buf, "{\"k\": %d, \"d\": %d", m->k, m->d);
 	gc_model_fields_out(&buf, &model_type, written_fields(m, &header));
 	gc_model_int64s_out(&buf, "sizes", KmeansModelSizes(m), m->k);
+	if (m->coarse_k > 0)
+		gc_model_int64s_out(&buf, "parents", parents_wide(m), m->k);
 	if (with_centroids)
 		gc_model_matrix_out(&buf, "centroids", KmeansModelCentroids(m), m->k, m->d);
 	appendStringInfoChar(&buf, '}');
@@ -325,7 +370,8 @@ gpuclust_kmeans_model_in(PG_FUNCTION_ARGS)
 	int			k = gc_model_shape_in(obj, MODEL_TYPE, "k");
 	int			d = gc_model_shape_in(obj, MODEL_TYPE, "d");
 	JsonbContainer *sizes,
-			   *centroids;
+			   *centroids,
+			   *parents;
 	KmeansModel *m;
 
 	check_model_shape(k, d);
@@ -333,6 +379,16 @@ gpuclust_kmeans_model_in(PG_FUNCTION_ARGS)
 	centroids = gc_model_array_in(obj, MODEL_TYPE, "centroids", k, d, true);
 	m = gc_model_alloc(k, d);
 	gc_model_fields_in(obj, &model_type, m);
+	parents = gc_model_array_in(obj, MODEL_TYPE, "parents", k, -1, m->coarse_k > 0);
+	if (parents != NULL && m->coarse_k == 0)
+		gc_model_text_error(MODEL_TYPE, "The field \"parents\" belongs to a two-level model (coarse_k above 0).");
+	if (parents != NULL)
+	{
+		int64	   *wide = palloc(sizeof(int64) * k);
+
+		gc_model_int64s_in(parents, MODEL_TYPE, "parents", wide, k);
+		set_parents(m, wide);
+	}
 	gc_model_int64s_in(sizes, MODEL_TYPE, "sizes", KmeansModelSizes(m), k);
 	gc_model_matrix_in(centroids, MODEL_TYPE, "centroids", KmeansModelCentroids(m), k, d);
 	gc_model_check(m, ERRCODE_INVALID_TEXT_REPRESENTATION);
@@ -353,6 +409,8 @@ gpuclust_kmeans_model_send(PG_FUNCTION_ARGS)
 	gc_model_fields_send(&buf, &model_type, written_fields(m, &header));
 	gc_model_int64s_send(&buf, KmeansModelSizes(m), m->k);
 	gc_model_doubles_send(&buf, KmeansModelCentroids(m), (size_t) m->k * m->d);
+	if (m->coarse_k > 0)
+		gc_model_int64s_send(&buf, parents_wide(m), m->k);
 	PG_RETURN_BYTEA_P(pq_endtypsend(&buf));
 }
 
@@ -375,7 +433,8 @@ gpuclust_kmeans_model_recv(PG_FUNCTION_ARGS)
 	check_model_shape(k, d);
 	memset(&header, 0, sizeof(header));
 	gc_model_fields_recv(buf, &model_type, &header, version);
-	gc_model_binary_length(buf, MODEL_TYPE, sizeof(int64) * k + sizeof(double) * (Size) k * d);
+	gc_model_binary_length(buf, MODEL_TYPE, sizeof(int64) * k + sizeof(double) * (Size) k * d +
+						   (header.coarse_k > 0 ? sizeof(int64) * k : 0));
 	m = gc_model_alloc(k, d);
 	memcpy((char *) m + VARHDRSZ, (char *) &header + VARHDRSZ,
 		   offsetof(KmeansModel, data) - VARHDRSZ);
@@ -384,6 +443,13 @@ gpuclust_kmeans_model_recv(PG_FUNCTION_ARGS)
 	m->d = d;
 	gc_model_int64s_recv(buf, KmeansModelSizes(m), k);
 	gc_model_doubles_recv(buf, KmeansModelCentroids(m), (size_t) k * d);
+	if (m->coarse_k > 0)
+	{
+		int64	   *wide = palloc(sizeof(int64) * k);
+
+		gc_model_int64s_recv(buf, wide, k);
+		set_parents(m, wide);
+	}
 	gc_model_check(m, ERRCODE_INVALID_BINARY_REPRESENTATION);
 	PG_RETURN_POINTER(m);
 }
@@ -550,6 +616,51 @@ gpuclust_kmeans_centroids(PG_FUNCTION_ARGS)
 													sizeof(float8), FLOAT8PASSBYVAL,
 													TYPALIGN_DOUBLE));
 		values[2] = Int64GetDatum(KmeansModelSizes(m)[c]);
+		SRF_RETURN_NEXT(funcctx,
+						HeapTupleGetDatum(heap_form_tuple(funcctx->tuple_desc, values, nulls)));
+	}
+	SRF_RETURN_DONE(funcctx);
+}
+
+/*
+ * kmeans_model_centroids(model) -> TABLE(cluster int, parent int,
+ * centroid float8[]): the shape an IVF index builder takes; parent is the
+ * coarse cluster of a two-level model, NULL in one level
+ */
+Datum
+gpuclust_kmeans_model_centroids(PG_FUNCTION_ARGS)
+{
+	FuncCallContext *funcctx;
+	KmeansModel *m;
+
+	if (SRF_IS_FIRSTCALL())
+	{
+		MemoryContext oldcontext;
+		TupleDesc	tupdesc;
+
+		funcctx = SRF_FIRSTCALL_INIT();
+		oldcontext = MemoryContextSwitchTo(funcctx->multi_call_memory_ctx);
+		if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+			elog(ERROR, "return type must be a row type");
+		funcctx->tuple_desc = BlessTupleDesc(tupdesc);
+		funcctx->user_fctx = PG_GETARG_KMEANS_MODEL(0);
+		MemoryContextSwitchTo(oldcontext);
+	}
+	funcctx = SRF_PERCALL_SETUP();
+	m = funcctx->user_fctx;
+	if (funcctx->call_cntr < (uint64) m->k)
+	{
+		int			c = (int) funcctx->call_cntr;
+		Datum	   *elems = palloc(sizeof(Datum) * m->d);
+		Datum		values[3];
+		bool		nulls[3] = {false, m->coarse_k == 0, false};
+
+		for (int j = 0; j < m->d; j++)
+			elems[j] = Float8GetDatum(KmeansModelCentroids(m)[(size_t) c * m->d + j]);
+		values[0] = Int32GetDatum(c);
+		values[1] = Int32GetDatum(KmeansModelParents(m)[c]);
+		values[2] = PointerGetDatum(construct_array(elems, m->d, FLOAT8OID, sizeof(float8),
+													FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 		SRF_RETURN_NEXT(funcctx,
 						HeapTupleGetDatum(heap_form_tuple(funcctx->tuple_desc, values, nulls)));
 	}

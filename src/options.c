@@ -3,7 +3,8 @@
  * options.c
  *	  The options argument of the k-means functions: a jsonb object whose
  *	  keys are max_iter, tol, init, seed, n_init, algorithm, precision,
- *	  metric and small_groups.  Unknown keys, values of the wrong type and
+ *	  metric, small_groups, max_cluster_size, max_cluster_size_factor,
+ *	  levels and refine_iter.  Unknown keys, values of the wrong type and
  *	  values out of range are errors.
  *
  * IDENTIFICATION
@@ -22,7 +23,7 @@
 #include "utils/builtins.h"
 #include "utils/numeric.h"
 
-#define VALID_OPTIONS_HINT "Valid options are max_iter, tol, init, init_candidates, seed, n_init, algorithm, precision, metric and small_groups."
+#define VALID_OPTIONS_HINT "Valid options are max_iter, tol, init, init_candidates, seed, n_init, algorithm, precision, metric, small_groups, max_cluster_size, max_cluster_size_factor, levels and refine_iter."
 
 /*
  * An option of the wrong type or out of range
@@ -278,6 +279,24 @@ kmeans_option(const char *name, JsonbValue *v, void *arg)
 	}
 	else if (strcmp(name, "small_groups") == 0)
 		opts->small_groups = gc_small_groups_option(name, v);
+	else if (strcmp(name, "max_cluster_size") == 0)
+		params->max_cluster_size = option_integer(name, v, 1, PG_INT64_MAX,
+												  "an integer of at least 1");
+	else if (strcmp(name, "max_cluster_size_factor") == 0)
+	{
+		params->max_cluster_size_factor = option_number(name, v, "a number of at least 1");
+		if (!(params->max_cluster_size_factor >= 1.0) ||
+			!isfinite(params->max_cluster_size_factor))
+			gc_option_error(name, "a number of at least 1");
+	}
+	else if (strcmp(name, "levels") == 0)
+		params->levels = (int) option_integer(name, v, 1, 2, "1 or 2");
+	else if (strcmp(name, "refine_iter") == 0)
+	{
+		params->refine_iter = (int) option_integer(name, v, 0, 1000000,
+												   "an integer between 0 and 1000000");
+		opts->refine_iter_given = true;
+	}
 	else
 		return false;
 	return true;
@@ -336,6 +355,8 @@ gc_parse_kmeans_options(Jsonb *options, int k, GcKmeansOptions *opts)
 	params->metric = GC_METRIC_EUCLIDEAN;
 	params->interrupted = gc_interrupted;
 	params->cpu_threads = gc_cpu_threads_setting();
+	params->levels = 1;
+	params->refine_iter = 2;
 
 	gc_for_each_option(options, VALID_OPTIONS_HINT, kmeans_option, opts);
 	if (params->init == GC_INIT_GIVEN && opts->n_init_given && params->n_init > 1)
@@ -349,6 +370,15 @@ gc_parse_kmeans_options(Jsonb *options, int k, GcKmeansOptions *opts)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("option \"init_candidates\" applies only to \"init\": \"kmeans++\"")));
+	if (opts->refine_iter_given && params->levels < 2)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("option \"refine_iter\" applies only to \"levels\": 2")));
+	if (params->levels >= 2 && params->init == GC_INIT_GIVEN)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("option \"init\" cannot give the centroids of a two-level fit"),
+				 errhint("A two-level fit seeds its coarse and fine fits itself: leave \"init\" out or name a seeding.")));
 }
 
 /*

@@ -269,6 +269,12 @@ gpuclust_stream_model(PG_FUNCTION_ARGS)
 	gc_parse_kmeans_options(PG_NARGS() > 1 && !PG_ARGISNULL(1) ? PG_GETARG_JSONB_P(1) : NULL,
 							s->k, &opts);
 	check_model_metric(&opts, s);
+	if (opts.params.levels >= 2 || opts.params.max_cluster_size > 0 ||
+		opts.params.max_cluster_size_factor > 0.0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("options \"levels\", \"max_cluster_size\" and \"max_cluster_size_factor\" apply to fits over rows"),
+				 errhint("Fit the rows with kmeans_gpu to bound the clusters or fit in two levels.")));
 	opts.params.metric = s->cosine ? GC_METRIC_COSINE : GC_METRIC_EUCLIDEAN;
 	gc_check_init_shape(&opts, s->d);
 	if (!opts.n_init_given && opts.params.init != GC_INIT_GIVEN)

@@ -120,6 +120,7 @@ typedef struct GcServiceRequest
 	bool		has_init;
 	bool		want_labels;
 	bool		want_distances;
+	bool		want_parents;	/* k-means: each centroid's coarse cluster */
 	bool		has_demand;		/* p-median: demands beside the rows */
 	bool		may_decline;	/* device = auto: over budget, the backend runs it */
 	int			nchunks;
@@ -132,6 +133,7 @@ typedef struct GcServiceRequest
 				off_init,
 				off_centroids,	/* k-means: k x d */
 				off_sizes,
+				off_parents,	/* k-means: k, where the caller wants parents */
 				off_demand,		/* p-median: n, in the rows' order */
 				off_medoids,	/* p-median: p row numbers */
 				off_penalties,

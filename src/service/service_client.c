@@ -125,6 +125,7 @@ layout_request(GcServiceRequest *req, const GcServiceFit *fit)
 	place(&offset, &req->off_init, req->has_init ? sizeof(double) * k * d : 0);
 	place(&offset, &req->off_centroids, kmeans ? sizeof(double) * k * d : 0);
 	place(&offset, &req->off_sizes, kmeans ? sizeof(int64) * k : 0);
+	place(&offset, &req->off_parents, req->want_parents ? sizeof(int32) * k : 0);
 	place(&offset, &req->off_demand, req->has_demand ? mul_size(sizeof(double), n) : 0);
 	place(&offset, &req->off_medoids, kmeans ? 0 : sizeof(int32) * k);
 	place(&offset, &req->off_penalties, kmeans ? 0 : sizeof(double) * k);
@@ -332,12 +333,15 @@ read_kmeans_result(GcServiceRequest *req, GcServiceFit *fit)
 	memcpy(result->centroids, GC_REQUEST_ARRAY(req, off_centroids, double),
 		   sizeof(double) * k * req->d);
 	memcpy(result->sizes, GC_REQUEST_ARRAY(req, off_sizes, int64), sizeof(int64) * k);
+	if (req->want_parents)
+		memcpy(result->parents, GC_REQUEST_ARRAY(req, off_parents, int32), sizeof(int32) * k);
 	/* every number as the engine wrote it; the arrays stay the caller's */
 	*result = req->result;
 	result->centroids = arrays.centroids;
 	result->sizes = arrays.sizes;
 	result->labels = arrays.labels;
 	result->distances = arrays.distances;
+	result->parents = arrays.parents;
 	strlcpy(fit->kernel, req->kernel, sizeof(fit->kernel));
 	result->kernel = fit->kernel;
 	strlcpy(fit->init, req->init, sizeof(fit->init));
@@ -405,6 +409,7 @@ submit_fit(GcServiceFit *fit, GcError *err)
 		layout.has_demand = fit->demand != NULL;
 	layout.want_labels = fit_labels(fit) != NULL;
 	layout.want_distances = fit_distances(fit) != NULL;
+	layout.want_parents = fit->kind == GC_SERVICE_KMEANS && fit->result->parents != NULL;
 	bytes = layout_request(&layout, fit);
 	/* the copy of the rows would pass the fit's memory: run it here instead */
 	if (fit->memory != NULL && !gc_fit_memory_room(fit->memory, bytes))

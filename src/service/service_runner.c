@@ -147,6 +147,7 @@ run_kmeans(GcServiceRequest *req, GcRows *rows, GcError *err)
 	result.sizes = GC_REQUEST_ARRAY(req, off_sizes, int64_t);
 	result.labels = req->want_labels ? GC_REQUEST_ARRAY(req, off_labels, int32_t) : NULL;
 	result.distances = req->want_distances ? GC_REQUEST_ARRAY(req, off_distances, double) : NULL;
+	result.parents = req->want_parents ? GC_REQUEST_ARRAY(req, off_parents, int32_t) : NULL;
 	(void) gc_kmeans_fit(backend, rows, &params, &result, err);
 	snprintf(req->kernel, sizeof(req->kernel), "%s", result.kernel ? result.kernel : "");
 	snprintf(req->init, sizeof(req->init), "%s", result.init ? result.init : "");

@@ -208,8 +208,9 @@ SELECT '{"k": 1, "d": 1, "timings_ms": {"collect": 1e400}, "sizes": [1], "centro
 SELECT '{"p": 2, "d": 2, "metric": "cosine", "medoid_ids": [1, 2], "medoids": [[1e300, 0], [0, 1]]}'::pmedian_model;
 SELECT '{"p": 1, "d": 1, "medoid_ids": [1], "penalties": [-1], "medoids": [[0]]}'::pmedian_model;
 -- a short text cannot make a large allocation: the arrays are checked first
-SELECT '{"k":1000000,"d":133}'::kmeans_model;
-SELECT '{"k": 1000000, "d": 133, "sizes": [], "centroids": []}'::kmeans_model;
+-- (1,000,000 x 132: the largest d of a model of a million centroids under 1 GB)
+SELECT '{"k":1000000,"d":132}'::kmeans_model;
+SELECT '{"k": 1000000, "d": 132, "sizes": [], "centroids": []}'::kmeans_model;
 -- a p-median fit whose penalties overflow is an error, not an Infinity
 -- stored in the model
 SELECT pmedian_gpu(id, v, 1.0, 2, '{"capacity": 30, "penalty_step": 1e308}') FROM rt_pts;

@@ -109,9 +109,14 @@ DECLARE
 	km bytea := kmeans_model_send((SELECT m FROM sg_km WHERE g = 1));
 	pm bytea := pmedian_model_send((SELECT pmedian_gpu(id, v, 8, '{"small_groups": "shrink"}') FROM sg WHERE g = 1));
 	lo oid;
+	-- the sizes and centroids: 8 (k + k d) bytes after the fields
+	tail int := 8 * (('x' || encode(substr(km, 3, 4), 'hex'))::bit(32)::int)
+				  * (1 + ('x' || encode(substr(km, 7, 4), 'hex'))::bit(32)::int);
 BEGIN
 	-- version 3, the shape, then the fields without the int32 after the first one (an int16 in both)
-	km := '\x0003'::bytea || substr(km, 3, 10) || substr(km, 17);
+	-- and, for k-means, without the 80 bytes of fields version 5 added last
+	km := '\x0003'::bytea || substr(km, 3, 10) || substr(km, 17, length(km) - 16 - 80 - tail)
+		  || substr(km, length(km) - tail + 1);
 	pm := '\x0003'::bytea || substr(pm, 3, 8) || substr(pm, 11, 4) || substr(pm, 19);
 	lo := lo_from_bytea(0, '\x5047434f50590aff0d0a00'::bytea || '\x0000000000000000'::bytea
 						|| '\x0002'::bytea || int4send(length(km)) || km

@@ -1,0 +1,373 @@
+/*-------------------------------------------------------------------------
+ *
+ * kmeans_balance.c
+ *	  Balanced clusters: after the fit, no cluster holds more rows than a
+ *	  bound (max_cluster_size, or max_cluster_size_factor times n / k),
+ *	  as an IVF index wants its lists (cuVS's balanced k-means serves the
+ *	  same end by moving centres; here the bound is hard).  A host-side
+ *	  step over the labels the backend returned, so that the CPU and the
+ *	  GPU give the same model.
+ *
+ * The enforcing pass takes every row of a cluster over the bound, its
+ * nearest cluster with room (below the bound) and the penalty of moving
+ * there (the squared distance gained), and moves rows cheapest first
+ * (the lower row on ties) from a heap: a row whose cluster has come down
+ * to the bound stays, one whose target filled meanwhile looks again and
+ * goes back on the heap.  Open room always suffices, as k times the
+ * bound is at least n.  The clusters that changed get the mean of their
+ * rows.  Then up to GC_BALANCE_MAX_ROUNDS - 1 passes over the rows moved
+ * so far let each go to a nearer cluster with room under the new
+ * centroids, most gain first, updating the centroids after each pass.
+ * Every sum runs in row order: the result depends on the labels and the
+ * rows alone.
+ *
+ * IDENTIFICATION
+ *	  engine/kmeans_balance.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "kmeans_stages.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A row's move to a target cluster, and what it costs */
+typedef struct Move
+{
+	double		penalty;		/* squared distance to the target less to its own */
+	int64_t		row;
+	int			target;
+} Move;
+
+/* What one balancing works on */
+typedef struct Balance
+{
+	const GcRows *rows;
+	int			k;
+	int			d;
+	int64_t		cap;
+	double	   *centroids;
+	int64_t    *sizes;
+	int32_t    *labels;
+	bool		cosine;
+	GcPoll		poll;
+	double	   *x;				/* a row's values */
+	bool	   *changed;		/* k: clusters whose rows changed */
+	Move	   *heap;
+	int64_t		heap_count;
+} Balance;
+
+int64_t
+gc_kmeans_balance_cap(const GcKmeansParams *params, int64_t n)
+{
+	int64_t		cap = params->max_cluster_size;
+
+	if (params->max_cluster_size_factor > 0.0)
+	{
+		double		f = ceil(params->max_cluster_size_factor * (double) n / params->k);
+		int64_t		by_factor = f >= (double) INT64_MAX ? INT64_MAX : (int64_t) f;
+
+		if (cap == 0 || by_factor < cap)
+			cap = by_factor;
+	}
+	return cap;
+}
+
+static bool
+move_before(const Move *a, const Move *b)
+{
+	return a->penalty < b->penalty || (a->penalty == b->penalty && a->row < b->row);
+}
+
+/* Push a move on the heap (room for every candidate is allocated) */
+static void
+heap_push(Balance *b, Move m)
+{
+	int64_t		i = b->heap_count++;
+
+	while (i > 0 && move_before(&m, &b->heap[(i - 1) / 2]))
+	{
+		b->heap[i] = b->heap[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	b->heap[i] = m;
+}
+
+/* Pop the cheapest move */
+static Move
+heap_pop(Balance *b)
+{
+	Move		top = b->heap[0];
+	Move		last = b->heap[--b->heap_count];
+	int64_t		i = 0;
+
+	for (;;)
+	{
+		int64_t		c = 2 * i + 1;
+
+		if (c >= b->heap_count)
+			break;
+		if (c + 1 < b->heap_count && move_before(&b->heap[c + 1], &b->heap[c]))
+			c++;
+		if (!move_before(&b->heap[c], &last))
+			break;
+		b->heap[i] = b->heap[c];
+		i = c;
+	}
+	if (b->heap_count > 0)
+		b->heap[i] = last;
+	return top;
+}
+
+static double
+sqdist(const double *x, const double *c, int d)
+{
+	double		s = 0.0;
+
+	for (int j = 0; j < d; j++)
+	{
+		double		t = x[j] - c[j];
+
+		s += t * t;
+	}
+	return s;
+}
+
+/*
+ * Row's move to its nearest cluster with room other than its own (the
+ * lowest index on ties); false when interrupted
+ */
+static bool
+find_move(Balance *b, int64_t row, Move *m)
+{
+	int			own = b->labels[row];
+	double		best = DBL_MAX;
+	int			target = -1;
+
+	gc_rows_copy_row(b->rows, row, b->x);
+	for (int c = 0; c < b->k; c++)
+	{
+		double		s;
+
+		if (c == own || b->sizes[c] >= b->cap)
+			continue;
+		s = sqdist(b->x, b->centroids + (size_t) c * b->d, b->d);
+		if (s < best)
+		{
+			best = s;
+			target = c;
+		}
+	}
+	m->row = row;
+	m->target = target;
+	m->penalty = best - sqdist(b->x, b->centroids + (size_t) own * b->d, b->d);
+	return !gc_poll(&b->poll, (int64_t) b->k * b->d);
+}
+
+/*
+ * Move rows from the heap, cheapest first, while it holds moves that are
+ * still wanted: the row's cluster over the bound (enforce) or, else, a
+ * gain; a target that filled is looked for again.  Returns the rows
+ * moved, -1 when interrupted; moved[] marks them.
+ */
+static int64_t
+drain_heap(Balance *b, bool enforce, bool *moved)
+{
+	int64_t		moves = 0;
+
+	while (b->heap_count > 0)
+	{
+		Move		m = heap_pop(b);
+		int			own = b->labels[m.row];
+
+		if (enforce ? b->sizes[own] <= b->cap : m.penalty >= 0.0)
+			continue;
+		if (m.target < 0)
+			continue;			/* no room anywhere: cannot happen while k cap >= n */
+		if (b->sizes[m.target] >= b->cap)
+		{
+			if (!find_move(b, m.row, &m))
+				return -1;
+			heap_push(b, m);
+			continue;
+		}
+		b->labels[m.row] = m.target;
+		b->sizes[own]--;
+		b->sizes[m.target]++;
+		b->changed[own] = b->changed[m.target] = true;
+		moved[m.row] = true;
+		moves++;
+	}
+	return moves;
+}
+
+/*
+ * Each changed cluster's centroid: the (weighted) mean of its rows,
+ * renormalised under the cosine metric; false when interrupted
+ */
+static bool
+update_centroids(Balance *b)
+{
+	int			d = b->d;
+	double	   *sums = calloc((size_t) b->k * d, sizeof(double));
+	double	   *weights = calloc(b->k, sizeof(double));
+	bool		ok = sums != NULL && weights != NULL;
+
+	for (int64_t i = 0; ok && i < b->rows->n; i++)
+	{
+		int			l = b->labels[i];
+		double		w;
+
+		if (!b->changed[l])
+			continue;
+		w = gc_rows_weight(b->rows, i);
+		gc_rows_copy_row(b->rows, i, b->x);
+		for (int j = 0; j < d; j++)
+			sums[(size_t) l * d + j] += w * b->x[j];
+		weights[l] += w;
+		if (gc_poll(&b->poll, d))
+			ok = false;
+	}
+	for (int c = 0; ok && c < b->k; c++)
+	{
+		double		norm = 0.0;
+		double	   *centroid = b->centroids + (size_t) c * d;
+
+		if (!b->changed[c] || weights[c] == 0.0)
+			continue;
+		for (int j = 0; j < d; j++)
+		{
+			centroid[j] = sums[(size_t) c * d + j] / weights[c];
+			norm += centroid[j] * centroid[j];
+		}
+		if (b->cosine && norm > 0.0)
+			for (int j = 0; j < d; j++)
+				centroid[j] /= sqrt(norm);
+		b->changed[c] = false;
+	}
+	free(sums);
+	free(weights);
+	return ok;
+}
+
+/* The inertia and distances of the labels under the centroids */
+static bool
+score_labels(Balance *b, double *distances, double *inertia)
+{
+	double		total = 0.0;
+
+	for (int64_t i = 0; i < b->rows->n; i++)
+	{
+		double		d2;
+
+		gc_rows_copy_row(b->rows, i, b->x);
+		d2 = sqdist(b->x, b->centroids + (size_t) b->labels[i] * b->d, b->d);
+		total += gc_rows_weight(b->rows, i) * d2;
+		if (distances)
+			distances[i] = sqrt(d2);
+		if (gc_poll(&b->poll, b->d))
+			return false;
+	}
+	*inertia = total;
+	return true;
+}
+
+/*
+ * One pass: candidates onto the heap (every row of a cluster over the
+ * bound when enforcing, else the rows moved so far), drained, the
+ * changed centroids updated.  Returns the rows moved, -1 when interrupted.
+ */
+static int64_t
+balance_pass(Balance *b, bool enforce, bool *moved)
+{
+	int64_t		moves;
+
+	b->heap_count = 0;
+	for (int64_t i = 0; i < b->rows->n; i++)
+	{
+		Move		m;
+
+		if (enforce ? b->sizes[b->labels[i]] <= b->cap : !moved[i])
+			continue;
+		if (!find_move(b, i, &m))
+			return -1;
+		if (enforce || m.penalty < 0.0)
+			heap_push(b, m);
+	}
+	moves = drain_heap(b, enforce, moved);
+	if (moves > 0 && !update_centroids(b))
+		return -1;
+	return moves;
+}
+
+GcStatus
+gc_kmeans_balance(const GcRows *rows, const GcKmeansParams *params, int64_t cap,
+				  GcKmeansResult *result, GcError *err)
+{
+	Balance		b = {.rows = rows, .k = params->k, .d = rows->d, .cap = cap,
+		.centroids = result->centroids, .sizes = result->sizes, .labels = result->labels,
+		.cosine = params->metric == GC_METRIC_COSINE, .poll = {params->interrupted, 0}};
+	bool	   *moved = calloc(rows->n, sizeof(bool));
+	GcStatus	status = GC_OK;
+
+	result->balance_rounds = 0;
+	result->balance_moves = 0;
+	b.x = malloc(sizeof(double) * b.d);
+	b.changed = calloc(b.k, sizeof(bool));
+	b.heap = malloc(sizeof(Move) * rows->n);
+	if (moved == NULL || b.x == NULL || b.changed == NULL || b.heap == NULL)
+		status = gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for balancing");
+	else if ((double) cap * b.k < (double) rows->n)
+		status = gc_fail(err, GC_ERR_RANGE,
+						 "%d clusters of at most %lld rows cannot hold %lld rows",
+						 b.k, (long long) cap, (long long) rows->n);
+	for (int round = 0; status == GC_OK && round < GC_BALANCE_MAX_ROUNDS; round++)
+	{
+		int64_t		moves = balance_pass(&b, round == 0, moved);
+
+		if (moves < 0)
+			status = gc_fail(err, GC_INTERRUPTED, "interrupted while balancing");
+		else if (moves == 0 && round > 0)
+			break;
+		else if (moves > 0)
+		{
+			result->balance_rounds++;
+			result->balance_moves += moves;
+		}
+		else
+			break;				/* already within the bound */
+	}
+	if (status == GC_OK && result->balance_moves > 0 &&
+		!score_labels(&b, result->distances, &result->inertia))
+		status = gc_fail(err, GC_INTERRUPTED, "interrupted while balancing");
+	free(moved);
+	free(b.x);
+	free(b.changed);
+	free(b.heap);
+	return status;
+}
+
+void
+gc_kmeans_size_spread(GcKmeansResult *result, int k)
+{
+	double		sum = 0.0,
+				sum2 = 0.0,
+				mean;
+
+	result->size_min = INT64_MAX;
+	result->size_max = 0;
+	for (int c = 0; c < k; c++)
+	{
+		int64_t		s = result->sizes[c];
+
+		result->size_min = s < result->size_min ? s : result->size_min;
+		result->size_max = s > result->size_max ? s : result->size_max;
+		sum += (double) s;
+	}
+	mean = sum / k;
+	for (int c = 0; c < k; c++)
+		sum2 += ((double) result->sizes[c] - mean) * ((double) result->sizes[c] - mean);
+	result->size_cv = mean > 0.0 ? sqrt(sum2 / k) / mean : 0.0;
+}
