@@ -121,7 +121,8 @@ typedef struct GcPmResult
 	double	   *dist;			/* optional, caller-allocated, n */
 	double		objective;		/* sum of distances to the allocated medoid */
 	double		violation;		/* sum over medoids of max(0, load - capacity) */
-	double		repair_cost;	/* hard capacity: objective added by the repair */
+	double		repair_cost;	/* hard capacity: objective after the repair less
+								 * before it (negative where it fell) */
 	int64_t		repair_moves;	/* hard capacity: rows the repair moved */
 	GcPmImprove improvement;	/* the swap improvement as run */
 	int			iterations;		/* location-allocation iterations, all runs */

@@ -120,6 +120,7 @@ typedef enum GcFieldKind
 	GC_FIELD_BOOL,				/* int32 0 or 1; JSON boolean */
 	GC_FIELD_ENUM,				/* int16 index of a name; JSON string */
 	GC_FIELD_DOUBLE,			/* finite double >= 0 */
+	GC_FIELD_SIGNED,			/* finite double of either sign */
 	GC_FIELD_FRACTION,			/* double in [0, 1] */
 	GC_FIELD_OPTIONAL,			/* finite double >= 0, or JSON null unless
 								 * the flag field holds flag_value */

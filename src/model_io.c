@@ -235,6 +235,7 @@ field_out(StringInfo buf, const GcModelType *type, const void *model, const GcMo
 			}
 			/* FALLTHROUGH */
 		case GC_FIELD_DOUBLE:
+		case GC_FIELD_SIGNED:
 		case GC_FIELD_FRACTION:
 			gc_model_append_float8(buf, *CFIELD(model, f, double));
 			break;
@@ -287,7 +288,7 @@ field_in(JsonbContainer *obj, const GcModelType *type, void *model, const GcMode
 	static const enum jbvType json_type[] = {
 		[GC_FIELD_INT32] = jbvNumeric,[GC_FIELD_INT64] = jbvNumeric,
 		[GC_FIELD_BOOL] = jbvBool,[GC_FIELD_ENUM] = jbvString,
-		[GC_FIELD_DOUBLE] = jbvNumeric,[GC_FIELD_FRACTION] = jbvNumeric,
+		[GC_FIELD_DOUBLE] = jbvNumeric,[GC_FIELD_SIGNED] = jbvNumeric,[GC_FIELD_FRACTION] = jbvNumeric,
 		[GC_FIELD_OPTIONAL] = jbvNumeric,[GC_FIELD_NAME] = jbvString
 	};
 	JsonbValue *v = model_field(obj, type->name, f->name, json_type[f->kind], false);
@@ -334,6 +335,7 @@ field_in(JsonbContainer *obj, const GcModelType *type, void *model, const GcMode
 			}
 			/* FALLTHROUGH */
 		case GC_FIELD_DOUBLE:
+		case GC_FIELD_SIGNED:
 		case GC_FIELD_FRACTION:
 			*FIELD(model, f, double) = number_value(v, type->name, f->name);
 			break;
@@ -391,6 +393,7 @@ gc_model_fields_send(StringInfo buf, const GcModelType *type, const void *model)
 				pq_sendint16(buf, *CFIELD(model, f, int16));
 				break;
 			case GC_FIELD_DOUBLE:
+			case GC_FIELD_SIGNED:
 			case GC_FIELD_FRACTION:
 			case GC_FIELD_OPTIONAL:
 				pq_sendfloat8(buf, *CFIELD(model, f, double));
@@ -435,6 +438,7 @@ gc_model_fields_recv(StringInfo buf, const GcModelType *type, void *model,
 				*FIELD(model, f, int16) = (int16) pq_getmsgint(buf, 2);
 				break;
 			case GC_FIELD_DOUBLE:
+			case GC_FIELD_SIGNED:
 			case GC_FIELD_FRACTION:
 			case GC_FIELD_OPTIONAL:
 				*FIELD(model, f, double) = pq_getmsgfloat8(buf);
@@ -498,9 +502,12 @@ field_problem(const GcModelType *type, void *model, const GcModelField *f)
 				return "must be null here";
 			/* FALLTHROUGH */
 		case GC_FIELD_DOUBLE:
+		case GC_FIELD_SIGNED:
 		case GC_FIELD_FRACTION:
-			if (!isfinite(*x) || *x < 0.0 || (f->kind == GC_FIELD_FRACTION && *x > 1.0))
+			if (!isfinite(*x) || (*x < 0.0 && f->kind != GC_FIELD_SIGNED) ||
+				(f->kind == GC_FIELD_FRACTION && *x > 1.0))
 				return f->kind == GC_FIELD_FRACTION ? "must be a fraction from 0 to 1" :
+					f->kind == GC_FIELD_SIGNED ? "must be a finite number" :
 					"must be a finite number at least 0";
 			*x = *x + 0.0;		/* -0 + 0 is +0 */
 			return NULL;

@@ -66,7 +66,8 @@ typedef struct PmedianModel
 	double		objective;
 	double		violation;
 	double		capacity;
-	double		repair_cost;	/* objective added by the hard capacity repair */
+	double		repair_cost;	/* hard capacity: objective after the repair
+								 * less before it, of either sign */
 	double		collect_ms;
 	double		transfer_ms;
 	double		seeding_ms;

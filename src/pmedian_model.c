@@ -91,7 +91,7 @@ static const GcModelField model_fields[] = {
 	{"capacity", GC_FIELD_OPTIONAL, GC_PLACE_TOP, offsetof(PmedianModel, capacity), NULL, 0, 0, 1},
 	F("violation", GC_FIELD_DOUBLE, GC_PLACE_TOP, violation),
 	E("capacity_mode", hard_capacity, capacity_mode_name, 2),
-	F("repair_cost", GC_FIELD_DOUBLE, GC_PLACE_TOP, repair_cost),
+	F("repair_cost", GC_FIELD_SIGNED, GC_PLACE_TOP, repair_cost),
 	E("device", device, device_name, 2),
 	E("device_reason", device_reason, gc_device_reason_name, GC_REASON_COUNT),
 	E("path", path, gc_fit_path_name, GC_PATH_COUNT),

@@ -44,3 +44,41 @@ FROM (SELECT count(*) AS load FROM pmedian_gpu_assign('SELECT id, v FROM cap_two
 -- real[] vectors with demands, and zero demands are allowed
 SELECT (m::jsonb) -> 'violation' AS violation
 FROM (SELECT pmedian_gpu(id, v::real[], q - 1, 4, '{"capacity": 10}') AS m FROM cap_pts) s;
+
+-- hard capacities whose repair lowers the objective: the allocation
+-- before the repair (its penalties leave rows away from their nearest
+-- medoid) costs more than the one after, where moving rows to fit brought
+-- some back, and repair_cost (the objective after the repair less the
+-- objective before it) is negative.  Such a fit once failed ("repair_cost
+-- must be a finite number at least 0").  Sixty small instances (40 rows of
+-- demand 1 to 8, p = 2 to 4, capacity 3% above the total demand's share):
+-- every fit gives a model whose loads fit and that reads back, and some
+-- repairs lowered the cost.
+CREATE TABLE cap_hard AS
+SELECT s, i AS id, ARRAY[(hashint4(i * 7 + s) & 1023)::float8, (hashint4(i * 13 + s * 5) & 1023)::float8] AS v,
+	   (1 + (hashint4(i + s * 101) & 7))::float8 AS q
+FROM generate_series(1, 20) s, generate_series(1, 40) i;
+CREATE TABLE cap_hard_caps AS
+SELECT s, p, ceil(sum(q) / p * 1.03) AS capacity FROM cap_hard, generate_series(2, 4) p GROUP BY s, p;
+CREATE TABLE cap_hard_fits AS
+SELECT t.s, t.p, t.capacity,
+	   pmedian_gpu(c.id, c.v, c.q, t.p::int,
+				   jsonb_build_object('capacity', t.capacity, 'capacity_mode', 'hard'))::jsonb AS m
+FROM cap_hard c JOIN cap_hard_caps t USING (s)
+GROUP BY t.s, t.p, t.capacity;
+SELECT count(*) AS hard_fits,
+	   count(*) FILTER (WHERE (m ->> 'violation')::float8 = 0) AS within_capacity,
+	   count(*) FILTER (WHERE (m ->> 'repair_cost')::float8 < 0) > 0 AS some_repair_lowered_cost,
+	   count(*) FILTER (WHERE (m::text::pmedian_model)::jsonb = m) AS read_back
+FROM cap_hard_fits;
+-- the loads of the hard allocation, through pmedian_gpu_assign, of the
+-- instance whose repair lowered the cost most
+SELECT s AS cap_s, p AS cap_p, capacity AS cap_q FROM cap_hard_fits
+ORDER BY (m ->> 'repair_cost')::float8 LIMIT 1 \gset
+SELECT max(load) <= :cap_q AS within_capacity, count(*) <= :cap_p AS at_most_p_medoids
+FROM (SELECT a.medoid_id, sum(c.q) AS load
+	  FROM pmedian_gpu_assign(format('SELECT id, v, q FROM cap_hard WHERE s = %s', :cap_s), :cap_p,
+							  jsonb_build_object('capacity', :cap_q, 'capacity_mode', 'hard')) a
+	  JOIN cap_hard c ON c.s = :cap_s AND c.id = a.id
+	  GROUP BY a.medoid_id) l;
+DROP TABLE cap_hard, cap_hard_caps, cap_hard_fits;
