@@ -47,6 +47,7 @@ typedef struct CpuSession
 	int32_t    *rid;			/* k * k, pruned labeling: centroids ranked by distance */
 	long long  *worker_sums;	/* (update_workers - 1) * (k * d + k): other threads' sums */
 	int			update_workers; /* threads of the threaded update, 1 without it */
+	bool		quantize_in_vectors;	/* the update rounds in vectors */
 	int			iteration;		/* steps since the restart began */
 	GcPoll		poll;			/* work since the interrupt hook was last polled */
 } CpuSession;
@@ -88,13 +89,58 @@ typedef struct UpdatePass
 	int64_t		changed[GC_CPU_MAX_THREADS];
 } UpdatePass;
 
-/* sum += w q(x), q the frame's fixed point: vector code where the unit has it */
+typedef double v8d __attribute__((vector_size(64)));
+typedef int64_t v8di __attribute__((vector_size(64)));
+
+/*
+ * Whether every fixed-point value of the fit is below 2^51 in magnitude,
+ * where adding and subtracting 1.5 2^52 rounds to the nearest integer,
+ * ties to even, as llrint does: then add_quantized rounds in vectors.  A
+ * value's magnitude is below half the box's width times the scale (with
+ * a factor 2 to spare for the rounded centre).
+ */
+static bool
+quantize_in_vectors(const GcRows *rows, const GcFrame *frame)
+{
+	for (int j = 0; j < rows->d; j++)
+		if (!((rows->hi[j] / 2 - rows->lo[j] / 2) * frame->scale[j] < 0x1p50))
+			return false;
+	return true;
+}
+
+/*
+ * sum += w q(x), q the frame's fixed point (gc_quantize): in vectors of 8
+ * where vectors is set (quantize_in_vectors), each lane rounded as
+ * gc_quantize rounds.  Cloned for the vector units.
+ */
 GC_SIMD_CLONES
 static void
 add_quantized(long long *restrict sum, const double *restrict x, const double *restrict offset,
-			  const double *restrict scale, long long w, int d)
+			  const double *restrict scale, long long w, int d, bool vectors)
 {
-	for (int j = 0; j < d; j++)
+	const v8d	magic = {0x1.8p52, 0x1.8p52, 0x1.8p52, 0x1.8p52,
+	0x1.8p52, 0x1.8p52, 0x1.8p52, 0x1.8p52};
+	int			j = 0;
+
+	for (; vectors && j + 8 <= d; j += 8)
+	{
+		v8d			v,
+					o,
+					sc;
+		v8di		q,
+					acc;
+
+		memcpy(&v, x + j, sizeof(v8d));
+		memcpy(&o, offset + j, sizeof(v8d));
+		memcpy(&sc, scale + j, sizeof(v8d));
+		v = (v - o) * sc;
+		v = (v + magic) - magic;
+		q = __builtin_convertvector(v, v8di);
+		memcpy(&acc, sum + j, sizeof(v8di));
+		acc += w * q;
+		memcpy(sum + j, &acc, sizeof(v8di));
+	}
+	for (; j < d; j++)
 		sum[j] += w * gc_quantize(x[j], offset[j], scale[j]);
 }
 
@@ -123,7 +169,7 @@ update_block(void *ctx, int worker, const GcChunk *chunk, int64_t first, int64_t
 		changed += (l != s->labels[row]);
 		s->labels[row] = l;
 		counts[l] += w;
-		add_quantized(sum, x, frame->offset, frame->scale, w, d);
+		add_quantized(sum, x, frame->offset, frame->scale, w, d, s->quantize_in_vectors);
 	}
 	pass->changed[worker] += changed;
 }
@@ -181,6 +227,7 @@ cpu_open(const GcRows *rows, const GcFrame *frame,
 		return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for the CPU session");
 	}
 	s->update_workers = update_workers(s);
+	s->quantize_in_vectors = quantize_in_vectors(rows, frame);
 	*session = s;
 	return GC_OK;
 }

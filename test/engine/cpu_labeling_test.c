@@ -189,6 +189,83 @@ check_fit(int64_t n, int d, int k)
 	free(x);
 }
 
+/*
+ * One Lloyd iteration from given centroids (threads, the screen, the
+ * tile-wise update rounding in vectors) against the same step done here
+ * with the scalar reference: labels by gc_nearest_centroid, sums of
+ * gc_quantize, means by gc_dequantize_mean; centroids equal to the bit.
+ * Every fifth row sits on a half step of the fixed point (a tie, which
+ * must round to even as llrint does).
+ */
+static void
+check_update(int64_t n, int d, int k, int threads)
+{
+	double	   *x = make_gaussian(n, d, k, 0.05);
+	double	   *start = malloc(sizeof(double) * k * d);
+	double	   *expect = malloc(sizeof(double) * k * d);
+	long long  *sums = calloc((size_t) k * d, sizeof(long long));
+	long long  *counts = calloc(k, sizeof(long long));
+	GcKmeansParams params = {0};
+	GcKmeansResult result = {0};
+	GcFrame		frame = {0};
+	GcError		err = {0};
+	GcRows		rows;
+	char		config[80];
+	bool		same = true;
+
+	snprintf(config, sizeof config, "update n %lld d %d k %d, %d threads", (long long) n, d, k,
+			 threads);
+	load_rows(&rows, x, n, d, NULL, plain_alloc, free);
+	check(gc_frame_init(&frame, &rows, &err) == GC_OK, "frame", config);
+	gc_rows_release(&rows);
+	for (int64_t i = 2; i < n; i += 5)
+		for (int j = 0; j < d; j++)
+			x[i * d + j] = frame.offset[j] + (floor((x[i * d + j] - frame.offset[j]) * frame.scale[j]) + 0.5) / frame.scale[j];
+	load_rows(&rows, x, n, d, NULL, plain_alloc, free);
+	/* the fit's own frame (the half steps may have widened the box) */
+	gc_frame_release(&frame);
+	check(gc_frame_init(&frame, &rows, &err) == GC_OK, "frame", config);
+	memcpy(start, x + 7 * d, sizeof(double) * k * d);
+
+	for (int64_t i = 0; i < n; i++)
+	{
+		int			l = gc_nearest_centroid(x + i * d, start, k, d, NULL);
+
+		counts[l]++;
+		for (int j = 0; j < d; j++)
+			sums[(size_t) l * d + j] += gc_quantize(x[i * d + j], frame.offset[j], frame.scale[j]);
+	}
+	for (int c = 0; c < k; c++)
+		for (int j = 0; j < d; j++)
+			expect[(size_t) c * d + j] = counts[c] == 0 ? start[(size_t) c * d + j] :
+				gc_dequantize_mean(sums[(size_t) c * d + j], counts[c], frame.offset[j], frame.scale[j]);
+
+	params.k = k;
+	params.max_iter = 1;
+	params.tol = 0.0;
+	params.init = GC_INIT_GIVEN;
+	params.init_centroids = start;
+	params.n_init = 1;
+	params.algorithm = GC_ALGORITHM_LLOYD;
+	params.cpu_threads = threads;
+	result.centroids = malloc(sizeof(double) * k * d);
+	result.sizes = malloc(sizeof(int64_t) * k);
+	check(gc_kmeans_fit(&gc_kmeans_cpu_backend, &rows, &params, &result, &err) == GC_OK,
+		  "fits one iteration", config);
+	for (size_t i = 0; i < (size_t) k * d; i++)
+		same &= memcmp(&result.centroids[i], &expect[i], sizeof(double)) == 0;
+	check(same, "centroids are the scalar update's to the bit", config);
+	gc_rows_release(&rows);
+	gc_frame_release(&frame);
+	free(result.centroids);
+	free(result.sizes);
+	free(x);
+	free(start);
+	free(expect);
+	free(sums);
+	free(counts);
+}
+
 /* Time one labeling pass: screened against the reference scan */
 static void
 bench(int64_t n, int d, int k)
@@ -240,6 +317,10 @@ main(int argc, char **argv)
 			check_labels(&shapes[s], recipe);
 	check_fit(5000, 16, 20);
 	check_fit(3000, 64, 7);
+	check_update(4000, 19, 12, 1);
+	check_update(4000, 19, 12, 2);
+	check_update(3000, 64, 30, 0);
+	check_update(300, 8, 5, 0);
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed != 0;
 }
