@@ -18,10 +18,16 @@
 
 #include "gc_engine.h"
 
+extern "C" bool gc_cuda_driver_missing(void);	/* device.cu */
+
 static inline GcStatus
 gc_cuda_fail(GcError *err, cudaError_t e, const char *call, const char *file, int line)
 {
 	(void) cudaGetLastError();
+	if ((e == cudaErrorInsufficientDriver || e == cudaErrorNoDevice) && gc_cuda_driver_missing())
+		return gc_fail(err, GC_ERR_NO_DEVICE,
+					   "no NVIDIA driver found (libcuda.so.1 cannot be loaded): %s failed at %s:%d",
+					   call, file, line);
 	return gc_fail(err,
 				   e == cudaErrorMemoryAllocation ? GC_ERR_DEVICE_MEMORY :
 				   e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver ?

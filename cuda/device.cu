@@ -2,7 +2,8 @@
  *
  * device.cu
  *	  Device management: whether a usable GPU exists (asked once per
- *	  backend process), making gpuclust.gpu_id current, opening every GPU
+ *	  backend process; "no NVIDIA driver found" where the driver's library
+ *	  is missing), making gpuclust.gpu_id current, opening every GPU
  *	  for the GPU service, and describing the current one and its
  *	  multiprocessor count.  The row
  *	  store's page-locked host memory is pinned_memory.cu's.
@@ -12,6 +13,7 @@
  *
  *-------------------------------------------------------------------------
  */
+#include <dlfcn.h>
 #include <stdio.h>
 
 #include "gc_cuda.h"
@@ -19,6 +21,41 @@
 
 static int	device_count = -1;	/* -1 until asked */
 static char no_device_reason[200];
+
+/*
+ * Whether the NVIDIA driver's library is missing: the CUDA runtime then
+ * reports cudaErrorInsufficientDriver ("CUDA driver version is
+ * insufficient"), as it does for a driver too old, so errors ask here to
+ * say which.  Asked once per process.
+ */
+extern "C" bool
+gc_cuda_driver_missing(void)
+{
+	static int	missing = -1;	/* -1 until asked */
+
+	if (__atomic_load_n(&missing, __ATOMIC_RELAXED) < 0)
+	{
+		void	   *libcuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+
+		if (libcuda != NULL)
+			dlclose(libcuda);
+		__atomic_store_n(&missing, libcuda == NULL ? 1 : 0, __ATOMIC_RELAXED);
+	}
+	return missing == 1;
+}
+
+/* Why the first CUDA call failed with e, in words */
+static void
+describe_start_error(cudaError_t e, char *why, size_t whylen)
+{
+	if ((e == cudaErrorInsufficientDriver || e == cudaErrorNoDevice) && gc_cuda_driver_missing())
+		snprintf(why, whylen, "no NVIDIA driver found (libcuda.so.1 cannot be loaded)");
+	else if (e == cudaErrorNoDevice)
+		snprintf(why, whylen, "no NVIDIA GPU found: the driver sees no CUDA device");
+	else
+		snprintf(why, whylen, "cudaGetDeviceCount failed: %s (%s)", cudaGetErrorName(e),
+				 cudaGetErrorString(e));
+}
 
 /*
  * Cached per device and published atomically: the GPU service's runner
@@ -52,9 +89,7 @@ gc_cuda_use_device(int gpu_id, char *why, size_t whylen)
 		{
 			(void) cudaGetLastError();
 			device_count = 0;
-			snprintf(no_device_reason, sizeof(no_device_reason),
-					 "cudaGetDeviceCount failed: %s (%s)", cudaGetErrorName(e),
-					 cudaGetErrorString(e));
+			describe_start_error(e, no_device_reason, sizeof(no_device_reason));
 		}
 		else if (device_count == 0)
 			snprintf(no_device_reason, sizeof(no_device_reason), "No CUDA device is present.");

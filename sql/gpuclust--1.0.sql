@@ -325,6 +325,12 @@ CREATE AGGREGATE gpuclust_kmeans_assign_collect(id bigint, vec anyelement, k int
 	PARALLEL = SAFE
 );
 
+-- A numeric id of kmeans_gpu_assign's query as the aggregate takes it:
+-- whole, or an error (a cast to bigint would round it)
+CREATE FUNCTION gpuclust_assign_id(numeric) RETURNS bigint
+	AS 'MODULE_PATHNAME', 'gpuclust_assign_id'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
 -- The planner's row estimate for kmeans_gpu_assign and pmedian_gpu_assign:
 -- their query's own, where the query is a constant (one row out per row in)
 

@@ -36,16 +36,20 @@
 
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_assign);
 
-static void
+/* The query's columns (id, vector); returns the id's type as read */
+static Oid
 check_query_columns(TupleDesc tupdesc)
 {
+	Oid			idtype;
+
 	if (tupdesc->natts != 2)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("the query must return two columns, an id and a vector"),
 				 errdetail("It returns %d columns.", tupdesc->natts)));
-	gc_spi_check_id_type(TupleDescAttr(tupdesc, 0)->atttypid);
+	idtype = gc_spi_id_type(TupleDescAttr(tupdesc, 0)->atttypid, "kmeans_gpu_assign");
 	(void) gc_spi_vector_format(TupleDescAttr(tupdesc, 1)->atttypid);
+	return idtype;
 }
 
 /* Errors about the query's shape name it, as SPI names a statement */
@@ -69,12 +73,13 @@ collect_query(FunctionCallInfo fcinfo, const char *query, int k, Jsonb *options)
 	ErrorContextCallback context = {.callback = query_error_context, .arg = (void *) query};
 	char	   *statement;
 	char	   *schema;
+	Oid			idtype;
 	StringInfoData sql;
 
 	source = (CachedPlanSource *) linitial(SPI_plan_get_plan_sources(plan));
 	context.previous = error_context_stack;
 	error_context_stack = &context;
-	check_query_columns(source->resultDesc);
+	idtype = check_query_columns(source->resultDesc);
 	error_context_stack = context.previous;
 
 	/* the statement alone: no semicolon or comment after it */
@@ -86,8 +91,12 @@ collect_query(FunctionCallInfo fcinfo, const char *query, int k, Jsonb *options)
 
 	schema = get_namespace_name(get_func_namespace(fcinfo->flinfo->fn_oid));
 	initStringInfo(&sql);
-	appendStringInfo(&sql, "SELECT %s.gpuclust_kmeans_assign_collect(q.id::bigint, q.v, %d, %s::jsonb) FROM (%s%s) AS q(id, v)",
-					 quote_identifier(schema), k,
+	/* a numeric id must be whole: a cast would round it */
+	appendStringInfo(&sql, "SELECT %s.gpuclust_kmeans_assign_collect(%s, q.v, %d, %s::jsonb) FROM (%s%s) AS q(id, v)",
+					 quote_identifier(schema),
+					 idtype == NUMERICOID ?
+					 psprintf("%s.gpuclust_assign_id(q.id)", quote_identifier(schema)) : "q.id::bigint",
+					 k,
 					 options ? quote_literal_cstr(JsonbToCString(NULL, &options->root, VARSIZE(options))) : "NULL",
 					 statement, strstr(statement, "--") ? "\n" : "");
 	return sql.data;

@@ -40,8 +40,7 @@ check_query_columns(TupleDesc tupdesc, QueryShape *shape)
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("the query must return an id, a vector and optionally a demand"),
 				 errdetail("It returns %d columns.", tupdesc->natts)));
-	shape->idtype = SPI_gettypeid(tupdesc, 1);
-	gc_spi_check_id_type(shape->idtype);
+	shape->idtype = gc_spi_id_type(SPI_gettypeid(tupdesc, 1), "pmedian_gpu_assign");
 	shape->format = gc_spi_vector_format(SPI_gettypeid(tupdesc, 2));
 	shape->with_demand = tupdesc->natts == 3;
 	if (shape->with_demand && SPI_gettypeid(tupdesc, 3) != FLOAT8OID)

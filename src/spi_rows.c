@@ -12,7 +12,9 @@
  *	  as SPI_execute plans a statement run to completion, parallel plans
  *	  allowed: its scan runs in parallel workers where the planner finds
  *	  that cheaper, and the rows reach the receiver through Gather.  Also
- *	  the integer id column's value, and the materialized result every
+ *	  the id column's value (an integer, or a whole numeric, which
+ *	  gpuclust_assign_id reads in kmeans_gpu_assign's collecting query),
+ *	  and the materialized result every
  *	  set-returning function of gpuclust builds (the *_assign functions,
  *	  the progress slots).
  *
@@ -31,8 +33,12 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/tuplestore.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/numeric.h"
 #include "utils/plancache.h"
+
+PG_FUNCTION_INFO_V1(gpuclust_assign_id);
 
 #define BATCH_ROWS 10000
 
@@ -132,15 +138,28 @@ gc_spi_prepare_rows(const char *query)
 	return plan;
 }
 
-/* The query's id column: smallint, integer or bigint (42804 otherwise) */
-void
-gc_spi_check_id_type(Oid idtype)
+/*
+ * The type of the query's id column as its values are read: smallint,
+ * integer, bigint or numeric (integral values), a domain's base type;
+ * otherwise 42804 with a hint naming the ways around it for fname, the
+ * assign function
+ */
+Oid
+gc_spi_id_type(Oid idtype, const char *fname)
 {
-	if (idtype != INT8OID && idtype != INT4OID && idtype != INT2OID)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("the query's first column must be an integer id"),
-				 errdetail("It is of type %s.", format_type_be(idtype))));
+	Oid			base = getBaseType(idtype);
+	bool		kmeans = strcmp(fname, "kmeans_gpu_assign") == 0;
+
+	if (base == INT8OID || base == INT4OID || base == INT2OID || base == NUMERICOID)
+		return base;
+	ereport(ERROR,
+			(errcode(ERRCODE_DATATYPE_MISMATCH),
+			 errmsg("the query's first column must be an integer id"),
+			 errdetail("It is of type %s.", format_type_be(idtype)),
+			 kmeans ?
+			 errhint("Number the rows with a bigint surrogate key (e.g. row_number() OVER ()) and join back on it, label them with the window form kmeans_gpu_cluster(v, k) OVER (), or fit with kmeans_gpu and label them with kmeans_predict(model, v).") :
+			 errhint("Number the rows with a bigint surrogate key (e.g. row_number() OVER ()) and join back on it, or fit with pmedian_gpu and label them with pmedian_predict(model, v).")));
+	return InvalidOid;
 }
 
 /*
@@ -245,10 +264,49 @@ gc_result_store(FunctionCallInfo fcinfo, ReturnSetInfo *rsinfo,
 	return store;
 }
 
-/* The value of an int2, int4 or int8 id column */
+/*
+ * A numeric id as a bigint: integral and within bigint's range, else an
+ * error naming it
+ */
+int64
+gc_numeric_id(Numeric id)
+{
+	Datum		value = NumericGetDatum(id);
+	Datum		whole = DirectFunctionCall2(numeric_trunc, value, Int32GetDatum(0));
+
+	if (numeric_is_nan(id) || numeric_is_inf(id) ||
+		!DatumGetBool(DirectFunctionCall2(numeric_eq, value, whole)))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("id %s is not an integer",
+						DatumGetCString(DirectFunctionCall1(numeric_out, value))),
+				 errhint("Ids of type numeric must hold whole numbers within bigint's range.")));
+	return DatumGetInt64(DirectFunctionCall1(numeric_int8, value));
+}
+
+/* The value of an id column of the type gc_spi_id_type returned */
 int64
 gc_spi_id_value(Datum id, Oid idtype)
 {
-	return idtype == INT8OID ? DatumGetInt64(id) :
-		idtype == INT4OID ? DatumGetInt32(id) : DatumGetInt16(id);
+	switch (idtype)
+	{
+		case INT8OID:
+			return DatumGetInt64(id);
+		case INT4OID:
+			return DatumGetInt32(id);
+		case INT2OID:
+			return DatumGetInt16(id);
+		default:
+			return gc_numeric_id(DatumGetNumeric(id));
+	}
+}
+
+/*
+ * gpuclust_assign_id(numeric) -> bigint: a numeric id of
+ * kmeans_gpu_assign's query as its collecting aggregate takes it
+ */
+Datum
+gpuclust_assign_id(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT64(gc_numeric_id(PG_GETARG_NUMERIC(0)));
 }
