@@ -100,6 +100,8 @@ extern GcStatus gc_stream_commit(GcStream *s, GcError *err);
 extern GcStatus gc_stream_merge_encoded(GcStream *s, const uint8_t *buf,
 										const GcStreamHeader *h, GcError *err);
 extern GcStatus gc_stream_merge(GcStream *s, const GcStream *other, GcError *err);
+/* The same, then gc_stream_compact, on an empty s: other's raw rows not copied */
+extern GcStatus gc_stream_merge_compacted(GcStream *s, const GcStream *other, GcError *err);
 
 /* Cluster the raw rows of level 0 into centres, when they outnumber m */
 extern GcStatus gc_stream_compact(GcStream *s, GcError *err);

@@ -346,6 +346,46 @@ gc_stream_merge(GcStream *s, const GcStream *other, GcError *err)
 	return status;
 }
 
+/*
+ * gc_stream_merge then gc_stream_compact on an empty s, without copying
+ * other's raw rows first: when they outnumber m they are clustered where
+ * they lie (the same rows, seed and order of points, so the same centres)
+ * and only the centres come into s.  A copy of a full block otherwise held
+ * the block twice.
+ */
+GcStatus
+gc_stream_merge_compacted(GcStream *s, const GcStream *other, GcError *err)
+{
+	GcStatus	status = GC_OK;
+	double	   *centroids,
+			   *weights;
+
+	if (s->block.n > 0 || other->block.n <= s->m)
+	{
+		status = gc_stream_merge(s, other, err);
+		return status == GC_OK ? gc_stream_compact(s, err) : status;
+	}
+	for (int l = 1; l < other->nlevels && status == GC_OK; l++)
+		for (int64_t i = 0; i < other->levels[l].count && status == GC_OK; i++)
+			status = push_level(s, l, other->levels[l].weights[i],
+								other->levels[l].points + (size_t) i * s->d, err);
+	s->rows += other->rows;
+	if (status != GC_OK)
+		return status;
+	centroids = malloc(sizeof(double) * s->m * s->d);
+	weights = malloc(sizeof(double) * s->m);
+	if (centroids == NULL || weights == NULL)
+		status = gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for a stream reduction");
+	/* the fit reads the rows (computing any pending hash), never moves them */
+	if (status == GC_OK)
+		status = reduce_rows(s, s->backend, (GcRows *) &other->block, centroids, weights, err);
+	if (status == GC_OK)
+		status = push_centres(s, 1, centroids, weights, err);
+	free(centroids);
+	free(weights);
+	return status;
+}
+
 GcStatus
 gc_stream_compact(GcStream *s, GcError *err)
 {

@@ -230,8 +230,9 @@ gc_stream_plan_memory(GcStreamHeader *shape, GcStreamBlockOrigin origin,
 		size_t		fixed = add_size(rest, stream_block_bytes(shape, 0));
 		size_t		fit_rows = limit > fixed ? (limit - fixed) / row_bytes : 0;
 
-		if (fit_rows >= 2 * (size_t) shape->m)
-			shape->block_rows = (int) Min(fit_rows, (size_t) shape->block_rows);
+		/* too little room even for 2 m rows: refused below with the smallest block */
+		shape->block_rows = (int) Min(Max(fit_rows, 2 * (size_t) shape->m),
+									  (size_t) shape->block_rows);
 	}
 	if (origin == GC_STREAM_BLOCK_STORED &&
 		add_size(stream_block_bytes(shape, shape->block_rows), rest) > limit)

@@ -38,6 +38,8 @@ extern GcStreamState *gc_stream_state_new(MemoryContext parent,
 										  bool use_gpu);
 extern GcStreamState *gc_stream_state_copy(Datum value, MemoryContext parent,
 										   bool use_gpu);
+extern GcStreamState *gc_stream_state_compacted_copy(Datum value, MemoryContext parent,
+													 bool use_gpu);
 extern GcStreamState *gc_stream_state_rw(Datum value);
 extern void gc_stream_state_merge(GcStreamState *state, Datum value);
 extern Datum gc_stream_state_flatten(GcStreamState *state);

@@ -156,12 +156,9 @@ gpuclust_stream_transfn_halfvec(PG_FUNCTION_ARGS)
 static Datum
 compacted_copy(Datum value)
 {
-	GcStreamState *copy = gc_stream_state_copy(value, CurrentMemoryContext, true);
-	GcError		err = {0};
+	GcStreamState *copy = gc_stream_state_compacted_copy(value, CurrentMemoryContext, true);
 	Datum		result;
 
-	if (gc_stream_compact(&copy->stream, &err) != GC_OK)
-		gc_stream_raise(&err);
 	result = gc_stream_state_flatten(copy);
 	gc_stream_state_free(copy);
 	return result;

@@ -180,10 +180,12 @@ check_merged_rows(int64 a, int64 b)
 
 /*
  * Add the summary in value to state; both must summarise the same k and
- * dimension, and together at most 2^53 rows
+ * dimension, and together at most 2^53 rows.  compact (state empty): its
+ * raw rows clustered into centres when they outnumber m, an expanded
+ * value's without copying them (gc_stream_merge_compacted)
  */
-void
-gc_stream_state_merge(GcStreamState *state, Datum value)
+static void
+merge_state(GcStreamState *state, Datum value, bool compact)
 {
 	GcStreamState *other = NULL;
 	GcStreamHeader h;
@@ -213,16 +215,31 @@ gc_stream_state_merge(GcStreamState *state, Datum value)
 				 errmsg("cannot merge kmeans_stream summaries of different metrics"),
 				 errdetail("One summarises unit rows for the cosine metric, the other rows as they are.")));
 	check_merged_rows(state->stream.rows, other ? other->stream.rows : h.rows);
+	if (other && compact)
+	{
+		if (gc_stream_merge_compacted(&state->stream, &other->stream, &err) != GC_OK)
+			gc_stream_raise(&err);
+		return;
+	}
 	if ((other ? gc_stream_merge(&state->stream, &other->stream, &err)
 		 : gc_stream_merge_encoded(&state->stream, bytes, &h, &err)) != GC_OK)
 		gc_stream_raise(&err);
+	if (compact && gc_stream_compact(&state->stream, &err) != GC_OK)
+		gc_stream_raise(&err);
+}
+
+void
+gc_stream_state_merge(GcStreamState *state, Datum value)
+{
+	merge_state(state, value, false);
 }
 
 /*
- * A new state in parent holding a copy of the summary in value
+ * A new state in parent holding a copy of the summary in value, compacted
+ * (gc_stream_compact) when compact says so
  */
-GcStreamState *
-gc_stream_state_copy(Datum value, MemoryContext parent, bool use_gpu)
+static GcStreamState *
+copy_state(Datum value, MemoryContext parent, bool use_gpu, bool compact)
 {
 	GcStreamHeader shape;
 	GcStreamState *state;
@@ -251,8 +268,21 @@ gc_stream_state_copy(Datum value, MemoryContext parent, bool use_gpu)
 	gc_stream_plan_memory(&shape, GC_STREAM_BLOCK_STORED, &max_block_bytes, &max_level_bytes);
 	state = gc_stream_state_new(parent, &shape, use_gpu);
 	gc_stream_limit_memory(&state->stream, max_block_bytes, max_level_bytes);
-	gc_stream_state_merge(state, value);
+	merge_state(state, value, compact);
 	return state;
+}
+
+GcStreamState *
+gc_stream_state_copy(Datum value, MemoryContext parent, bool use_gpu)
+{
+	return copy_state(value, parent, use_gpu, false);
+}
+
+/* The same, compacted: an expanded value's raw rows are never copied */
+GcStreamState *
+gc_stream_state_compacted_copy(Datum value, MemoryContext parent, bool use_gpu)
+{
+	return copy_state(value, parent, use_gpu, true);
 }
 
 /*

@@ -154,6 +154,58 @@ run_stream_case(int64_t n, int d, int k)
 	merged_ssq = stream_ssq(&merged, &gc_kmeans_cpu_backend, x, n, d, k);
 	check(merged_ssq <= 1.05 * direct_ssq, "16 merged pieces: SSQ within 5% of a direct fit",
 		  config);
+	/*
+	 * A compacted copy (the final function's) clusters the raw rows where
+	 * they lie: the same bytes as copying them and compacting the copy
+	 */
+	{
+		GcStream	partial,
+					copied,
+					compacted;
+		size_t		len_copied,
+					len_compacted;
+		uint8_t    *buf_copied,
+				   *buf_compacted;
+
+		/* whole blocks and half of one: raw rows past m */
+		stream_rows(&partial, &shape, &gc_kmeans_cpu_backend, x, 0,
+					n / 3 / shape.block_rows * shape.block_rows + shape.block_rows / 2, d);
+		gc_stream_init(&copied, &shape, &gc_kmeans_cpu_backend, plain_alloc, free, NULL, &err);
+		gc_stream_init(&compacted, &shape, &gc_kmeans_cpu_backend, plain_alloc, free, NULL, &err);
+		gc_stream_merge(&copied, &partial, &err);
+		gc_stream_compact(&copied, &err);
+		gc_stream_merge_compacted(&compacted, &partial, &err);
+		len_copied = gc_stream_encoded_bytes(&copied);
+		len_compacted = gc_stream_encoded_bytes(&compacted);
+		buf_copied = malloc(len_copied);
+		buf_compacted = malloc(len_compacted);
+		gc_stream_encode(&copied, buf_copied, len_copied);
+		gc_stream_encode(&compacted, buf_compacted, len_compacted);
+		check(partial.block.n > shape.m && compacted.block.n == 0 && err.status == GC_OK,
+			  "a compacted copy leaves no raw rows", config);
+		check(len_copied == len_compacted && memcmp(buf_copied, buf_compacted, len_copied) == 0,
+			  "a compacted copy: the same summary as copy then compact", config);
+		free(buf_copied);
+		free(buf_compacted);
+		gc_stream_release(&copied);
+		gc_stream_release(&compacted);
+
+		/* levels past their memory bound fail, not allocate */
+		gc_stream_init(&copied, &shape, &gc_kmeans_cpu_backend, plain_alloc, free, NULL, &err);
+		gc_stream_limit_memory(&copied, 0, GC_STREAM_MAX_LEVELS * gc_stream_level_bytes(shape.m, d));
+		check(gc_stream_merge_compacted(&copied, &partial, &err) == GC_OK &&
+			  copied.level_bytes == (size_t) (copied.nlevels - 1) * gc_stream_level_bytes(shape.m, d),
+			  "levels within the bound, counted", config);
+		gc_stream_release(&copied);
+		gc_stream_init(&copied, &shape, &gc_kmeans_cpu_backend, plain_alloc, free, NULL, &err);
+		gc_stream_limit_memory(&copied, 0, gc_stream_level_bytes(shape.m, d) - 1);
+		check(gc_stream_merge_compacted(&copied, &partial, &err) == GC_ERR_HOST_MEMORY,
+			  "a level past the bound fails with GC_ERR_HOST_MEMORY", config);
+		err.status = GC_OK;
+		gc_stream_release(&copied);
+		gc_stream_release(&partial);
+	}
+
 	printf("%s: SSQ ratio one stream %.4f, 16 merged %.4f, levels %d\n", config,
 		   whole_ssq / direct_ssq, merged_ssq / direct_ssq, whole.nlevels);
 #ifdef GC_WITH_CUDA
