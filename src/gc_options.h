@@ -45,6 +45,8 @@ extern void gc_parse_kmeans_options(Jsonb *options, int k,
 									GcKmeansOptions *opts);
 extern void gc_check_init_shape(GcKmeansOptions *opts, int d);
 extern void gc_option_error(const char *key, const char *expected) GC_NORETURN;
+extern int64 gc_option_integer(const char *key, JsonbValue *v, int64 min, int64 max,
+								const char *expected);
 extern int	gc_k_value(Datum k, Oid type);
 extern int	gc_k_argument(FunctionCallInfo fcinfo, int argno);
 typedef bool (*GcOptionFn) (const char *name, JsonbValue *value, void *arg);

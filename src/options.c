@@ -45,14 +45,20 @@ option_number(const char *key, JsonbValue *v, const char *expected)
 											  NumericGetDatum(v->val.numeric)));
 }
 
-static int64
-option_integer(const char *key, JsonbValue *v, int64 min, int64 max,
-			   const char *expected)
+/*
+ * An integer option from min to max: a JSON number with no fraction,
+ * compared exactly ("seed": 1.7 and 1.0000000000000000001 are refused, not
+ * rounded), or 22023 saying what was expected
+ */
+int64
+gc_option_integer(const char *key, JsonbValue *v, int64 min, int64 max,
+				  const char *expected)
 {
 	double		x = option_number(key, v, expected);
 	Datum		num = NumericGetDatum(v->val.numeric);
+	Datum		whole = DirectFunctionCall2(numeric_trunc, num, Int32GetDatum(0));
 
-	if (x != floor(x))
+	if (x != floor(x) || DatumGetInt32(DirectFunctionCall2(numeric_cmp, num, whole)) != 0)
 		gc_option_error(key, expected);
 	if (min == PG_INT64_MIN && max == PG_INT64_MAX)
 	{
@@ -239,16 +245,16 @@ kmeans_option(const char *name, JsonbValue *v, void *arg)
 	GcKmeansParams *params = &opts->params;
 
 	if (strcmp(name, "max_iter") == 0)
-		params->max_iter = (int) option_integer(name, v, 1, 1000000,
+		params->max_iter = (int) gc_option_integer(name, v, 1, 1000000,
 												"an integer between 1 and 1000000");
 	else if (strcmp(name, "n_init") == 0)
 	{
-		params->n_init = (int) option_integer(name, v, 1, 1000,
+		params->n_init = (int) gc_option_integer(name, v, 1, 1000,
 											  "an integer between 1 and 1000");
 		opts->n_init_given = true;
 	}
 	else if (strcmp(name, "seed") == 0)
-		params->seed = (uint64) option_integer(name, v, PG_INT64_MIN, PG_INT64_MAX,
+		params->seed = (uint64) gc_option_integer(name, v, PG_INT64_MIN, PG_INT64_MAX,
 											   "an integer");
 	else if (strcmp(name, "tol") == 0)
 	{
@@ -260,7 +266,7 @@ kmeans_option(const char *name, JsonbValue *v, void *arg)
 		parse_init(v, opts);
 	else if (strcmp(name, "init_candidates") == 0)
 	{
-		params->init_candidates = (int) option_integer(name, v, 1, GC_MAX_INIT_CANDIDATES,
+		params->init_candidates = (int) gc_option_integer(name, v, 1, GC_MAX_INIT_CANDIDATES,
 													   "an integer between 1 and 64");
 		opts->init_candidates_given = true;
 	}
@@ -280,7 +286,7 @@ kmeans_option(const char *name, JsonbValue *v, void *arg)
 	else if (strcmp(name, "small_groups") == 0)
 		opts->small_groups = gc_small_groups_option(name, v);
 	else if (strcmp(name, "max_cluster_size") == 0)
-		params->max_cluster_size = option_integer(name, v, 1, PG_INT64_MAX,
+		params->max_cluster_size = gc_option_integer(name, v, 1, PG_INT64_MAX,
 												  "an integer of at least 1");
 	else if (strcmp(name, "max_cluster_size_factor") == 0)
 	{
@@ -290,10 +296,10 @@ kmeans_option(const char *name, JsonbValue *v, void *arg)
 			gc_option_error(name, "a number of at least 1");
 	}
 	else if (strcmp(name, "levels") == 0)
-		params->levels = (int) option_integer(name, v, 1, 2, "1 or 2");
+		params->levels = (int) gc_option_integer(name, v, 1, 2, "1 or 2");
 	else if (strcmp(name, "refine_iter") == 0)
 	{
-		params->refine_iter = (int) option_integer(name, v, 0, 1000000,
+		params->refine_iter = (int) gc_option_integer(name, v, 0, 1000000,
 												   "an integer between 0 and 1000000");
 		opts->refine_iter_given = true;
 	}
@@ -422,14 +428,14 @@ stream_option(const char *name, JsonbValue *v, void *arg)
 	StreamOptions *so = arg;
 
 	if (strcmp(name, "centres") == 0)
-		so->m = option_integer(name, v, so->k, GC_STREAM_MAX_CENTRES,
+		so->m = gc_option_integer(name, v, so->k, GC_STREAM_MAX_CENTRES,
 							   psprintf("an integer between k (%d) and %d", so->k,
 										GC_STREAM_MAX_CENTRES));
 	else if (strcmp(name, "block_rows") == 0)
-		so->block = option_integer(name, v, 2, GC_STREAM_MAX_BLOCK,
+		so->block = gc_option_integer(name, v, 2, GC_STREAM_MAX_BLOCK,
 								   psprintf("an integer between 2 and %d", GC_STREAM_MAX_BLOCK));
 	else if (strcmp(name, "seed") == 0)
-		so->shape->seed = (uint64) option_integer(name, v, PG_INT64_MIN, PG_INT64_MAX,
+		so->shape->seed = (uint64) gc_option_integer(name, v, PG_INT64_MIN, PG_INT64_MAX,
 												  "an integer");
 	else if (strcmp(name, "metric") == 0)
 		so->shape->cosine = option_choice(name, v, metric_names, 2,

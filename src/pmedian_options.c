@@ -111,12 +111,8 @@ parse_option(const char *name, JsonbValue *v, void *arg)
 	else if (strcmp(name, "big_clusters") == 0)
 		params->big_clusters = option_int(name, v, 1, GC_MAX_K, "a positive integer");
 	else if (strcmp(name, "seed") == 0)
-	{
-		if (v->type != jbvNumeric)
-			gc_option_error(name, "an integer");
-		params->seed = (uint64) DatumGetInt64(DirectFunctionCall1(numeric_int8,
-																  NumericGetDatum(v->val.numeric)));
-	}
+		params->seed = (uint64) gc_option_integer(name, v, PG_INT64_MIN, PG_INT64_MAX,
+												  "an integer");
 	else if (strcmp(name, "capacity") == 0)
 	{
 		params->capacity = option_positive(name, v);

@@ -80,7 +80,10 @@ stream_transfn(FunctionCallInfo fcinfo, Oid format)
 	double	   *slot;
 
 	if (!AggCheckCallContext(fcinfo, &aggcontext))
-		elog(ERROR, "kmeans_stream_state transition function called in non-aggregate context");
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("kmeans_stream_transfn is the transition function of the aggregate kmeans_stream_state"),
+				 errhint("Call kmeans_stream_state(vec, k [, options]) as an aggregate.")));
 	if (PG_ARGISNULL(1))
 	{
 		if (PG_ARGISNULL(0))

@@ -153,6 +153,8 @@ SELECT kmeans_gpu(v, 2, '{"seed": "1"}') FROM err_pts;
 \echo :LAST_ERROR_SQLSTATE
 SELECT kmeans_gpu(v, 2, '{"seed": 0.5}') FROM err_pts;
 \echo :LAST_ERROR_SQLSTATE
+SELECT kmeans_gpu(v, 2, '{"seed": 1.0000000000000000001}') FROM err_pts;
+\echo :LAST_ERROR_SQLSTATE
 SELECT kmeans_gpu(v, 2, '{"seed": 1e30}') FROM err_pts;
 \echo :LAST_ERROR_SQLSTATE
 -- just above the largest bigint: an option error (22023) like the other

@@ -30,6 +30,11 @@ SELECT pmedian_gpu(id, v, q, 2, '{"capacity": 0}') FROM perr;
 SELECT pmedian_gpu(id, v, 2, '{"metric": "chebyshev"}') FROM perr;
 SELECT pmedian_gpu(id, v, 2, '{"method": "fast"}') FROM perr;
 SELECT pmedian_gpu(id, v, 2, '{"max_iter": 0}') FROM perr;
+-- a seed must be a whole number (once 1.7 was rounded to 2)
+SELECT pmedian_gpu(id, v, 2, '{"seed": 1.7}') FROM perr;
+SELECT pmedian_gpu(id, v, 2, '{"seed": 1.0000000000000000001}') FROM perr;
+SELECT pmedian_gpu(id, v, 2, '{"seed": "1"}') FROM perr;
+SELECT pmedian_gpu(id, v, 2, '{"seed": 2.0}') IS NOT NULL AS whole_seed FROM perr;
 SELECT pmedian_gpu(id, v, 2, '{"improve": "yes"}') FROM perr;
 SELECT pmedian_gpu(id, v, 2, '{"sample_factor": -1}') FROM perr;
 SELECT pmedian_gpu(id, v, 2, '{"tol": 1}') FROM perr;

@@ -129,7 +129,9 @@ SELECT what, stream_error(q) AS error FROM (VALUES
 	('fewer points than k', $q$SELECT kmeans_stream_model(kmeans_stream_state(v, 3)) FROM (VALUES (ARRAY[1, 2]::float8[]), (ARRAY[3, 4]::float8[])) t(v)$q$),
 	('merge of different k', $q$SELECT kmeans_stream_merge(a.s, b.s) FROM stream_one a, (SELECT kmeans_stream_state(vec, 5) AS s FROM stream_pts) b$q$),
 	('unknown model option', $q$SELECT kmeans_stream_model(s, '{"bogus": 1}') FROM stream_one$q$),
-	('not base64', $q$SELECT 'not base64!'::kmeans_stream$q$)
+	('not base64', $q$SELECT 'not base64!'::kmeans_stream$q$),
+	('seed not whole', $q$SELECT kmeans_stream_state(vec, 6, '{"seed": 1.7}') FROM stream_pts$q$),
+	('transition function called', $q$SELECT kmeans_stream_transfn(NULL, ARRAY[1, 2]::float8[], 3)$q$)
 ) t(what, q);
 
 -- malformed values: every one rejected with a reason, never a crash.  The
