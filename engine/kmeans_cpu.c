@@ -137,7 +137,7 @@ add_quantized(long long *restrict sum, const double *restrict x, const double *r
 		v = (v + magic) - magic;
 		q = __builtin_convertvector(v, v8di);
 		memcpy(&acc, sum + j, sizeof(v8di));
-		acc += w * q;
+		acc += (int64_t) w * q;
 		memcpy(sum + j, &acc, sizeof(v8di));
 	}
 	for (; j < d; j++)

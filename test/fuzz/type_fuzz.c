@@ -433,7 +433,9 @@ parse_kmeans(Jsonb *options, void *out)
 static void
 parse_pmedian(Jsonb *options, void *out)
 {
-	gc_parse_pmedian_options(options, FUZZ_K, out);
+	GcSmallGroups small_groups;
+
+	gc_parse_pmedian_options(options, FUZZ_K, out, &small_groups);
 }
 
 static void
