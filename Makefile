@@ -133,6 +133,10 @@ engine-alone:
 			-Iengine -fsyntax-only $$f || exit 1; done
 
 # one line for scripts: which PostgreSQL, with or without CUDA
+.PHONY: print-engine-checks
+print-engine-checks:
+	@echo '$(ENGINE_CHECKS)'
+
 .PHONY: print-build-config
 print-build-config:
 	@echo '$(shell $(PG_CONFIG) --version), $(if $(filter 1,$(WITH_CUDA)),with CUDA ($(NVCC)),CPU only ($(if $(NVCC),WITH_CUDA=0,no nvcc found)))'
