@@ -43,6 +43,8 @@
  * (28) and the improvement's (17), rounded up
  */
 #define PMEDIAN_BYTES_PER_ROW	160
+/* the GPU session's page-locked stage (cuda/pmedian_cuda.cu) */
+#define PMEDIAN_GPU_STAGE_BYTES	24
 /* capacities: the repair's 16 candidates a row (12 bytes each) and a flag */
 #define PMEDIAN_REPAIR_BYTES_PER_ROW (16 * 12 + 1)
 
@@ -169,14 +171,15 @@ gc_kmeans_work_bytes(int64_t n, int k, int d)
 }
 
 /*
- * p-median's working memory for n rows of d values and p medians: the
- * engine's own copy of the rows (values and hashes) and its arrays
+ * p-median's working memory for n rows of d values and p medians: its
+ * arrays and, with host_copy (the CPU's session), its own copy of the rows
+ * (values and hashes); the GPU's session stages 24 bytes a row instead
  */
 size_t
-gc_pmedian_work_bytes(int64_t n, int p, int d, bool capacitated)
+gc_pmedian_work_bytes(int64_t n, int p, int d, bool capacitated, bool host_copy)
 {
-	size_t		per_row = sizeof(double) * ((size_t) d + 1) + PMEDIAN_BYTES_PER_ROW +
-		(capacitated ? PMEDIAN_REPAIR_BYTES_PER_ROW : 0);
+	size_t		per_row = (host_copy ? sizeof(double) * ((size_t) d + 1) : PMEDIAN_GPU_STAGE_BYTES) +
+		PMEDIAN_BYTES_PER_ROW + (capacitated ? PMEDIAN_REPAIR_BYTES_PER_ROW : 0);
 
 	return add_size(mul_size((size_t) n, per_row),
 					mul_size((size_t) p, (size_t) d * sizeof(double) + 64));

@@ -49,6 +49,7 @@ extern void gc_stream_model_memory(const GcStream *s, int k);
 /* What a fit holds or will allocate, in bytes */
 extern size_t gc_rows_held_bytes(const GcRows *rows);
 extern size_t gc_kmeans_work_bytes(int64_t n, int k, int d);
-extern size_t gc_pmedian_work_bytes(int64_t n, int p, int d, bool capacitated);
+extern size_t gc_pmedian_work_bytes(int64_t n, int p, int d, bool capacitated,
+									bool host_copy);
 
 #endif							/* GC_FIT_MEMORY_H */

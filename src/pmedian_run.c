@@ -248,8 +248,9 @@ fit_pmedian(PmInput *in, GcPmParams *params, GcPmResult *result)
 
 /*
  * Count the fit's memory before it allocates more: the rows, their ids
- * and demands, and the engine's working memory with its own copy of the
- * rows (engine/pmedian_cpu.c holds them contiguously: both copies count)
+ * and demands, and the engine's working memory, on the CPU with its own
+ * copy of the rows (engine/pmedian_cpu.c holds them contiguously: both
+ * copies count; the GPU's copy is in device memory)
  */
 static void
 count_memory(PmInput *in, const GcPmParams *params)
@@ -261,7 +262,8 @@ count_memory(PmInput *in, const GcPmParams *params)
 						mul_size((size_t) in->capacity, sizeof(int64) + (in->with_demand ? sizeof(double) : 0)),
 						"The rows' ids and demands");
 	gc_fit_memory_count(&in->input.memory,
-						gc_pmedian_work_bytes(rows->n, params->p, rows->d, params->capacitated),
+						gc_pmedian_work_bytes(rows->n, params->p, rows->d, params->capacitated,
+											  in->input.device.kind != GC_KIND_GPU),
 						"The p-median fit's copy of the rows and working arrays");
 }
 
@@ -291,10 +293,10 @@ gc_run_pmedian(PmInput *in, const GcPmParams *asked, GcSmallGroups small_groups,
 		return NULL;
 	}
 	params->p = p;
+	gc_input_settle_device(&in->input, (double) rows->n * p * d);
 	count_memory(in, params);
 	order_by_id(in);
 	check_total_capacity(in, params);
-	gc_input_settle_device(&in->input, (double) rows->n * p * d);
 	result.medoids = palloc(sizeof(int32) * p);
 	result.penalties = palloc(sizeof(double) * p);
 	result.alloc = alloc;
