@@ -378,7 +378,9 @@ gc_upload_rows(const GcRows *rows, double *values, uint64_t *hashes, double *wei
 									 sizeof(double) * rows->d * chunk->count,
 									 narrow && rows->float_exact ? narrow + first : NULL, err);
 		if (status == GC_OK)
-			status = upload_or_defer(&up, hashes + chunk->first_row, chunk->hashes,
+			status = upload_or_defer(&up, hashes + chunk->first_row,
+									 rows->draw_hashes ? rows->draw_hashes + chunk->first_row :
+									 chunk->hashes,
 									 sizeof(uint64_t) * chunk->count, NULL, err);
 		if (status == GC_OK && weights != NULL)
 			status = upload_or_defer(&up, weights + chunk->first_row, chunk->weights,

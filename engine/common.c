@@ -158,7 +158,7 @@ gc_select_random_rows(const GcRows *rows, int k, uint64_t seed, int64_t *chosen,
 
 		for (int64_t i = 0; i < chunk->count; i++)
 		{
-			RankedRow	r = {gc_unit_draw(chunk->hashes[i], seed, 0), chunk->first_row + i};
+			RankedRow	r = {gc_unit_draw(gc_draw_hash(rows, chunk, i), seed, 0), chunk->first_row + i};
 
 			/* a draw and a heap step: a few dozen units */
 			if (gc_poll(&poll, 32))

@@ -94,6 +94,9 @@ typedef struct GcRows
 	GcHostAlloc alloc;			/* allocator for new chunks */
 	GcHostFree	free;
 	GcChunkPlacement placement; /* where large chunks go, if elsewhere */
+	uint64_t   *draw_hashes;	/* n hashes seeding draws from, where some
+								 * row repeats (gc_rows_number_copies);
+								 * NULL: the chunks' hashes */
 } GcRows;
 
 extern GcStatus gc_rows_init(GcRows *rows, int d, GcHostAlloc alloc,
@@ -189,6 +192,16 @@ extern void gc_rows_defer_hashes(GcRows *rows);
 extern GcStatus gc_rows_finish_hashes(GcRows *rows, bool (*interrupted) (void),
 									  GcError *err);
 #define GC_HASH_THREADS 16
+/*
+ * Copies of a row (engine/row_copies.c): draw hashes by which the j-th
+ * copy of a repeated row draws apart from the others, so that seeding
+ * weighs each row by its copies.  gc_kmeans_fit numbers them (after the
+ * hashes are finished) and forgets them at its end.
+ */
+extern GcStatus gc_rows_number_copies(GcRows *rows, bool (*interrupted) (void),
+									  GcError *err);
+extern void gc_rows_forget_copies(GcRows *rows);
+
 /* gc_row_hash of row r of a chunk of d-dimensional rows, either width */
 extern uint64_t gc_chunk_row_hash(const GcChunk *chunk, int64_t r, int d);
 
@@ -225,6 +238,13 @@ static inline int64_t
 gc_chunk_weight(const GcChunk *chunk, int64_t i)
 {
 	return chunk->weights ? (int64_t) chunk->weights[i] : 1;
+}
+
+/* The hash row i of chunk draws its seeding numbers from */
+static inline uint64_t
+gc_draw_hash(const GcRows *rows, const GcChunk *chunk, int64_t i)
+{
+	return rows->draw_hashes ? rows->draw_hashes[chunk->first_row + i] : chunk->hashes[i];
 }
 
 #ifdef __cplusplus

@@ -206,6 +206,12 @@ gc_kmeans_fit_flat(const GcKmeansBackend *backend, GcRows *rows,
 	status = gc_frame_init(&frame, rows, err);
 	if (status != GC_OK)
 		return status;
+	/* seeding weighs each row by its copies (row_copies.c) */
+	if ((status = gc_rows_number_copies(rows, params->interrupted, err)) != GC_OK)
+	{
+		gc_frame_release(&frame);
+		return status;
+	}
 	if (!frame_fits_float32(&frame))
 		run_params.precision = GC_PRECISION_FLOAT64;
 	result->precision = run_params.precision;
@@ -315,6 +321,7 @@ gc_kmeans_fit_flat(const GcKmeansBackend *backend, GcRows *rows,
 	free(work);
 	free(work_sizes);
 	gc_frame_release(&frame);
+	gc_rows_forget_copies(rows);
 	return status;
 }
 

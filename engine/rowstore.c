@@ -561,6 +561,7 @@ gc_rows_release(GcRows *rows)
 	free(rows->chunks);
 	free(rows->lo);
 	free(rows->hi);
+	gc_rows_forget_copies(rows);
 	rows->chunks = NULL;
 	rows->lo = rows->hi = NULL;
 	rows->nchunks = rows->maxchunks = 0;

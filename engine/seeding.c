@@ -157,7 +157,7 @@ race_block(void *ctx, int worker, const GcChunk *chunk, int64_t first, int64_t c
 		w = gc_race_weight(w, pass->inertia_exp);
 		for (int j = 0; j < pass->candidates; j++)
 		{
-			double		u = gc_unit_draw_keyed(chunk->hashes[i], keys[j]);
+			double		u = gc_unit_draw_keyed(gc_draw_hash(pass->rows, chunk, i), keys[j]);
 			uint64_t	key;
 
 			if (gc_race_outbid(u, w, best[j]))

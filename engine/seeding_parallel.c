@@ -127,7 +127,7 @@ first_centre(ParallelState *st, uint64_t seed, GcError *err)
 
 			if (gc_poll(&st->poll, 8))
 				return gc_fail(err, GC_INTERRUPTED, "interrupted during seeding");
-			key = gc_race_key(gc_unit_draw(chunk->hashes[i], seed, gc_seed_stream(0, 0)),
+			key = gc_race_key(gc_unit_draw(gc_draw_hash(rows, chunk, i), seed, gc_seed_stream(0, 0)),
 							  w, row);
 			if (key < best)
 				best = key;
@@ -200,7 +200,7 @@ sample_pass(ParallelState *st, uint64_t seed, int round, double phi, int64_t *m,
 				return gc_fail(err, GC_INTERRUPTED, "interrupted during seeding");
 			if (chunk->weights)
 				wd2 *= chunk->weights[i];
-			if (!gc_parallel_sampled(gc_unit_draw(chunk->hashes[i], seed, gc_parallel_stream(round)),
+			if (!gc_parallel_sampled(gc_unit_draw(gc_draw_hash(rows, chunk, i), seed, gc_parallel_stream(round)),
 									 wd2, ell, phi))
 				continue;
 			if (st->count == st->capacity)

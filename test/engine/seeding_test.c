@@ -4,7 +4,8 @@
  *	  Engine tests of k-means++ seeding, greedy and plain, without a
  *	  server: the CPU seeding against a naive reference written from the
  *	  definition (weighted rows included), independence from row order,
- *	  greedy's quality against plain's, and, where a GPU is usable, the
+ *	  copies of a row drawn by their number (row_copies.c), greedy's
+ *	  quality against plain's, and, where a GPU is usable, the
  *	  GPU's chosen rows against the CPU's.
  *
  *	  seeding_test fit FILE K N_INIT SEED CANDIDATES [TOL [INIT]]
@@ -476,6 +477,101 @@ test_duplicates(void)
 	gc_rows_release(&rows);
 }
 
+/*
+ * Copies of a row (row_copies.c): 99 copies of one row against one other
+ * row, every seeding's first draw takes the copied row about 99 times in
+ * 100 (it took each row half the time when copies drew alike); a row
+ * store with no copies keeps its own hashes; and with many copies,
+ * shuffled rows still give the same centres
+ */
+static void
+test_copies(void)
+{
+	double		x[100];
+	GcRows		rows,
+				a,
+				b;
+	GcFrame		frame = {0};
+	GcError		err = {0};
+	int			hits[3] = {0, 0, 0};
+	int64_t		n = 4000;
+	int			d = 2,
+				k = 12;
+	double	   *grid = malloc(sizeof(double) * n * d);
+	int64_t    *order = shuffled_order(n);
+	char		what[160];
+	bool		ok = true;
+
+	for (int i = 0; i < 100; i++)
+		x[i] = i < 99 ? 0.0 : 1.0;
+	load_rows(&rows, x, 100, 1, NULL, NULL, malloc, free);
+	check(gc_rows_number_copies(&rows, NULL, &err) == GC_OK && rows.draw_hashes != NULL,
+		  "copies numbered");
+	gc_frame_init(&frame, &rows, &err);
+	for (uint64_t seed = 0; seed < 200; seed++)
+	{
+		GcKmeansParams params = seeding_params(1, 1);
+		int64_t		chosen[1];
+
+		ok &= gc_seed_kmeanspp_cpu(&rows, &frame, &params, seed, chosen, &err) == GC_OK;
+		hits[0] += gc_rows_get(&rows, chosen[0])[0] == 0.0;
+		ok &= gc_select_random_rows(&rows, 1, seed, chosen, NULL, &err) == GC_OK;
+		hits[1] += gc_rows_get(&rows, chosen[0])[0] == 0.0;
+		ok &= gc_seed_kmeans_parallel_cpu(&rows, &frame, &params, seed, chosen, &err) == GC_OK;
+		hits[2] += gc_rows_get(&rows, chosen[0])[0] == 0.0;
+	}
+	check(ok, "seeding runs");
+	snprintf(what, sizeof(what),
+			 "a row of 99 copies drawn by its copies: k-means++ %d, random %d, k-means|| %d of 200",
+			 hits[0], hits[1], hits[2]);
+	printf("%s\n", what);
+	check(hits[0] >= 180 && hits[1] >= 180 && hits[2] >= 180, what);
+	gc_frame_release(&frame);
+	gc_rows_release(&rows);
+
+	for (int i = 0; i < 100; i++)
+		x[i] = i;
+	load_rows(&rows, x, 100, 1, NULL, NULL, malloc, free);
+	check(gc_rows_number_copies(&rows, NULL, &err) == GC_OK && rows.draw_hashes == NULL,
+		  "distinct rows keep their hashes");
+	gc_rows_release(&rows);
+
+	/* 4,000 rows on a grid of 25 points: 160 copies each */
+	for (int64_t i = 0; i < n * d; i++)
+		grid[i] = floor(uniform() * 5.0);
+	load_rows(&a, grid, n, d, NULL, NULL, malloc, free);
+	load_rows(&b, grid, n, d, order, NULL, malloc, free);
+	check(gc_rows_number_copies(&a, NULL, &err) == GC_OK &&
+		  gc_rows_number_copies(&b, NULL, &err) == GC_OK, "copies numbered");
+	for (int method = 0; method < 3; method++)
+	{
+		GcKmeansParams params = seeding_params(k, method == 1 ? 1 : 0);
+		int64_t		ca[12],
+					cb[12];
+		bool		same = true;
+
+		gc_frame_init(&frame, &a, &err);
+		if (method == 2)
+			check(gc_seed_kmeans_parallel_cpu(&a, &frame, &params, 5, ca, &err) == GC_OK &&
+				  gc_seed_kmeans_parallel_cpu(&b, &frame, &params, 5, cb, &err) == GC_OK,
+				  "k-means|| runs");
+		else
+			check(gc_seed_kmeanspp_cpu(&a, &frame, &params, 5, ca, &err) == GC_OK &&
+				  gc_seed_kmeanspp_cpu(&b, &frame, &params, 5, cb, &err) == GC_OK,
+				  "k-means++ runs");
+		for (int c = 0; c < k; c++)
+			same &= memcmp(gc_rows_get(&a, ca[c]), gc_rows_get(&b, cb[c]), sizeof(double) * d) == 0;
+		snprintf(what, sizeof(what), "shuffled copies give the same centres (%s)",
+				 method == 0 ? "greedy" : method == 1 ? "plain" : "k-means||");
+		check(same, what);
+		gc_frame_release(&frame);
+	}
+	gc_rows_release(&a);
+	gc_rows_release(&b);
+	free(grid);
+	free(order);
+}
+
 /* Fits through the driver: greedy's inertia is no worse on blobs, and restarts are deterministic */
 static void
 test_fit(void)
@@ -555,6 +651,8 @@ test_gpu_equals_cpu(void)
 
 			load_rows(&rows, x, n, d, NULL, weighted ? w : NULL,
 					  gc_cuda_host_alloc, gc_cuda_host_free);
+			/* make_blobs' rows on a grid of 1/64 repeat at small d: their copies draw apart */
+			check(gc_rows_number_copies(&rows, NULL, &err) == GC_OK, "copies numbered");
 			gc_frame_init(&frame, &rows, &err);
 			/* 12 candidates: two passes of the potential kernel per step */
 			static const int candidate_counts[] = {0, 1, 3, 12};
@@ -777,6 +875,7 @@ main(int argc, char **argv)
 	test_order_independence();
 	test_table_rule();
 	test_duplicates();
+	test_copies();
 	test_greedy_quality();
 	test_fit();
 #ifdef GC_WITH_CUDA
