@@ -54,7 +54,13 @@ service_fit(void *arg, const GcKmeansBackend *backend, GcRows *rows,
 		MemoryContext context = CurrentMemoryContext;
 		volatile bool ran = false;
 		volatile bool failed = false;
+		GcFitMemory memory;
 
+		/* the rows and the fit as a k-means fit counts them; the request's copy beside */
+		gc_fit_memory_begin(&memory);
+		memory.planned = add_size(gc_rows_held_bytes(rows),
+								  gc_kmeans_work_bytes(rows->n, params->k, rows->d));
+		svc->fit.memory = &memory;
 		svc->fit.kind = GC_SERVICE_KMEANS;
 		svc->fit.rows = rows;
 		svc->fit.segments = NULL;
@@ -74,6 +80,7 @@ service_fit(void *arg, const GcKmeansBackend *backend, GcRows *rows,
 			failed = true;
 		}
 		PG_END_TRY();
+		svc->fit.memory = NULL;
 		if (failed)
 			return gc_fail(err, GC_INTERRUPTED, "interrupted while waiting for the GPU service");
 		if (ran)
