@@ -33,10 +33,13 @@ SELECT (kmeans_gpu(v, 4, '{"seed": 1}')::jsonb->>'rows')::int AS rows FROM ml_pt
 SET gpuclust.max_fit_memory_mb = 6;
 SELECT (kmeans_gpu(v, 4, '{"seed": 1}')::jsonb->>'rows')::int AS rows FROM ml_pts;
 SELECT count(DISTINCT c) FROM (SELECT kmeans_gpu_cluster(v, 4, '{"seed": 1}') OVER () AS c FROM ml_pts) s;
--- p-median's engine holds its own copy of the rows: both count
+-- p-median's CPU session holds its own copy of the rows: both count (on
+-- the CPU here: a GPU session's copy is in device memory)
 SET gpuclust.max_fit_memory_mb = 4;
+SET gpuclust.device = cpu;
 SELECT pmedian_gpu(id, v, 2) IS NOT NULL FROM ml_pts;
 \echo :LAST_ERROR_SQLSTATE
+RESET gpuclust.device;
 SET gpuclust.max_fit_memory_mb = 10;
 SELECT (pmedian_gpu(id, v, 2)::jsonb->>'rows')::int AS rows FROM ml_pts;
 -- a kmeans_stream summary's default block shrinks to fit the limit (not
