@@ -87,6 +87,7 @@ typedef struct GcPmParams
 	double		sample_factor;	/* three_phase sample: factor * sqrt(n), default 30 */
 	int			big_clusters;	/* three_phase big clusters, 0: sqrt(n) */
 	GcPmImprove improve;		/* swap improvement: auto, none or full */
+	int			cpu_threads;	/* CPU backend's threads; 0: every online core */
 	bool		(*interrupted) (void);
 
 	/*

@@ -13,6 +13,7 @@
  *-------------------------------------------------------------------------
  */
 #include "pmedian_glue.h"
+#include "cpu_threads_setting.h"
 
 #include <math.h>
 
@@ -174,6 +175,7 @@ gc_parse_pmedian_options(Jsonb *options, int p, GcPmParams *params,
 	params->method = GC_PM_AUTO;
 	params->auto_threshold = GC_PM_AUTO_THRESHOLD;
 	params->sample_factor = 30.0;
+	params->cpu_threads = gc_cpu_threads_setting();
 	params->interrupted = gc_interrupted;
 
 	gc_for_each_option(options, VALID_OPTIONS_HINT, parse_option, &po);
