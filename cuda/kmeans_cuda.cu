@@ -306,7 +306,7 @@ load_centroids(CudaSession *s, const double *centroids, GcError *err)
 	GC_CUDA_TRY(cudaMemsetAsync(s->sums, 0, sizeof(unsigned long long) * (kd + s->k),
 								s->stream), err);
 	if (launch_update_centroids(s->sums, s->sums + kd, s->offset, s->scale, s->d,
-								s->k, s->c64, s->c32, s->cnorm, NULL,
+								s->k, s->c64, s->c32, s->cnorm, 0, NULL,
 								s->stream, err) != GC_OK)
 		return err->status;
 	return refresh_centroids(s, err);
@@ -376,8 +376,9 @@ cuda_prepare_pruning(void *session, bool *available, GcError *err)
 }
 
 /*
- * The centroids from the sums, and the largest shift into the status;
- * under the cosine metric back to unit length, the shift measured after
+ * The centroids from the sums, and the sum of their squared shifts into
+ * the status; under the cosine metric back to unit length, the shifts
+ * measured after
  */
 static GcStatus
 update_centroids(CudaSession *s, GcError *err)
@@ -389,13 +390,13 @@ update_centroids(CudaSession *s, GcError *err)
 		GC_CUDA_TRY(cudaMemcpyAsync(s->c64_prev, s->c64, sizeof(double) * kd,
 									cudaMemcpyDeviceToDevice, s->stream), err);
 	if (launch_update_centroids(s->sums, s->sums + kd, s->offset, s->scale, s->d,
-								s->k, s->c64, s->c32, s->cnorm,
-								spherical ? NULL : &s->status->max_shift2,
+								s->k, s->c64, s->c32, s->cnorm, s->frame->shift_exp,
+								spherical ? NULL : &s->status->shift_sum,
 								s->stream, err) != GC_OK ||
 		(spherical &&
 		 launch_normalize_centroids(s->sums + kd, s->offset, s->d, s->k, s->c64,
-									s->c64_prev, s->c32, s->cnorm,
-									&s->status->max_shift2, s->stream, err) != GC_OK))
+									s->c64_prev, s->c32, s->cnorm, s->frame->shift_exp,
+									&s->status->shift_sum, s->stream, err) != GC_OK))
 		return err->status;
 	return GC_OK;
 }
@@ -416,7 +417,6 @@ cuda_step(void *session, int64_t pruned_rows, GcStepStatus *out, GcError *err)
 	IterationStatus st;
 	float		label_ms,
 				update_ms;
-	double		max_shift2;
 
 	s->iteration++;
 	out->kernel = gc_kernel_name(s->kernel);
@@ -452,9 +452,8 @@ cuda_step(void *session, int64_t pruned_rows, GcStepStatus *out, GcError *err)
 	GC_CUDA_TRY(cudaEventElapsedTime(&label_ms, s->phase[0], s->phase[1]), err);
 	GC_CUDA_TRY(cudaEventElapsedTime(&update_ms, s->phase[1], s->phase[2]), err);
 
-	memcpy(&max_shift2, &st.max_shift2, sizeof(double));
 	out->changed = (int64_t) st.changed;
-	out->max_shift2 = max_shift2;
+	out->shift_sum = st.shift_sum;
 	out->pruned_work = (double) st.work;
 	out->distances = pruned ?
 		(double) st.work + (double) (s->n - pruned_rows) * s->k :

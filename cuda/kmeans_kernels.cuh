@@ -322,14 +322,15 @@ GcStatus	launch_update_centroids(const unsigned long long *sums,
 									const unsigned long long *counts,
 									const double *offset, const double *scale,
 									int d, int k, double *c64, float *c32,
-									float *cnorm,
-									unsigned long long *max_shift2,
+									float *cnorm, int shift_exp,
+									unsigned long long *shift_sum,
 									cudaStream_t stream, GcError *err);
-/* the cosine metric: updated centroids back to unit length, their shift from prev */
+/* the cosine metric: updated centroids back to unit length, their shifts from prev */
 GcStatus	launch_normalize_centroids(const unsigned long long *counts,
 									   const double *offset, int d, int k,
 									   double *c64, const double *prev, float *c32,
-									   float *cnorm, unsigned long long *max_shift2,
+									   float *cnorm, int shift_exp,
+									   unsigned long long *shift_sum,
 									   cudaStream_t stream, GcError *err);
 GcStatus	launch_score_points(const double *x64, const double *weights,
 								const double *c64,

@@ -25,7 +25,7 @@
 typedef struct IterationStatus
 {
 	unsigned long long changed;
-	unsigned long long max_shift2;	/* bits of a non-negative double */
+	unsigned long long shift_sum;	/* GcStepStatus.shift_sum */
 	unsigned long long work;	/* distances computed by pruned labeling */
 	unsigned long long doubtful;	/* points the 3xTF32 kernel re-checked */
 	unsigned long long screened;	/* points the TF32 screen doubted */

@@ -17,7 +17,9 @@
  *		converges;
  *	  - update_centroids: the new centroids (gc_dequantize_mean, the same
  *		arithmetic as the CPU reference), their float copies and norms, and
- *		the largest centroid shift for the convergence test;
+ *		the sum of their squared shifts for the convergence test, each
+ *		dimension's term quantised (units of 2^-shift_exp) and summed as
+ *		a 64-bit integer: the CPU's sum to the bit (engine/tolerance.c);
  *	  - normalize_centroids: spherical k-means' return of the updated
  *		centroids to unit length (the cosine metric);
  *	  - score_points: exact double distances to the assigned centroids
@@ -245,12 +247,12 @@ update_centroids_kernel(const unsigned long long *__restrict__ sums,
 						const double *__restrict__ offset,
 						const double *__restrict__ scale, int d,
 						double *__restrict__ c64, float *__restrict__ c32,
-						float *__restrict__ cnorm,
-						unsigned long long *max_shift2)
+						float *__restrict__ cnorm, int shift_exp,
+						unsigned long long *shift_sum)
 {
 	int			c = blockIdx.x;
 	long long	count = (long long) counts[c];
-	double		shift2 = 0.0;
+	unsigned long long shift2 = 0;
 	float		norm = 0.0f;
 
 	for (int j = threadIdx.x; j < d; j += blockDim.x)
@@ -261,7 +263,7 @@ update_centroids_kernel(const unsigned long long *__restrict__ sums,
 			gc_dequantize_mean((long long) sums[w], count, offset[j], scale[j]) : old;
 		float		f = (float) (m - offset[j]);
 
-		shift2 = gc_sqdist_add(shift2, m, old);
+		shift2 += (unsigned long long) gc_quantize_wide(gc_sqdiff(m, old), shift_exp);
 		c64[w] = m;
 		c32[w] = f;
 		norm = fmaf(f, f, norm);
@@ -271,8 +273,8 @@ update_centroids_kernel(const unsigned long long *__restrict__ sums,
 	if (threadIdx.x == 0)
 	{
 		cnorm[c] = norm;
-		if (max_shift2 != NULL)
-			atomicMax(max_shift2, (unsigned long long) __double_as_longlong(shift2));
+		if (shift_sum != NULL)
+			atomicAdd(shift_sum, shift2);
 	}
 }
 
@@ -280,11 +282,11 @@ GcStatus
 launch_update_centroids(const unsigned long long *sums,
 						const unsigned long long *counts, const double *offset,
 						const double *scale, int d, int k, double *c64,
-						float *c32, float *cnorm, unsigned long long *max_shift2,
-						cudaStream_t stream, GcError *err)
+						float *c32, float *cnorm, int shift_exp,
+						unsigned long long *shift_sum, cudaStream_t stream, GcError *err)
 {
 	update_centroids_kernel<<<k, CLUSTER_THREADS, 0, stream>>>(
-		sums, counts, offset, scale, d, c64, c32, cnorm, max_shift2);
+		sums, counts, offset, scale, d, c64, c32, cnorm, shift_exp, shift_sum);
 	GC_CUDA_LAUNCHED("update_centroids", err);
 	return GC_OK;
 }
@@ -303,12 +305,12 @@ normalize_centroids_kernel(const unsigned long long *__restrict__ counts,
 						   const double *__restrict__ offset, int d,
 						   double *__restrict__ c64, const double *__restrict__ prev,
 						   float *__restrict__ c32, float *__restrict__ cnorm,
-						   unsigned long long *max_shift2)
+						   int shift_exp, unsigned long long *shift_sum)
 {
 	__shared__ bool directed;
 	int			c = blockIdx.x;
 	double	   *row = c64 + (size_t) c * d;
-	double		shift2 = 0.0;
+	unsigned long long shift2 = 0;
 	float		norm = 0.0f;
 
 	if (counts[c] == 0)
@@ -326,7 +328,7 @@ normalize_centroids_kernel(const unsigned long long *__restrict__ counts,
 		double		m = row[j];
 		float		f = (float) (m - offset[j]);
 
-		shift2 = gc_sqdist_add(shift2, m, prev[w]);
+		shift2 += (unsigned long long) gc_quantize_wide(gc_sqdiff(m, prev[w]), shift_exp);
 		c32[w] = f;
 		norm = fmaf(f, f, norm);
 	}
@@ -335,18 +337,18 @@ normalize_centroids_kernel(const unsigned long long *__restrict__ counts,
 	if (threadIdx.x == 0)
 	{
 		cnorm[c] = norm;
-		atomicMax(max_shift2, (unsigned long long) __double_as_longlong(shift2));
+		atomicAdd(shift_sum, shift2);
 	}
 }
 
 GcStatus
 launch_normalize_centroids(const unsigned long long *counts, const double *offset,
 						   int d, int k, double *c64, const double *prev, float *c32,
-						   float *cnorm, unsigned long long *max_shift2,
+						   float *cnorm, int shift_exp, unsigned long long *shift_sum,
 						   cudaStream_t stream, GcError *err)
 {
 	normalize_centroids_kernel<<<k, CLUSTER_THREADS, 0, stream>>>(
-		counts, offset, d, c64, prev, c32, cnorm, max_shift2);
+		counts, offset, d, c64, prev, c32, cnorm, shift_exp, shift_sum);
 	GC_CUDA_LAUNCHED("normalize_centroids", err);
 	return GC_OK;
 }

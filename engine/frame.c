@@ -28,6 +28,9 @@ gc_frame_init(GcFrame *frame, const GcRows *rows, GcError *err)
 	double		diag2 = 0.0;
 
 	frame->d = d;
+	frame->variance = 0.0;
+	frame->shift_exp = 0;
+	frame->shift_limit = 0;
 	frame->offset = malloc(sizeof(double) * d);
 	frame->scale = malloc(sizeof(double) * d);
 	if (frame->offset == NULL || frame->scale == NULL)

@@ -84,8 +84,8 @@ typedef enum GcPhase
 /*
  * Progress callback: called at phase changes and once per iteration, so it
  * must be cheap (no allocation, no system call).  shift is the iteration's
- * largest centroid shift relative to the bounding-box diagonal (the unit of
- * tol); inertia is the lowest of the restarts finished so far.  Either is
+ * sum of squared centroid shifts over the rows' mean per-dimension
+ * variance (the unit of tol); inertia is the lowest of the restarts finished so far.  Either is
  * NaN where the caller does not know it.
  */
 typedef void (*GcProgressFn) (void *arg, GcPhase phase, int iteration,
@@ -95,7 +95,7 @@ typedef struct GcKmeansParams
 {
 	int			k;
 	int			max_iter;		/* default 300 */
-	double		tol;			/* relative centroid shift, default 1e-4 */
+	double		tol;			/* squared shifts' sum over the variance, default 1e-4 */
 	GcInit		init;
 	const double *init_centroids;	/* k * d values when init is GIVEN */
 	uint64_t	seed;			/* default 0 */
@@ -247,10 +247,23 @@ typedef struct GcRestartPlan
  * back per iteration.  The centroid update is exact (fixed point), so
  * both backends produce the same centroids whenever their labels agree.
  */
+/*
+ * The tolerance (engine/tolerance.c): the rows' exact mean per-dimension
+ * variance and the units and limit of the squared shifts' sum into frame,
+ * for k centroids; whether a step's sum converges; the sum over the
+ * variance (the unit of tol, for progress)
+ */
+extern GcStatus gc_frame_set_tolerance(GcFrame *frame, const GcRows *rows, int k, double tol,
+									   bool (*interrupted) (void), GcError *err);
+extern bool gc_frame_converged(const GcFrame *frame, double tol, uint64_t shift_sum);
+extern double gc_frame_shift_ratio(const GcFrame *frame, uint64_t shift_sum);
+
 typedef struct GcStepStatus
 {
 	int64_t		changed;		/* labels that changed */
-	double		max_shift2;		/* largest squared centroid shift */
+	uint64_t	shift_sum;		/* the centroids' squared shifts, each
+								 * dimension's term quantised in units of
+								 * 2^-frame->shift_exp, summed */
 	double		pruned_work;	/* distances computed on the pruned rows */
 	double		distances;		/* distances computed on all rows */
 	double		rechecked;		/* points a tensor pass sent to a more exact one */

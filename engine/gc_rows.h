@@ -223,8 +223,12 @@ typedef struct GcFrame
 	int			d;
 	double	   *offset;			/* per-dimension bounding-box centre */
 	double	   *scale;			/* per-dimension fixed-point scale, a power of 2 */
-	double		diagonal;		/* bounding-box diagonal, for tol */
+	double		diagonal;		/* bounding-box diagonal */
 	int			inertia_exp;	/* squared distances summed in units of 2^-inertia_exp */
+	/* k-means' tolerance (gc_frame_set_tolerance, engine/tolerance.c) */
+	double		variance;		/* mean per-dimension variance of the rows */
+	int			shift_exp;		/* squared shifts summed in units of 2^-shift_exp */
+	uint64_t	shift_limit;	/* tol times the variance, in those units */
 } GcFrame;
 
 /* Sum of exactly quantised squared distances, back to a double */

@@ -410,7 +410,7 @@ cpu_step(void *session, int64_t pruned_rows, GcStepStatus *status, GcError *err)
 	int64_t		changed = 0,
 				work = 0,
 				pruned_work = 0;
-	double		max_shift2 = 0.0;
+	uint64_t	shift_sum = 0;
 	bool		screened = s->next_labels != NULL;
 
 	if (pruned_rows > 0 && !rank_centroids(centroids, k, d, s->icd, s->rid, &s->poll))
@@ -490,7 +490,6 @@ cpu_step(void *session, int64_t pruned_rows, GcStepStatus *status, GcError *err)
 	for (int c = 0; c < k; c++)
 	{
 		double	   *centroid = centroids + (size_t) c * d;
-		double		shift2 = 0.0;
 
 		if (gc_poll(&s->poll, d))
 			return gc_fail(err, GC_INTERRUPTED, "interrupted in iteration %d",
@@ -507,19 +506,17 @@ cpu_step(void *session, int64_t pruned_rows, GcStepStatus *status, GcError *err)
 		 */
 		if (params->metric == GC_METRIC_COSINE && !gc_unit_normalize(s->mean, d))
 			continue;
+		/* each term quantised alone: the GPU's sum, to the bit (tolerance.c) */
 		for (int j = 0; j < d; j++)
 		{
-			double		t = s->mean[j] - centroid[j];
-
-			shift2 = shift2 + t * t;
+			shift_sum += (uint64_t) gc_quantize_wide(gc_sqdiff(s->mean[j], centroid[j]),
+													 frame->shift_exp);
 			centroid[j] = s->mean[j];
 		}
-		if (shift2 > max_shift2)
-			max_shift2 = shift2;
 	}
 	s->iteration++;
 	status->changed = changed;
-	status->max_shift2 = max_shift2;
+	status->shift_sum = shift_sum;
 	status->pruned_work = (double) pruned_work;
 	status->distances = (double) work;
 	status->kernel = "cpu";

@@ -84,8 +84,8 @@ typedef struct LloydOutcome
 
 /*
  * Lloyd's iterations from the centroids given, until no label changes,
- * the largest centroid shift is at most tol times the bounding-box
- * diagonal, or max_iter.  From the second iteration on, labels may come
+ * the sum of the centroids' squared shifts is at most tol times the rows'
+ * mean per-dimension variance (tolerance.c), or max_iter.  From the second iteration on, labels may come
  * from pruned labeling, which gives the same labels with less work, as
  * the hybrid's rules for the backend's device decide (kmeans_hybrid.c).
  */
@@ -126,9 +126,9 @@ run_lloyd(const GcKmeansBackend *backend, void *session, const GcRows *rows,
 		outcome->distances += step.distances;
 		outcome->distances_lloyd += (double) rows->n * params->k;
 		outcome->pruned |= pruned_rows > 0;
-		gc_report_progress(params, GC_PHASE_ITERATING, it, frame->diagonal > 0 ?
-						   sqrt(step.max_shift2) / frame->diagonal : 0.0, NAN);
-		if (step.changed == 0 || sqrt(step.max_shift2) <= params->tol * frame->diagonal)
+		gc_report_progress(params, GC_PHASE_ITERATING, it,
+						   gc_frame_shift_ratio(frame, step.shift_sum), NAN);
+		if (step.changed == 0 || gc_frame_converged(frame, params->tol, step.shift_sum))
 		{
 			outcome->converged = true;
 			break;
@@ -206,8 +206,10 @@ gc_kmeans_fit_flat(const GcKmeansBackend *backend, GcRows *rows,
 	status = gc_frame_init(&frame, rows, err);
 	if (status != GC_OK)
 		return status;
-	/* seeding weighs each row by its copies (row_copies.c) */
-	if ((status = gc_rows_number_copies(rows, params->interrupted, err)) != GC_OK)
+	/* the tolerance's variance; seeding weighs each row by its copies (row_copies.c) */
+	if ((status = gc_frame_set_tolerance(&frame, rows, k, params->tol, params->interrupted,
+										 err)) != GC_OK ||
+		(status = gc_rows_number_copies(rows, params->interrupted, err)) != GC_OK)
 	{
 		gc_frame_release(&frame);
 		return status;

@@ -20,6 +20,7 @@ extern void run_case(int64_t n, int d, int k);
 extern void run_weighted_case(int64_t n, int d, int k);
 extern void run_partial_case(int64_t n, int d, int k);
 extern void run_progress_case(const GcKmeansBackend *backend, const char *config);
+extern void run_tolerance_case(void);
 extern void run_restart_labels_case(const GcKmeansBackend *backend, const char *config);
 extern void run_wide_range_case(double scale);
 

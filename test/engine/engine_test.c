@@ -167,6 +167,7 @@ main(int argc, char **argv)
 	run_stream_case(40000, 2, 5);
 	run_stream_case(30000, 8, 10);
 	run_progress_case(&gc_kmeans_cpu_backend, "progress cpu");
+	run_tolerance_case();
 	run_restart_labels_case(&gc_kmeans_cpu_backend, "restarts cpu");
 	run_allocator_switch_case();
 	run_placement_case();

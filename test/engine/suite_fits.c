@@ -4,7 +4,8 @@
  *	  k-means fits, CPU against GPU: blobs over many shapes (labels equal,
  *	  centroids to the bit, known centres recovered, row order irrelevant),
  *	  weighted rows, rows gathered from partial stores, progress reports,
- *	  restarts' labels, and rows wider than float32 holds.
+ *	  the tolerance's variance, restarts' labels, and rows wider than
+ *	  float32 holds.
  *
  * IDENTIFICATION
  *	  test/engine/suite_fits.c
@@ -458,6 +459,145 @@ run_progress_case(const GcKmeansBackend *backend, const char *config)
 	free(result.labels);
 	free(centres);
 	free(x);
+}
+
+/*
+ * The tolerance (tolerance.c): the exact variance is the data's (within
+ * 1e-12 of a naive long double sum, weighted rows counted by weight), the
+ * same to the bit with the rows in another order, and a step converges
+ * exactly at the limit; tol 0 never converges by shift.  A fit goes on
+ * while the shift it reports (in tol's unit) is above tol, and stops at
+ * the first iteration at most tol.
+ */
+static double tolerance_shifts[301];
+static int	tolerance_iterations;
+
+static void
+log_shift(void *arg, GcPhase phase, int iteration, double shift, double inertia)
+{
+	if (phase == GC_PHASE_ITERATING && iteration >= 1 && iteration <= 300)
+	{
+		tolerance_shifts[iteration] = shift;
+		tolerance_iterations = iteration;
+	}
+}
+
+void
+run_tolerance_case(void)
+{
+	int64_t		n = 4000;
+	int			d = 3,
+				k = 8;
+	double	   *x = malloc(sizeof(double) * n * d);
+	double	   *w = malloc(sizeof(double) * n);
+	int64_t    *reversed = malloc(sizeof(int64_t) * n);
+	const char *config = "tolerance";
+
+	for (int64_t i = 0; i < n; i++)
+	{
+		/* blobs in the first two dimensions, a rare far value in the third */
+		x[i * d] = floor(uniform() * 4.0) * 10.0 + normal();
+		x[i * d + 1] = floor(uniform() * 2.0) * 10.0 + normal();
+		x[i * d + 2] = i % 1000 == 0 ? 1e6 : normal();
+		w[i] = 1.0 + floor(uniform() * 5.0);
+		reversed[i] = n - 1 - i;
+	}
+	for (int weighted = 0; weighted < 2; weighted++)
+	{
+		GcRows		rows,
+					rows_rev;
+		GcFrame		frame = {0},
+					frame_rev = {0};
+		GcError		err = {0};
+		long double mean[3] = {0, 0, 0},
+					spread = 0,
+					total = 0;
+		GcKmeansParams params = {0};
+		GcKmeansResult result = {0};
+
+		load_rows(&rows, x, n, d, NULL, plain_alloc, free);
+		load_rows(&rows_rev, x, n, d, reversed, plain_alloc, free);
+		if (weighted)
+		{
+			/* weighted copies of the same rows */
+			gc_rows_release(&rows);
+			gc_rows_release(&rows_rev);
+			gc_rows_init(&rows, d, plain_alloc, free, &err);
+			gc_rows_init(&rows_rev, d, plain_alloc, free, &err);
+			gc_rows_set_weighted(&rows);
+			gc_rows_set_weighted(&rows_rev);
+			for (int64_t i = 0; i < n; i++)
+			{
+				memcpy(gc_rows_reserve(&rows, &err), x + i * d, sizeof(double) * d);
+				gc_rows_commit_weighted(&rows, w[i]);
+				memcpy(gc_rows_reserve(&rows_rev, &err), x + reversed[i] * d, sizeof(double) * d);
+				gc_rows_commit_weighted(&rows_rev, w[reversed[i]]);
+			}
+		}
+		for (int64_t i = 0; i < n; i++)
+		{
+			long double wi = weighted ? w[i] : 1.0;
+
+			total += wi;
+			for (int j = 0; j < d; j++)
+				mean[j] += wi * x[i * d + j];
+		}
+		for (int j = 0; j < d; j++)
+			mean[j] /= total;
+		for (int64_t i = 0; i < n; i++)
+			for (int j = 0; j < d; j++)
+				spread += (weighted ? w[i] : 1.0) * (x[i * d + j] - mean[j]) * (x[i * d + j] - mean[j]);
+		spread /= total * d;
+
+		check(gc_frame_init(&frame, &rows, &err) == GC_OK &&
+			  gc_frame_init(&frame_rev, &rows_rev, &err) == GC_OK &&
+			  gc_frame_set_tolerance(&frame, &rows, k, 1e-4, NULL, &err) == GC_OK &&
+			  gc_frame_set_tolerance(&frame_rev, &rows_rev, k, 1e-4, NULL, &err) == GC_OK,
+			  "tolerance: computed", config);
+		check(fabsl(frame.variance - spread) <= 1e-12L * spread,
+			  weighted ? "tolerance: weighted variance exact" : "tolerance: variance exact", config);
+		check(frame.variance == frame_rev.variance && frame.shift_limit == frame_rev.shift_limit &&
+			  frame.shift_exp == frame_rev.shift_exp, "tolerance: the same in any row order", config);
+		check(frame.shift_limit > 0 && gc_frame_converged(&frame, 1e-4, frame.shift_limit) &&
+			  !gc_frame_converged(&frame, 1e-4, frame.shift_limit + 1) &&
+			  !gc_frame_converged(&frame, 0.0, 0), "tolerance: converged at the limit", config);
+		check(fabs(gc_frame_shift_ratio(&frame, frame.shift_limit) - 1e-4) < 1e-9,
+			  "tolerance: the limit's ratio is tol", config);
+
+		params.k = k;
+		params.max_iter = 300;
+		params.tol = 1e-3;
+		params.init = GC_INIT_RANDOM;
+		params.n_init = 1;
+		params.seed = 1;
+		params.progress = log_shift;
+		result.centroids = malloc(sizeof(double) * k * d);
+		result.sizes = malloc(sizeof(int64_t) * k);
+		tolerance_iterations = 0;
+		check(gc_kmeans_fit(&gc_kmeans_cpu_backend, &rows, &params, &result, &err) == GC_OK &&
+			  result.converged && tolerance_iterations == result.iterations, "tolerance: fit",
+			  config);
+		{
+			bool		above = true;
+
+			for (int it = 1; it < result.iterations; it++)
+				above &= tolerance_shifts[it] > params.tol;
+			printf("tolerance: %d iterations, shifts %g ... %g (tol %g)\n", result.iterations,
+				   tolerance_shifts[1], tolerance_shifts[result.iterations], params.tol);
+			check(above && result.iterations > 1 &&
+				  tolerance_shifts[result.iterations] <= params.tol,
+				  "tolerance: the fit stops at the first shift at most tol", config);
+		}
+		free(result.centroids);
+		free(result.sizes);
+		gc_frame_release(&frame);
+		gc_frame_release(&frame_rev);
+		gc_rows_release(&rows);
+		gc_rows_release(&rows_rev);
+	}
+	free(x);
+	free(w);
+	free(reversed);
 }
 
 /*
