@@ -32,6 +32,7 @@
  *
  *-------------------------------------------------------------------------
  */
+#include "cpu_labeling.h"
 #include "gc_engine.h"
 #include "gc_math.h"
 
@@ -49,6 +50,9 @@ typedef struct ParallelState
 	int64_t		count;
 	int64_t		capacity;
 	double	   *batch_values;	/* the round's samples' values, m * d */
+	const double *offset;		/* the frame's centre, for the screened labeling */
+	int32_t    *labels;			/* n, the screened labeling's answers; NULL: none */
+	double	   *d2;				/* n, and their distances */
 	gc_u128		potential;		/* sum of w D^2, quantised */
 	GcPoll		poll;			/* the interrupt hook, polled by work */
 } ParallelState;
@@ -151,6 +155,17 @@ nearest_pass(ParallelState *st, int64_t first, int64_t m, GcError *err)
 		memcpy(st->batch_values + (size_t) j * d, gc_rows_get(rows, st->candidates[first + j]),
 			   sizeof(double) * d);
 	st->potential = 0;
+	/* the screened labeling's nearest samples, on threads, to the bit the scan's */
+	if (st->labels)
+	{
+		GcStatus	status = gc_cpu_label_rows(rows, 0, st->batch_values, (int) m, st->offset,
+											   st->params->cpu_threads, st->labels, st->d2, NULL,
+											   &st->poll, NULL, err);
+
+		if (status != GC_OK)
+			return status == GC_INTERRUPTED ?
+				gc_fail(err, status, "interrupted during seeding") : status;
+	}
 	for (int ci = 0; ci < rows->nchunks; ci++)
 	{
 		const GcChunk *chunk = &rows->chunks[ci];
@@ -161,9 +176,14 @@ nearest_pass(ParallelState *st, int64_t first, int64_t m, GcError *err)
 			double		d2;
 			int			j;
 
-			/* polled within the row too, where one row is more than a poll's work */
-			j = gc_nearest_centroid_polled(chunk->values + (size_t) i * d, st->batch_values,
-										   (int) m, d, &d2, &st->poll);
+			if (st->labels)
+			{
+				j = st->labels[row];
+				d2 = st->d2[row];
+			}
+			else				/* polled within the row too, where one row is more than a poll's work */
+				j = gc_nearest_centroid_polled(chunk->values + (size_t) i * d, st->batch_values,
+											   (int) m, d, &d2, &st->poll);
 			if (j < 0)
 				return gc_fail(err, GC_INTERRUPTED, "interrupted during seeding");
 			if (first == 0 || d2 < st->mind2[row])
@@ -302,9 +322,23 @@ gc_seed_kmeans_parallel_cpu(const GcRows *rows, const GcFrame *frame,
 	st.nearest = malloc(sizeof(int32_t) * n);
 	st.candidates = malloc(sizeof(int64_t) * st.capacity);
 	st.batch_values = malloc(sizeof(double) * rows->d);
+	st.offset = frame->offset;
 	if (st.mind2 == NULL || st.nearest == NULL || st.candidates == NULL ||
 		st.batch_values == NULL)
 		status = gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for seeding");
+	/* without them (a narrow store, or no memory) each row is scanned alone */
+	if (status == GC_OK && gc_cpu_labeling_applies(rows))
+	{
+		st.labels = malloc(sizeof(int32_t) * n);
+		st.d2 = malloc(sizeof(double) * n);
+		if (st.labels == NULL || st.d2 == NULL)
+		{
+			free(st.labels);
+			free(st.d2);
+			st.labels = NULL;
+			st.d2 = NULL;
+		}
+	}
 	if (status == GC_OK)
 		status = first_centre(&st, seed, err);
 	if (status == GC_OK)
@@ -326,5 +360,7 @@ gc_seed_kmeans_parallel_cpu(const GcRows *rows, const GcFrame *frame,
 	free(st.nearest);
 	free(st.candidates);
 	free(st.batch_values);
+	free(st.labels);
+	free(st.d2);
 	return status;
 }

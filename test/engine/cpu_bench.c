@@ -7,7 +7,8 @@
  *	  cpu_bench ROWS N D K INIT MAX_ITER THREADS ALGORITHM [METRIC]
  *		ROWS is a file of N x D little-endian doubles; INIT is a file of
  *		K x D doubles (the fit starts from them and runs exactly MAX_ITER
- *		iterations, tol 0), or "k-means++" for the default seeding;
+ *		iterations, tol 0), or "k-means++" or "k-means||" for that
+ *		seeding;
  *		THREADS 0 means every core; ALGORITHM lloyd, pruned or auto;
  *		METRIC euclidean (default) or cosine (rows are normalised).
  *
@@ -92,6 +93,8 @@ main(int argc, char **argv)
 	params.n_init = 1;
 	if (strcmp(argv[5], "k-means++") == 0)
 		params.init = GC_INIT_KMEANSPP;
+	else if (strcmp(argv[5], "k-means||") == 0)
+		params.init = GC_INIT_KMEANS_PARALLEL;
 	else
 	{
 		init = load_file(argv[5], k, d);
