@@ -18,8 +18,9 @@
  * rows.  Then up to GC_BALANCE_MAX_ROUNDS - 1 passes over the rows moved
  * so far let each go to a nearer cluster with room under the new
  * centroids, most gain first, updating the centroids after each pass.
- * Every sum runs in row order: the result depends on the labels and the
- * rows alone.
+ * The candidates' moves are found on the CPU threads (cpu_threads), each
+ * row's alone, and pushed in row order; every sum runs in row order: the
+ * result depends on the labels and the rows alone, not on the threads.
  *
  * IDENTIFICATION
  *	  engine/kmeans_balance.c
@@ -27,6 +28,7 @@
  *-------------------------------------------------------------------------
  */
 #include "kmeans_stages.h"
+#include "cpu_threads.h"
 
 #include <float.h>
 #include <math.h>
@@ -52,8 +54,12 @@ typedef struct Balance
 	int64_t    *sizes;
 	int32_t    *labels;
 	bool		cosine;
+	bool		enforce;		/* this pass: rows of clusters over the bound, else moved ones */
+	const bool *moved;
+	int			threads;		/* params->cpu_threads */
 	GcPoll		poll;
-	double	   *x;				/* a row's values */
+	double	   *x;				/* a row's values (GC_CPU_MAX_THREADS of them) */
+	Move	   *proposal;		/* n: each candidate's move (target -2: none) */
 	bool	   *changed;		/* k: clusters whose rows changed */
 	Move	   *heap;
 	int64_t		heap_count;
@@ -137,23 +143,23 @@ sqdist(const double *x, const double *c, int d)
 
 /*
  * Row's move to its nearest cluster with room other than its own (the
- * lowest index on ties); false when interrupted
+ * lowest index on ties), its values read into x
  */
-static bool
-find_move(Balance *b, int64_t row, Move *m)
+static void
+find_move(const Balance *b, int64_t row, double *x, Move *m)
 {
 	int			own = b->labels[row];
 	double		best = DBL_MAX;
 	int			target = -1;
 
-	gc_rows_copy_row(b->rows, row, b->x);
+	gc_rows_copy_row(b->rows, row, x);
 	for (int c = 0; c < b->k; c++)
 	{
 		double		s;
 
 		if (c == own || b->sizes[c] >= b->cap)
 			continue;
-		s = sqdist(b->x, b->centroids + (size_t) c * b->d, b->d);
+		s = sqdist(x, b->centroids + (size_t) c * b->d, b->d);
 		if (s < best)
 		{
 			best = s;
@@ -162,8 +168,24 @@ find_move(Balance *b, int64_t row, Move *m)
 	}
 	m->row = row;
 	m->target = target;
-	m->penalty = best - sqdist(b->x, b->centroids + (size_t) own * b->d, b->d);
-	return !gc_poll(&b->poll, (int64_t) b->k * b->d);
+	m->penalty = best - sqdist(x, b->centroids + (size_t) own * b->d, b->d);
+}
+
+/* A block of rows: the move of each candidate of the pass, else none */
+static void
+propose_block(void *ctx, int worker, const GcChunk *chunk, int64_t first, int64_t count)
+{
+	Balance    *b = ctx;
+
+	for (int64_t i = 0; i < count; i++)
+	{
+		int64_t		row = chunk->first_row + first + i;
+
+		if (b->enforce ? b->sizes[b->labels[row]] > b->cap : b->moved[row])
+			find_move(b, row, b->x + (size_t) worker * b->d, &b->proposal[row]);
+		else
+			b->proposal[row].target = -2;
+	}
 }
 
 /*
@@ -188,7 +210,8 @@ drain_heap(Balance *b, bool enforce, bool *moved)
 			continue;			/* no room anywhere: cannot happen while k cap >= n */
 		if (b->sizes[m.target] >= b->cap)
 		{
-			if (!find_move(b, m.row, &m))
+			find_move(b, m.row, b->x, &m);
+			if (gc_poll(&b->poll, (int64_t) b->k * b->d))
 				return -1;
 			heap_push(b, m);
 			continue;
@@ -280,22 +303,21 @@ score_labels(Balance *b, double *distances, double *inertia)
  * changed centroids updated.  Returns the rows moved, -1 when interrupted.
  */
 static int64_t
-balance_pass(Balance *b, bool enforce, bool *moved)
+balance_pass(Balance *b, bool enforce, bool *moved, GcError *err)
 {
+	GcCpuPass	pass = {.rows = b->rows, .row_units = (int64_t) b->k * b->d,
+		.fn = propose_block, .ctx = b};
 	int64_t		moves;
 
+	b->enforce = enforce;
+	b->moved = moved;
+	pass.workers = gc_cpu_threads(b->threads, b->rows->n * pass.row_units);
+	if (gc_cpu_run_blocks(&pass, &b->poll, err, "interrupted while balancing") != GC_OK)
+		return -1;
 	b->heap_count = 0;
 	for (int64_t i = 0; i < b->rows->n; i++)
-	{
-		Move		m;
-
-		if (enforce ? b->sizes[b->labels[i]] <= b->cap : !moved[i])
-			continue;
-		if (!find_move(b, i, &m))
-			return -1;
-		if (enforce || m.penalty < 0.0)
-			heap_push(b, m);
-	}
+		if (b->proposal[i].target != -2 && (enforce || b->proposal[i].penalty < 0.0))
+			heap_push(b, b->proposal[i]);
 	moves = drain_heap(b, enforce, moved);
 	if (moves > 0 && !update_centroids(b))
 		return -1;
@@ -308,16 +330,19 @@ gc_kmeans_balance(const GcRows *rows, const GcKmeansParams *params, int64_t cap,
 {
 	Balance		b = {.rows = rows, .k = params->k, .d = rows->d, .cap = cap,
 		.centroids = result->centroids, .sizes = result->sizes, .labels = result->labels,
-		.cosine = params->metric == GC_METRIC_COSINE, .poll = {params->interrupted, 0}};
+		.cosine = params->metric == GC_METRIC_COSINE, .threads = params->cpu_threads,
+		.poll = {params->interrupted, 0}};
 	bool	   *moved = calloc(rows->n, sizeof(bool));
 	GcStatus	status = GC_OK;
 
 	result->balance_rounds = 0;
 	result->balance_moves = 0;
-	b.x = malloc(sizeof(double) * b.d);
+	b.x = malloc(sizeof(double) * b.d * GC_CPU_MAX_THREADS);
 	b.changed = calloc(b.k, sizeof(bool));
 	b.heap = malloc(sizeof(Move) * rows->n);
-	if (moved == NULL || b.x == NULL || b.changed == NULL || b.heap == NULL)
+	b.proposal = malloc(sizeof(Move) * rows->n);
+	if (moved == NULL || b.x == NULL || b.changed == NULL || b.heap == NULL ||
+		b.proposal == NULL)
 		status = gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for balancing");
 	else if ((double) cap * b.k < (double) rows->n)
 		status = gc_fail(err, GC_ERR_RANGE,
@@ -325,7 +350,7 @@ gc_kmeans_balance(const GcRows *rows, const GcKmeansParams *params, int64_t cap,
 						 b.k, (long long) cap, (long long) rows->n);
 	for (int round = 0; status == GC_OK && round < GC_BALANCE_MAX_ROUNDS; round++)
 	{
-		int64_t		moves = balance_pass(&b, round == 0, moved);
+		int64_t		moves = balance_pass(&b, round == 0, moved, err);
 
 		if (moves < 0)
 			status = gc_fail(err, GC_INTERRUPTED, "interrupted while balancing");
@@ -346,6 +371,7 @@ gc_kmeans_balance(const GcRows *rows, const GcKmeansParams *params, int64_t cap,
 	free(b.x);
 	free(b.changed);
 	free(b.heap);
+	free(b.proposal);
 	return status;
 }
 
