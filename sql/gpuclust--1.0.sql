@@ -37,7 +37,12 @@ CREATE TYPE kmeans_model (
 	STORAGE = external
 );
 
-CREATE CAST (kmeans_model AS jsonb) WITH INOUT;
+-- The cast builds the jsonb value of the text form without parsing the
+-- centroids as text, so that a cancel stops it on a large model
+CREATE FUNCTION gpuclust_kmeans_model_jsonb(kmeans_model) RETURNS jsonb
+	AS 'MODULE_PATHNAME', 'gpuclust_kmeans_model_jsonb'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE CAST (kmeans_model AS jsonb) WITH FUNCTION gpuclust_kmeans_model_jsonb(kmeans_model);
 
 -- kmeans_gpu aggregate: float8[] and real[] vectors, k, optional options
 
@@ -477,7 +482,10 @@ CREATE TYPE pmedian_model (
 	STORAGE = external
 );
 
-CREATE CAST (pmedian_model AS jsonb) WITH INOUT;
+CREATE FUNCTION gpuclust_pmedian_model_jsonb(pmedian_model) RETURNS jsonb
+	AS 'MODULE_PATHNAME', 'gpuclust_pmedian_model_jsonb'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE CAST (pmedian_model AS jsonb) WITH FUNCTION gpuclust_pmedian_model_jsonb(pmedian_model);
 
 -- pmedian_gpu aggregates: (id, vector, p [, options]) and, capacitated,
 -- (id, vector, demand, p, options); float8[] and real[] vectors

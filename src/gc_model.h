@@ -179,6 +179,8 @@ extern void gc_model_doubles_out(StringInfo buf, const char *name,
 								 const double *x, int n);
 extern void gc_model_matrix_out(StringInfo buf, const char *name,
 								const double *x, int rows, int cols);
+extern Jsonb *gc_model_jsonb(const char *fields_text, const char *name,
+							 const double *x, int rows, int cols);
 extern JsonbContainer *gc_model_array_in(JsonbContainer *obj, const char *type,
 										 const char *name, int count,
 										 int inner_count, bool required);

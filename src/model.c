@@ -34,6 +34,7 @@
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_model_in);
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_model_out);
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_model_info);
+PG_FUNCTION_INFO_V1(gpuclust_kmeans_model_jsonb);
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_model_recv);
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_model_send);
 PG_FUNCTION_INFO_V1(gpuclust_kmeans_predict);
@@ -357,6 +358,19 @@ gpuclust_kmeans_model_info(PG_FUNCTION_ARGS)
 	char	   *text = model_text(PG_GETARG_KMEANS_MODEL(0), false);
 
 	PG_RETURN_DATUM(DirectFunctionCall1(jsonb_in, CStringGetDatum(text)));
+}
+
+/*
+ * kmeans_model::jsonb: the value of the text form's cast, built without
+ * parsing the centroids as text, so that a cancel stops it (gc_model_jsonb)
+ */
+Datum
+gpuclust_kmeans_model_jsonb(PG_FUNCTION_ARGS)
+{
+	KmeansModel *m = PG_GETARG_KMEANS_MODEL(0);
+
+	PG_RETURN_JSONB_P(gc_model_jsonb(model_text(m, false), "centroids",
+									 KmeansModelCentroids(m), m->k, m->d));
 }
 
 /*

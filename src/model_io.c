@@ -592,6 +592,78 @@ gc_model_matrix_out(StringInfo buf, const char *name, const double *x, int rows,
 	appendStringInfoChar(buf, ']');
 }
 
+/* A double as the jsonb number its text form parses to */
+static JsonbValue
+json_number(double x)
+{
+	char		s[DOUBLE_SHORTEST_DECIMAL_LEN];
+	JsonbValue	v;
+
+	double_to_shortest_decimal_buf(x, s);
+	v.type = jbvNumeric;
+	v.val.numeric = DatumGetNumeric(DirectFunctionCall3(numeric_in, CStringGetDatum(s),
+														ObjectIdGetDatum(InvalidOid),
+														Int32GetDatum(-1)));
+	return v;
+}
+
+/* Push the matrix field name (rows arrays of cols numbers) into state */
+static void
+push_matrix(JsonbParseState **state, const char *name, const double *x, int rows, int cols)
+{
+	JsonbValue	key = {.type = jbvString};
+
+	key.val.string.val = (char *) name;
+	key.val.string.len = strlen(name);
+	pushJsonbValue(state, WJB_KEY, &key);
+	pushJsonbValue(state, WJB_BEGIN_ARRAY, NULL);
+	for (int r = 0; r < rows; r++)
+	{
+		pushJsonbValue(state, WJB_BEGIN_ARRAY, NULL);
+		for (int c = 0; c < cols; c++)
+		{
+			JsonbValue	v;
+
+			poll_numbers((size_t) r * cols + c);
+			v = json_number(x[(size_t) r * cols + c]);
+			pushJsonbValue(state, WJB_ELEM, &v);
+		}
+		pushJsonbValue(state, WJB_END_ARRAY, NULL);
+	}
+	pushJsonbValue(state, WJB_END_ARRAY, NULL);
+}
+
+/*
+ * A model as jsonb: the value its text form casts to (same keys, same
+ * numbers), from fields_text (the text form without the matrix, small)
+ * and the matrix field name pushed number by number, checking for cancel.
+ * Through the text form, PostgreSQL's JSON parser read the matrix without
+ * checking: a 64 MB model's cast ran 6 s past a timeout.
+ */
+Jsonb *
+gc_model_jsonb(const char *fields_text, const char *name, const double *x, int rows, int cols)
+{
+	Jsonb	   *fields = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(fields_text)));
+	JsonbIterator *it = JsonbIteratorInit(&fields->root);
+	JsonbParseState *state = NULL;
+	JsonbValue	v;
+	JsonbValue *result = NULL;
+	JsonbIteratorToken token;
+	int			depth = 0;
+
+	while ((token = JsonbIteratorNext(&it, &v, false)) != WJB_DONE)
+	{
+		if (token == WJB_BEGIN_OBJECT || token == WJB_BEGIN_ARRAY)
+			depth++;
+		else if (token == WJB_END_OBJECT || token == WJB_END_ARRAY)
+			depth--;
+		if (token == WJB_END_OBJECT && depth == 0)
+			push_matrix(&state, name, x, rows, cols);
+		result = pushJsonbValue(&state, token, token < WJB_BEGIN_ARRAY ? &v : NULL);
+	}
+	return JsonbValueToJsonb(result);
+}
+
 /*
  * The array field name of count elements; with inner_count >= 0, each an
  * array of inner_count elements.  Checked before the model is allocated,

@@ -28,6 +28,7 @@
 PG_FUNCTION_INFO_V1(gpuclust_pmedian_model_in);
 PG_FUNCTION_INFO_V1(gpuclust_pmedian_model_out);
 PG_FUNCTION_INFO_V1(gpuclust_pmedian_model_info);
+PG_FUNCTION_INFO_V1(gpuclust_pmedian_model_jsonb);
 PG_FUNCTION_INFO_V1(gpuclust_pmedian_model_recv);
 PG_FUNCTION_INFO_V1(gpuclust_pmedian_model_send);
 PG_FUNCTION_INFO_V1(gpuclust_pmedian_predict);
@@ -183,6 +184,20 @@ Datum
 gpuclust_pmedian_model_out(PG_FUNCTION_ARGS)
 {
 	PG_RETURN_CSTRING(model_text(PG_GETARG_PMEDIAN_MODEL(0), true));
+}
+
+/*
+ * pmedian_model::jsonb: the value of the text form's cast, built without
+ * parsing the medoids' coordinates as text, so that a cancel stops it
+ * (gc_model_jsonb)
+ */
+Datum
+gpuclust_pmedian_model_jsonb(PG_FUNCTION_ARGS)
+{
+	PmedianModel *m = PG_GETARG_PMEDIAN_MODEL(0);
+
+	PG_RETURN_JSONB_P(gc_model_jsonb(model_text(m, false), "medoids",
+									 PmedianModelMedoids(m), m->p, m->d));
 }
 
 /*

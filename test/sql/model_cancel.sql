@@ -1,11 +1,12 @@
 --
--- model_cancel: writing a large model's text form stops promptly on a
--- statement timeout (its loops check for cancel every 4,096 numbers; a
--- 1 GB model's text form once took 5.9 s to cancel).  Self-calibrating,
--- so that a slow or loaded machine does not make it flaky: the text form
--- of a model of 2 million centroid values is written once in full, then
--- under a timeout of a tenth of that time, and must stop within half of it
--- (without the checks it ran to the end).
+-- model_cancel: writing a large model's text form, and its cast to jsonb,
+-- stop promptly on a statement timeout (their loops check for cancel every
+-- 4,096 numbers; a 1 GB model's text form once took 5.9 s to cancel, and
+-- the cast, which parsed the text form in PostgreSQL's JSON parser, ran
+-- seconds past a timeout).  Self-calibrating, so that a slow or loaded
+-- machine does not make it flaky: each is run once in full on a model of
+-- 2 million centroid values, then under a timeout of a tenth of that time,
+-- and must stop within half of it (without the checks it ran to the end).
 --
 -- The model, 16 MB, is received from a binary COPY file written byte by
 -- byte (a fit or text input of that size would take longer than the test).
@@ -26,29 +27,47 @@ COPY mc_models FROM :'mc_file' WITH (FORMAT binary);
 COPY (SELECT 1 WHERE false) TO PROGRAM :'mc_cleanup';
 SELECT kmeans_model_info(m)->'k' AS k, kmeans_model_info(m)->'d' AS d FROM mc_models;
 
--- the text form in full: its time, in ms, kept in a setting
-DO $$
+-- each form in full: its time, in ms, kept in a setting
+CREATE FUNCTION mc_full(form text) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
 	started timestamptz := clock_timestamp();
 BEGIN
-	PERFORM length(m::text) FROM mc_models;
-	PERFORM set_config('mc.full_ms', (extract(epoch FROM clock_timestamp() - started) * 1000)::text, false);
+	EXECUTE format('SELECT length((m::%s)::text) FROM mc_models', form);
+	PERFORM set_config('mc.' || form, (extract(epoch FROM clock_timestamp() - started) * 1000)::text, false);
 END $$;
-SELECT greatest(10, round(current_setting('mc.full_ms')::float8 / 10)) AS mc_timeout \gset
-
-SET statement_timeout = :mc_timeout;
-DO $$
+CREATE FUNCTION mc_cancelled(form text) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE
 	started timestamptz := clock_timestamp();
 BEGIN
-	PERFORM length(m::text) FROM mc_models;
-	RAISE NOTICE 'text form: not cancelled';
+	EXECUTE format('SELECT length((m::%s)::text) FROM mc_models', form);
+	RETURN 'not cancelled';
 EXCEPTION WHEN query_canceled THEN
-	RAISE NOTICE 'text form cancelled within half its full time: %',
-		extract(epoch FROM clock_timestamp() - started) * 1000 < current_setting('mc.full_ms')::float8 / 2;
+	RETURN 'cancelled within half its full time: ' ||
+		(extract(epoch FROM clock_timestamp() - started) * 1000 < current_setting('mc.' || form)::float8 / 2);
 END $$;
+
+SELECT mc_full('text');
+SELECT greatest(10, round(current_setting('mc.text')::float8 / 10)) AS mc_timeout \gset
+SET statement_timeout = :mc_timeout;
+SELECT mc_cancelled('text') AS text_form;
 RESET statement_timeout;
 
+SELECT mc_full('jsonb');
+SELECT greatest(10, round(current_setting('mc.jsonb')::float8 / 10)) AS mc_timeout \gset
+SET statement_timeout = :mc_timeout;
+SELECT mc_cancelled('jsonb') AS jsonb_cast;
+RESET statement_timeout;
+
+-- the cast gives the value of the text form's cast, as before
+SELECT m::jsonb = m::text::jsonb AS kmeans_same FROM mc_models;
+SELECT m::jsonb = m::text::jsonb AS kmeans_same, m::jsonb -> 'centroids' AS centroids
+FROM (SELECT '{"k": 2, "d": 3, "metric": "cosine", "sizes": [4, 0],
+			   "centroids": [[0.6, 0, 0.8], [-1e-7, 1, 0]], "timings_ms": {"collect": 2.5}}'::kmeans_model AS m) s;
+SELECT m::jsonb = m::text::jsonb AS pmedian_same, jsonb_array_length(m::jsonb -> 'medoids') AS medoids
+FROM (SELECT pmedian_gpu(i, ARRAY[i * 0.1, -i * 1e10], 2, '{"seed": 1}') AS m
+	  FROM generate_series(1, 20) i) s;
+
 -- the session goes on
-SELECT current_setting('mc.full_ms')::float8 > 0 AS timed, kmeans_model_info(m)->'k' AS k FROM mc_models;
+SELECT current_setting('mc.text')::float8 > 0 AS timed, kmeans_model_info(m)->'k' AS k FROM mc_models;
 DROP TABLE mc_models;
+DROP FUNCTION mc_full(text), mc_cancelled(text);
