@@ -23,6 +23,9 @@
 #include "gc_cuda.h"
 #endif
 
+/* Threads of the CPU passes (params.cpu_threads): 0, every core */
+static int	fit_threads = 0;
+
 /* A fit of k with the large-k options given */
 static Fit
 large_fit(const GcKmeansBackend *backend, GcRows *rows, int k, int levels, int refine_iter,
@@ -41,6 +44,7 @@ large_fit(const GcKmeansBackend *backend, GcRows *rows, int k, int levels, int r
 	params.refine_iter = refine_iter;
 	params.max_cluster_size = max_size;
 	params.max_cluster_size_factor = factor;
+	params.cpu_threads = fit_threads;
 	f.centroids = malloc(sizeof(double) * k * rows->d);
 	f.sizes = malloc(sizeof(int64_t) * k);
 	f.labels = malloc(sizeof(int32_t) * rows->n);
@@ -160,6 +164,7 @@ test_balance(void)
 		  "balanced inertia is above the unbalanced, within twice it", "balance");
 	check(a.result.size_cv < plain.result.size_cv, "the balanced sizes spread less", "balance");
 	check(same_fit(&a, &b, n, k, d), "the same seed gives the same balanced model", "balance");
+
 	check(same_fit(&a, &f, n, k, d) && f.result.max_cluster_size == cap,
 		  "factor 1.2 bounds as max_cluster_size 240 does", "balance");
 	bad = large_fit(&gc_kmeans_cpu_backend, &rows, k, 1, 0, 199, 0.0, NULL, &err);
@@ -236,6 +241,14 @@ test_two_level(void)
 	check(bal.status == GC_OK && memcmp(pa, pc, sizeof(int32_t) * k) == 0,
 		  "balancing keeps the parents", "two-level balanced");
 	check_consistent(&bal, &rows, k, 220, "two-level balanced");
+	/* 20,000 rows against 100 centroids: blocks on every core where there are several */
+	free_fit(&b);
+	fit_threads = 1;
+	b = large_fit(&gc_kmeans_cpu_backend, &rows, k, 2, 2, 0, 1.1, NULL, &err);
+	fit_threads = 0;
+	check(same_fit(&bal, &b, n, k, d) && bal.result.balance_moves == b.result.balance_moves &&
+		  bal.result.balance_moves > 0,
+		  "one thread gives the same balanced model as every core", "two-level balanced");
 	free_fit(&flat);
 	free_fit(&a);
 	free_fit(&b);
