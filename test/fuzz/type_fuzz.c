@@ -5,7 +5,8 @@
  *	  turns outside bytes into a gpuclust value: the text input and binary
  *	  receive functions of kmeans_model, pmedian_model and kmeans_stream,
  *	  and the parsers of the options jsonb (k-means, p-median,
- *	  kmeans_stream_state).
+ *	  kmeans_stream_state); and the row estimate of the *_assign
+ *	  functions, which plans their query text.
  *
  * Why in a backend: these functions are built on the server's jsonb,
  * numeric, base64 and pqformat code, which no stub imitates faithfully;
@@ -29,7 +30,12 @@
  *	  consumers (kmeans_predict, pmedian_predict, kmeans_stream_info,
  *	  kmeans_stream_model, whose model round-trips in turn) work on it;
  *	- accepted options are within their documented ranges, and parse the
- *	  same from the jsonb's own text form.
+ *	  same from the jsonb's own text form;
+ *	- the row estimate, whatever the query text (utility statements, SELECT
+ *	  INTO, writes and row locks among the seeds: one once crashed it),
+ *	  gives no estimate or one of at least a row, leaves no subtransaction
+ *	  open, and raises only what must stop a statement (classes 53, 54,
+ *	  57, 58).
  * The values that outputs read are exact-size malloc copies, so that a
  * read past a value's end is an ASan report, not a read of the memory
  * context's slack.
@@ -49,8 +55,12 @@
 #include <stdlib.h>
 
 #include "stream_format.h"
+#include "access/xact.h"
+#include "catalog/pg_collation.h"
 #include "catalog/pg_type.h"
 #include "libpq/pqformat.h"
+#include "nodes/makefuncs.h"
+#include "nodes/supportnodes.h"
 #include "storage/fd.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
@@ -75,6 +85,7 @@ extern Datum gpuclust_stream_recv(PG_FUNCTION_ARGS);
 extern Datum gpuclust_stream_send(PG_FUNCTION_ARGS);
 extern Datum gpuclust_stream_info(PG_FUNCTION_ARGS);
 extern Datum gpuclust_stream_model(PG_FUNCTION_ARGS);
+extern Datum gpuclust_assign_support(PG_FUNCTION_ARGS);
 
 PG_FUNCTION_INFO_V1(gpuclust_fuzz);
 PG_FUNCTION_INFO_V1(gpuclust_fuzz_binary_seeds);
@@ -93,14 +104,17 @@ typedef struct TypeIO
 typedef struct FuzzTarget
 {
 	const char *name;
-	const TypeIO *type;			/* NULL for the options target */
+	const TypeIO *type;			/* NULL: a text target (fuzz_text) */
 	bool		binary;			/* the input is the binary form */
+	void		(*fuzz_text) (const char *text);	/* a target of no type */
 } FuzzTarget;
 
 static void consume_kmeans_model(Datum value);
 static void consume_pmedian_model(Datum value);
 static void consume_stream(Datum value);
 static void check_stream_roundtrip(const TypeIO *type, Datum value);
+static void fuzz_options(const char *text);
+static void fuzz_assign_query(const char *text);
 
 static const TypeIO kmeans_model_io = {
 	"kmeans_model", gpuclust_kmeans_model_in, gpuclust_kmeans_model_out,
@@ -121,7 +135,8 @@ static const FuzzTarget targets[] = {
 	{"pmedian_model_text", &pmedian_model_io, false},
 	{"pmedian_model_binary", &pmedian_model_io, true},
 	{"kmeans_stream_binary", &stream_io, true},
-	{"options", NULL, false},
+	{"options", NULL, false, fuzz_options},
+	{"assign_query", NULL, false, fuzz_assign_query},
 };
 
 static const FuzzTarget *target;
@@ -551,6 +566,42 @@ fuzz_options(const char *text)
 	check_stream_options(DatumGetJsonbP(options), reparsed);
 }
 
+/*
+ * The *_assign functions' row estimate (src/assign_estimate.c) of the
+ * query text, as the planner asks it for a call with that constant text
+ */
+static void
+fuzz_assign_query(const char *text)
+{
+	Const	   *query = makeConst(TEXTOID, -1, DEFAULT_COLLATION_OID, -1,
+								  CStringGetTextDatum(text), false, false);
+	SupportRequestRows req = {.type = T_SupportRequestRows};
+	int			level = GetCurrentTransactionNestLevel();
+	Node	   *result = NULL;
+
+	req.node = (Node *) makeFuncExpr(InvalidOid, RECORDOID, list_make1(query),
+									 InvalidOid, InvalidOid, COERCE_EXPLICIT_CALL);
+	PG_TRY();
+	{
+		result = (Node *) DatumGetPointer(DirectFunctionCall1(gpuclust_assign_support,
+															  PointerGetDatum(&req)));
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata = take_error();
+		int			class = ERRCODE_TO_CATEGORY(edata->sqlerrcode);
+
+		if (class != ERRCODE_INSUFFICIENT_RESOURCES && class != ERRCODE_PROGRAM_LIMIT_EXCEEDED &&
+			class != ERRCODE_OPERATOR_INTERVENTION && class != ERRCODE_SYSTEM_ERROR)
+			fuzz_fail("the row estimate raised an error that only the run should", error_text(edata));
+	}
+	PG_END_TRY();
+	if (GetCurrentTransactionNestLevel() != level)
+		fuzz_fail("the row estimate left a subtransaction open", text);
+	if (result != NULL && (result != (Node *) &req || !(req.rows >= 1.0)))
+		fuzz_fail("the row estimate is not a count of rows", text);
+}
+
 /* ---------------------------------------------------------------------
  * The driver
  * ---------------------------------------------------------------------
@@ -600,7 +651,7 @@ run_input(const uint8_t *data, size_t size)
 		text[size] = '\0';
 		if (type == NULL)
 		{
-			fuzz_options(text);
+			target->fuzz_text(text);
 			free(text);
 			return;
 		}

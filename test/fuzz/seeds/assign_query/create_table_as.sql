@@ -1,0 +1,1 @@
+CREATE TABLE x AS SELECT oid, ARRAY[1.0] FROM pg_am

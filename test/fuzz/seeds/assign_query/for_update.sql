@@ -1,0 +1,1 @@
+SELECT oid, ARRAY[relpages] FROM pg_class FOR UPDATE

@@ -1,0 +1,1 @@
+SELECT c.oid, ARRAY[(SELECT count(*) FROM pg_proc p WHERE p.pronamespace = c.relnamespace)] FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname LIKE 'pg%' LIMIT 7

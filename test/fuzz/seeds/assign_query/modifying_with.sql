@@ -1,0 +1,1 @@
+WITH d AS (DELETE FROM pg_description RETURNING objoid, ARRAY[objsubid]) SELECT * FROM d

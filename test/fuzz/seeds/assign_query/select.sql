@@ -1,0 +1,1 @@
+SELECT oid, ARRAY[relpages::float8, reltuples] FROM pg_class

@@ -1,0 +1,1 @@
+UPDATE pg_am SET amname = amname RETURNING oid, ARRAY[1]
