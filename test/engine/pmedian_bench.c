@@ -10,7 +10,8 @@
  *
  *	  pmedian_bench FILE P [THREADS]
  *	      THREADS: the CPU threads (0, the default: every online core);
- *	      PM_IMPROVE=none|full overrides the improvement rule
+ *	      PM_IMPROVE=none|full overrides the improvement rule; PM_METRIC=0..3
+ *	      the metric (GcPmMetric, Euclidean by default)
  *
  * IDENTIFICATION
  *	  test/engine/pmedian_bench.c
@@ -87,7 +88,7 @@ main(int argc, char **argv)
 	}
 	load_rows(&rows, x, n, d, NULL, plain_alloc, free);
 	params.p = atoi(argv[2]);
-	params.metric = GC_PM_EUCLIDEAN;
+	params.metric = getenv("PM_METRIC") ? (GcPmMetric) atoi(getenv("PM_METRIC")) : GC_PM_EUCLIDEAN;
 	params.max_iter = 100;
 	params.polish_iter = 100;
 	params.penalty_step = 2.0;
@@ -109,10 +110,10 @@ main(int argc, char **argv)
 	}
 	for (int m = 0; m < params.p; m++)
 		hash = gc_mix64(hash ^ (uint64_t) result.medoids[m]);
-	printf("pmedian_bench n=%lld d=%d p=%d threads=%d method=%s improve=%s "
+	printf("pmedian_bench n=%lld d=%d p=%d threads=%d metric=%s method=%s improve=%s "
 		   "objective=%.17g medoids_hash=%016llx iterations=%d swaps=%d total_ms=%.1f "
 		   "transfer_ms=%.1f seeding_ms=%.1f sample_ms=%.1f location_ms=%.1f improve_ms=%.1f\n",
-		   (long long) n, d, params.p, params.cpu_threads,
+		   (long long) n, d, params.p, params.cpu_threads, gc_pmedian_metric_name(params.metric),
 		   gc_pmedian_method_name(result.method), gc_pmedian_improve_name(result.improvement),
 		   result.objective, (unsigned long long) hash, result.iterations, result.swaps, t0,
 		   result.timings.transfer_ms, result.timings.seeding_ms, result.timings.sample_ms,
