@@ -3,7 +3,8 @@
  * pmedian_test.c
  *	  p-median engine tests without a server: brute-force optima on tiny
  *	  instances, capacities respected where that is easy, hard capacities
- *	  always, every blob given a medoid by default, and, where a GPU
+ *	  always, every blob given a medoid by default, the CPU's pruned swap
+ *	  gains and nearest2 equal to plain loops, and, where a GPU
  *	  is usable, the CUDA backend against the CPU reference (same medoids,
  *	  same allocation, objective equal to the last bit) for every method
  *	  and metric.  Also the benchmarks on TSPLIB instances.
@@ -234,6 +235,131 @@ make_blobs(int64_t n, int d, int nblob, double spread)
 			x[i * d + j] = centre[(i % nblob) * d + j] + spread * (uniform() - 0.5);
 	free(centre);
 	return x;
+}
+
+/*
+ * The CPU backend's nearest2 and swap gains (pruned by its k-d tree,
+ * updated after one medoid is replaced, on threads) against plain loops
+ * over every row and medoid: equal to the bit, on rows with many ties
+ * (integer coordinates), over rounds that each replace one medoid
+ */
+static void
+test_swap_exact(int64_t n, int d, int p, GcPmMetric metric)
+{
+	double	   *x = make_blobs(n, d, 10, 60.0);
+	GcPmParams	params = default_params(p);
+	GcRows		rows;
+	GcError		err = {0};
+	void	   *session = NULL;
+	int32_t    *medoids = malloc(sizeof(int32_t) * p),
+			   *nearest = malloc(sizeof(int32_t) * n),
+			   *cand = malloc(sizeof(int32_t) * n),
+			   *best_medoid = malloc(sizeof(int32_t) * n);
+	double	   *dn = malloc(sizeof(double) * n),
+			   *ds = malloc(sizeof(double) * n),
+				far = 1e9,
+				scale;
+	int64_t    *removal = calloc(p, sizeof(int64_t)),
+			   *best_gain = malloc(sizeof(int64_t) * n),
+			   *gains = malloc(sizeof(int64_t) * p);
+	int			e,
+				ncand = 0,
+				nearest_ok = 1,
+				gains_ok = 1;
+	char		config[96];
+
+	snprintf(config, sizeof(config), "n=%lld d=%d p=%d metric=%d",
+			 (long long) n, d, p, (int) metric);
+	for (int64_t i = 0; i < n * d; i++)
+		x[i] = floor(x[i] / 8.0);
+	load_rows(&rows, x, n, d, plain_alloc, free);
+	params.metric = metric;
+	params.cpu_threads = 3;
+	frexp((double) n * far, &e);
+	scale = ldexp(1.0, 61 - e);
+	for (int m = 0; m < p; m++)
+		medoids[m] = (int32_t) (m * (n / p));
+	check(gc_pmedian_cpu_backend.open(&rows, NULL, &params, &session, &err) == GC_OK,
+		  "swap session opens", config);
+	for (int round = 0; round < 8 && session; round++)
+	{
+		if (gc_pmedian_cpu_backend.nearest2(session, p, medoids, far, nearest, dn, ds,
+											&err) != GC_OK)
+		{
+			nearest_ok = 0;
+			break;
+		}
+		memset(removal, 0, sizeof(int64_t) * p);
+		ncand = 0;
+		for (int64_t i = 0; i < n; i++)
+		{
+			double		d1 = far,
+						d2 = far;
+			int32_t		m1 = 0;
+			int			is_medoid = 0;
+
+			for (int m = 0; m < p; m++)
+			{
+				double		dm = gc_pm_dist(x + i * d, x + (int64_t) medoids[m] * d, d, metric);
+
+				is_medoid |= medoids[m] == i;
+				if (dm < d1)
+				{
+					d2 = d1;
+					d1 = dm;
+					m1 = m;
+				}
+				else if (dm < d2)
+					d2 = dm;
+			}
+			nearest_ok &= nearest[i] == m1 && dn[i] == d1 && ds[i] == d2;
+			removal[m1] += gc_pm_fixed(d2, scale) - gc_pm_fixed(d1, scale);
+			if (!is_medoid)
+				cand[ncand++] = (int32_t) i;
+		}
+		for (int k0 = 0; k0 < ncand; k0 += GC_PM_SWAP_BATCH)
+			if (gc_pmedian_cpu_backend.swap_gains(session, p,
+												  ncand - k0 < GC_PM_SWAP_BATCH ? ncand - k0 : GC_PM_SWAP_BATCH,
+												  cand + k0, scale, removal, best_medoid + k0,
+												  best_gain + k0, &err) != GC_OK)
+				gains_ok = 0;
+		for (int k = 0; k < ncand; k++)
+		{
+			long long	own = 0,
+						o,
+						nr;
+			int			bm = 0;
+
+			memcpy(gains, removal, sizeof(int64_t) * p);
+			for (int64_t i = 0; i < n; i++)
+			{
+				gc_pm_swap_part(gc_pm_dist(x + i * d, x + (int64_t) cand[k] * d, d, metric),
+								dn[i], ds[i], scale, &o, &nr);
+				own += o;
+				gains[nearest[i]] += nr;
+			}
+			for (int m = 1; m < p; m++)
+				if (gains[m] < gains[bm])
+					bm = m;
+			gains_ok &= best_medoid[k] == bm && best_gain[k] == gains[bm] + own;
+		}
+		medoids[round * 7 % p] = cand[(round * 977 + 13) % ncand];
+	}
+	check(nearest_ok, "nearest2 equals the plain loop, after each replaced medoid", config);
+	check(gains_ok, "swap gains equal the plain loop's", config);
+	if (session)
+		gc_pmedian_cpu_backend.close(session);
+	gc_rows_release(&rows);
+	free(x);
+	free(medoids);
+	free(nearest);
+	free(cand);
+	free(best_medoid);
+	free(dn);
+	free(ds);
+	free(removal);
+	free(best_gain);
+	free(gains);
 }
 
 /* Objective recomputed from the allocation, and loads within capacity */
@@ -986,6 +1112,7 @@ main(int argc, char **argv)
 	test_brute_force();
 	for (int metric = 0; metric < 4; metric++)
 	{
+		test_swap_exact(2000, 2 + metric % 2, 9, (GcPmMetric) metric);
 		run_case(3000, 2, 12, (GcPmMetric) metric, GC_PM_LOCATION_ALLOCATION, false, false);
 		run_case(3000, 5, 12, (GcPmMetric) metric, GC_PM_LOCATION_ALLOCATION, false, true);
 	}
