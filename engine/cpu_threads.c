@@ -4,7 +4,9 @@
  *	  Passes over the rows on several CPU threads: blocks of rows claimed
  *	  in turn by the caller and its helper threads; the caller alone
  *	  polls the interrupt hook, a row at a time for the rows every thread
- *	  has finished, so a pass polls as often as a one-thread loop would.
+ *	  has finished, so a pass polls as often as a one-thread loop would;
+ *	  once no block is left to claim, it waits for the others' last ones,
+ *	  polling as they finish.
  *
  * IDENTIFICATION
  *	  engine/cpu_threads.c
@@ -15,6 +17,7 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Work below this many units a thread is not worth starting */
@@ -38,6 +41,7 @@ typedef struct Run
 	int			next_worker;	/* next worker number (atomic) */
 	bool		stop;			/* the caller was interrupted (atomic) */
 	int64_t		done_rows;		/* rows finished (atomic) */
+	int64_t		total_rows;		/* rows of all blocks */
 } Run;
 
 int
@@ -102,9 +106,12 @@ build_blocks(Run *run, int64_t block_rows)
 		int64_t		skip = first_row - chunk->first_row;
 
 		for (int64_t i = skip > 0 ? skip : 0; i < chunk->count; i += block_rows)
+		{
 			run->blocks[run->nblocks++] = (Block) {
 				chunk, i, chunk->count - i < block_rows ? chunk->count - i : block_rows
 			};
+			run->total_rows += run->blocks[run->nblocks - 1].count;
+		}
 	}
 	return true;
 }
@@ -151,6 +158,25 @@ gc_cpu_run_blocks(const GcCpuPass *pass, GcPoll *poll, GcError *err, const char 
 			break;
 		}
 	} while (run_next_block(&run, 0));
+	/* the other threads' last blocks, polled as they finish: every row counts, a stop comes in time */
+	while (status == GC_OK)
+	{
+		int64_t		done = __atomic_load_n(&run.done_rows, __ATOMIC_RELAXED);
+		bool		stop = false;
+		struct timespec pause = {0, 100000};
+
+		for (; polled_rows < done && !stop; polled_rows++)
+			stop = gc_poll(poll, pass->row_units);
+		if (stop)
+		{
+			__atomic_store_n(&run.stop, true, __ATOMIC_RELAXED);
+			status = gc_fail(err, GC_INTERRUPTED, "%s", what);
+		}
+		else if (done >= run.total_rows)
+			break;
+		else
+			nanosleep(&pause, NULL);
+	}
 	for (int t = 0; t < helpers; t++)
 		if (started[t])
 			(void) pthread_join(ids[t], NULL);

@@ -84,7 +84,7 @@ uniform_rows(int64_t n, int d)
  * fit asked to stop at its third poll
  */
 static void
-run_kmeans_case(int64_t n, int k, int d)
+run_kmeans_case(int64_t n, int k, int d, int threads)
 {
 	GcRows		rows;
 	GcKmeansParams params;
@@ -96,9 +96,11 @@ run_kmeans_case(int64_t n, int k, int d)
 				what[128];
 	GcStatus	status;
 
-	snprintf(config, sizeof(config), "kmeans n=%lld k=%d d=%d", (long long) n, k, d);
+	snprintf(config, sizeof(config), "kmeans n=%lld k=%d d=%d, %d threads", (long long) n, k, d,
+			 threads);
 	load_rows(&rows, x, n, d, NULL, plain_alloc, free);
 	params = one_polled_iteration(k);
+	params.cpu_threads = threads;
 	result.centroids = malloc(sizeof(double) * k * d);
 	result.sizes = malloc(sizeof(int64_t) * k);
 
@@ -180,7 +182,7 @@ run_nearest_case(int k, int d)
  * sums alone are at least n^2 / 2 distances of d coordinates
  */
 static void
-run_pmedian_case(int64_t n, int d)
+run_pmedian_case(int64_t n, int d, int threads)
 {
 	GcRows		rows;
 	GcPmParams	params = {0};
@@ -194,9 +196,11 @@ run_pmedian_case(int64_t n, int d)
 				what[128];
 	GcStatus	status;
 
-	snprintf(config, sizeof(config), "pmedian n=%lld p=2 d=%d", (long long) n, d);
+	snprintf(config, sizeof(config), "pmedian n=%lld p=2 d=%d, %d threads", (long long) n, d,
+			 threads);
 	load_rows(&rows, x, n, d, NULL, plain_alloc, free);
 	params.p = 2;
+	params.cpu_threads = threads;
 	params.metric = GC_PM_EUCLIDEAN;
 	params.max_iter = 1;
 	params.method = GC_PM_LOCATION_ALLOCATION;
@@ -343,9 +347,12 @@ int
 main(void)
 {
 	rng_state = 20261123;
-	run_kmeans_case(200, 100, 8192);
+	/* every core, and more threads than cores (as on a large server) */
+	run_kmeans_case(200, 100, 8192, 0);
+	run_kmeans_case(200, 100, 8192, 16);
 	run_nearest_case(520, 32768);
-	run_pmedian_case(240, 8192);
+	run_pmedian_case(240, 8192, 0);
+	run_pmedian_case(240, 8192, 16);
 	run_repair_case(2000, 4096, 8);
 #ifdef GC_WITH_CUDA
 	{
