@@ -593,10 +593,11 @@ gpuclust_kmeans_distance_halfvec(PG_FUNCTION_ARGS)
 }
 
 /*
- * kmeans_centroids(model) -> TABLE(cluster int, centroid float8[], size bigint)
+ * A model's centroids as rows, one a call: (cluster, centroid, size), or
+ * with parents (cluster, parent, centroid), parent NULL in one level
  */
-Datum
-gpuclust_kmeans_centroids(PG_FUNCTION_ARGS)
+static Datum
+centroid_rows(FunctionCallInfo fcinfo, bool parents)
 {
 	FuncCallContext *funcctx;
 	KmeansModel *m;
@@ -620,20 +621,39 @@ gpuclust_kmeans_centroids(PG_FUNCTION_ARGS)
 	{
 		int			c = (int) funcctx->call_cntr;
 		Datum	   *elems = palloc(sizeof(Datum) * m->d);
+		Datum		centroid;
 		Datum		values[3];
 		bool		nulls[3] = {false, false, false};
 
 		for (int j = 0; j < m->d; j++)
 			elems[j] = Float8GetDatum(KmeansModelCentroids(m)[(size_t) c * m->d + j]);
+		centroid = PointerGetDatum(construct_array(elems, m->d, FLOAT8OID, sizeof(float8),
+												   FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 		values[0] = Int32GetDatum(c);
-		values[1] = PointerGetDatum(construct_array(elems, m->d, FLOAT8OID,
-													sizeof(float8), FLOAT8PASSBYVAL,
-													TYPALIGN_DOUBLE));
-		values[2] = Int64GetDatum(KmeansModelSizes(m)[c]);
+		if (parents)
+		{
+			values[1] = Int32GetDatum(KmeansModelParents(m)[c]);
+			nulls[1] = m->coarse_k == 0;
+			values[2] = centroid;
+		}
+		else
+		{
+			values[1] = centroid;
+			values[2] = Int64GetDatum(KmeansModelSizes(m)[c]);
+		}
 		SRF_RETURN_NEXT(funcctx,
 						HeapTupleGetDatum(heap_form_tuple(funcctx->tuple_desc, values, nulls)));
 	}
 	SRF_RETURN_DONE(funcctx);
+}
+
+/*
+ * kmeans_centroids(model) -> TABLE(cluster int, centroid float8[], size bigint)
+ */
+Datum
+gpuclust_kmeans_centroids(PG_FUNCTION_ARGS)
+{
+	return centroid_rows(fcinfo, false);
 }
 
 /*
@@ -644,39 +664,5 @@ gpuclust_kmeans_centroids(PG_FUNCTION_ARGS)
 Datum
 gpuclust_kmeans_model_centroids(PG_FUNCTION_ARGS)
 {
-	FuncCallContext *funcctx;
-	KmeansModel *m;
-
-	if (SRF_IS_FIRSTCALL())
-	{
-		MemoryContext oldcontext;
-		TupleDesc	tupdesc;
-
-		funcctx = SRF_FIRSTCALL_INIT();
-		oldcontext = MemoryContextSwitchTo(funcctx->multi_call_memory_ctx);
-		if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-			elog(ERROR, "return type must be a row type");
-		funcctx->tuple_desc = BlessTupleDesc(tupdesc);
-		funcctx->user_fctx = PG_GETARG_KMEANS_MODEL(0);
-		MemoryContextSwitchTo(oldcontext);
-	}
-	funcctx = SRF_PERCALL_SETUP();
-	m = funcctx->user_fctx;
-	if (funcctx->call_cntr < (uint64) m->k)
-	{
-		int			c = (int) funcctx->call_cntr;
-		Datum	   *elems = palloc(sizeof(Datum) * m->d);
-		Datum		values[3];
-		bool		nulls[3] = {false, m->coarse_k == 0, false};
-
-		for (int j = 0; j < m->d; j++)
-			elems[j] = Float8GetDatum(KmeansModelCentroids(m)[(size_t) c * m->d + j]);
-		values[0] = Int32GetDatum(c);
-		values[1] = Int32GetDatum(KmeansModelParents(m)[c]);
-		values[2] = PointerGetDatum(construct_array(elems, m->d, FLOAT8OID, sizeof(float8),
-													FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-		SRF_RETURN_NEXT(funcctx,
-						HeapTupleGetDatum(heap_form_tuple(funcctx->tuple_desc, values, nulls)));
-	}
-	SRF_RETURN_DONE(funcctx);
+	return centroid_rows(fcinfo, true);
 }
