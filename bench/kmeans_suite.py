@@ -90,7 +90,8 @@ def ours(name, X, k, algorithm, precision, iters, forced=None):
                               algorithm, precision, str(iters)], capture_output=True, text=True,
                              env=env)
         sys.stderr.write(out.stderr)
-        old = json.loads(out.stdout.strip().splitlines()[-1])
+        # the JSON line (an older binary prints its test tally after it)
+        old = json.loads([l for l in out.stdout.splitlines() if l.startswith("{")][-1])
         old.update(workload=name, impl="gpuclust-old", peak_fraction=old["tflops"] / PEAK_TFLOPS)
         if forced:
             old["forced"] = forced
