@@ -83,14 +83,9 @@ def ours(name, X, k, algorithm, precision, iters, forced=None):
         rec["forced"] = forced
     emit(rec)
     if OLD_BINARY:
-        env = dict(os.environ)
-        if forced:
-            env["GPUCLUST_BENCH_KERNEL"] = forced
-        out = subprocess.run([OLD_BINARY, "bench", str(n), str(d), str(k), "file:" + path,
-                              algorithm, precision, str(iters)], capture_output=True, text=True,
-                             env=env)
+        # an earlier build's kmeans_bench, with the same arguments
+        out = subprocess.run([OLD_BINARY] + args[1:], capture_output=True, text=True)
         sys.stderr.write(out.stderr)
-        # the JSON line (an older binary prints its test tally after it)
         old = json.loads([l for l in out.stdout.splitlines() if l.startswith("{")][-1])
         old.update(workload=name, impl="gpuclust-old", peak_fraction=old["tflops"] / PEAK_TFLOPS)
         if forced:
