@@ -150,12 +150,30 @@ build_node(PmCpuSession *s, int32_t lo, int32_t hi)
  * split leaves at least LEAF_ROWS / 2 rows a side, so there are at most
  * n / (LEAF_ROWS / 2) + 1 leaves, and fewer than twice as many nodes.
  */
+/* Most nodes of the tree over n rows */
+static int64_t
+tree_nodes(int64_t n)
+{
+	return 2 * (n / (LEAF_ROWS / 2) + 1);
+}
+
+size_t
+gc_pmedian_cpu_swap_bytes(int64_t n, int d, int p)
+{
+	size_t		per_node = 3 * sizeof(int32_t) + (2 * (size_t) d + 1) * sizeof(double);
+	size_t		per_row = 3 * sizeof(int32_t) + ((size_t) d + 2) * sizeof(double) +
+		2 * sizeof(int64_t);
+
+	return (size_t) tree_nodes(n) * per_node + (size_t) n * per_row +
+		(size_t) p * (sizeof(int32_t) + GC_CPU_MAX_THREADS * sizeof(int64_t));
+}
+
 static GcStatus
 build_tree(PmCpuSession *s, int p, GcError *err)
 {
 	PmCpuTree  *tr = &s->tree;
 	int64_t		n = s->n,
-				most = 2 * (n / (LEAF_ROWS / 2) + 1);
+				most = tree_nodes(n);
 
 	tr->first = malloc(sizeof(int32_t) * most);
 	tr->last = malloc(sizeof(int32_t) * most);

@@ -197,6 +197,13 @@ typedef struct GcPmBackend
 
 extern const GcPmBackend gc_pmedian_cpu_backend;
 
+/*
+ * Host memory the CPU backend's swap improvement holds for n rows of d
+ * values and p medians: its k-d tree (the rows in tree order, each node's
+ * box) and per-row arrays
+ */
+extern size_t gc_pmedian_cpu_swap_bytes(int64_t n, int d, int p);
+
 /* Solves the p-median problem over rows (demand n values, or NULL). */
 extern GcStatus gc_pmedian_fit(const GcPmBackend *backend, const GcRows *rows,
 							   const double *demand, const GcPmParams *params,

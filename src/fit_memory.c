@@ -23,6 +23,7 @@
  */
 #include "gc_pg.h"
 #include "gc_fit_memory.h"
+#include "pmedian_engine.h"
 
 #include <limits.h>
 #include <unistd.h>
@@ -173,16 +174,19 @@ gc_kmeans_work_bytes(int64_t n, int k, int d)
 /*
  * p-median's working memory for n rows of d values and p medians: its
  * arrays and, with host_copy (the CPU's session), its own copy of the rows
- * (values and hashes); the GPU's session stages 24 bytes a row instead
+ * (values and hashes) and the swap improvement's tree, which holds them
+ * once more (gc_pmedian_cpu_swap_bytes); the GPU's session stages 24 bytes
+ * a row instead
  */
 size_t
 gc_pmedian_work_bytes(int64_t n, int p, int d, bool capacitated, bool host_copy)
 {
 	size_t		per_row = (host_copy ? sizeof(double) * ((size_t) d + 1) : PMEDIAN_GPU_STAGE_BYTES) +
 		PMEDIAN_BYTES_PER_ROW + (capacitated ? PMEDIAN_REPAIR_BYTES_PER_ROW : 0);
+	size_t		bytes = add_size(mul_size((size_t) n, per_row),
+								 mul_size((size_t) p, (size_t) d * sizeof(double) + 64));
 
-	return add_size(mul_size((size_t) n, per_row),
-					mul_size((size_t) p, (size_t) d * sizeof(double) + 64));
+	return host_copy ? add_size(bytes, gc_pmedian_cpu_swap_bytes(n, d, p)) : bytes;
 }
 
 /* A block of rows raw rows of a summary and its reduction into m centres */
