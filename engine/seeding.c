@@ -37,11 +37,12 @@
 #include <string.h>
 
 /*
- * Dimensions from which the race pass computes four rows' distances at once
- * (mnist, d = 784: a tenth less seeding time); below, the bounded scan's
- * early stop wins (50k x 64, well separated: the four-row sums took 40% more)
+ * Dimensions from which both passes compute four rows' distances at once,
+ * keeping four chains of adds in flight (mnist, d = 784: a third less
+ * seeding time); below, the race's bounded scan stops early where rows are
+ * far apart, and the four-row sums took 40% more (50k x 64)
  */
-#define RACE_LANES_MIN_D 256
+#define WIDE_ROWS_MIN_D 256
 
 typedef double v4d __attribute__((vector_size(32)));
 typedef double v8d __attribute__((vector_size(64)));
@@ -185,7 +186,7 @@ race_block(void *ctx, int worker, const GcChunk *chunk, int64_t first, int64_t c
 			 * stops early where rows are far apart (step 1 has no D^2 yet:
 			 * nothing bounds its sum)
 			 */
-			if (d < RACE_LANES_MIN_D)
+			if (d < WIDE_ROWS_MIN_D)
 				d2 = gc_sqdist_within(chunk->values + (size_t) i * d, pass->previous, d,
 									  pass->t == 1 ? DBL_MAX : pass->mind2[row]);
 			else
@@ -287,6 +288,44 @@ sqdist_lanes(const double *restrict x, const double *restrict panel, int d, doub
 	memcpy(out, &s, sizeof(v8d));
 }
 
+/*
+ * sqdist_lanes for 4 rows (d apart) at once, into out (4 x 8): four
+ * chains of adds in flight where one row's would wait on their latency
+ */
+GC_SIMD_CLONES
+static void
+sqdist_lanes4(const double *restrict x, const double *restrict panel, int d,
+			  double *restrict out)
+{
+	v8d			s0 = {0},
+				s1 = {0},
+				s2 = {0},
+				s3 = {0};
+
+	for (int j = 0; j < d; j++)
+	{
+		v8d			c;
+		v8d			t0,
+					t1,
+					t2,
+					t3;
+
+		memcpy(&c, panel + (size_t) j * 8, sizeof(v8d));
+		t0 = x[j] - c;
+		t1 = x[d + j] - c;
+		t2 = x[2 * (size_t) d + j] - c;
+		t3 = x[3 * (size_t) d + j] - c;
+		s0 = s0 + t0 * t0;
+		s1 = s1 + t1 * t1;
+		s2 = s2 + t2 * t2;
+		s3 = s3 + t3 * t3;
+	}
+	memcpy(out, &s0, sizeof(v8d));
+	memcpy(out + 8, &s1, sizeof(v8d));
+	memcpy(out + 16, &s2, sizeof(v8d));
+	memcpy(out + 24, &s3, sizeof(v8d));
+}
+
 /* Rows [first, first + count) of chunk into thread worker's potentials */
 static void
 potential_block(void *ctx, int worker, const GcChunk *chunk, int64_t first, int64_t count)
@@ -295,23 +334,36 @@ potential_block(void *ctx, int worker, const GcChunk *chunk, int64_t first, int6
 	int			d = pass->rows->d;
 	gc_u128    *potential = pass->potential + (size_t) worker * GC_MAX_INIT_CANDIDATES;
 
-	for (int64_t i = first; i < first + count; i++)
+	/* wide rows: four rows' lanes at once; narrow ones one by one */
+	int			group = d >= WIDE_ROWS_MIN_D ? 4 : 1;
+	double		lanes[4 * 8];
+
+	for (int64_t i0 = first; i0 < first + count; i0 += group)
 	{
-		int64_t		row = chunk->first_row + i;
-		const double *x = chunk->values + (size_t) i * d;
-		gc_u128		w = (gc_u128) gc_chunk_weight(chunk, i);
-		double		mind2 = pass->mind2[row];
-		/* most candidates leave D^2 as it is: its term, once */
-		gc_u128		kept = gc_quantize_wide(mind2, pass->frame->inertia_exp) * w;
-		double		lanes[8];
+		int			rows = first + count - i0 < group ? (int) (first + count - i0) : group;
 
 		for (int p = 0; p < pass->npanels; p++)
 		{
-			sqdist_lanes(x, pass->panels + (size_t) p * d * 8, d, lanes);
-			for (int l = 0; l < 8 && p * 8 + l < pass->candidates; l++)
-				/* min(D^2, |x - c|^2) */
-				potential[p * 8 + l] += lanes[l] < mind2 ?
-					gc_quantize_wide(lanes[l], pass->frame->inertia_exp) * w : kept;
+			const double *panel = pass->panels + (size_t) p * d * 8;
+
+			if (rows == 4)
+				sqdist_lanes4(chunk->values + (size_t) i0 * d, panel, d, lanes);
+			else
+				for (int r = 0; r < rows; r++)
+					sqdist_lanes(chunk->values + (size_t) (i0 + r) * d, panel, d, lanes + r * 8);
+			for (int r = 0; r < rows; r++)
+			{
+				int64_t		row = chunk->first_row + i0 + r;
+				gc_u128		w = (gc_u128) gc_chunk_weight(chunk, i0 + r);
+				double		mind2 = pass->mind2[row];
+				/* most candidates leave D^2 as it is: its term, once */
+				gc_u128		kept = gc_quantize_wide(mind2, pass->frame->inertia_exp) * w;
+
+				for (int l = 0; l < 8 && p * 8 + l < pass->candidates; l++)
+					/* min(D^2, |x - c|^2) */
+					potential[p * 8 + l] += lanes[r * 8 + l] < mind2 ?
+						gc_quantize_wide(lanes[r * 8 + l], pass->frame->inertia_exp) * w : kept;
+			}
 		}
 	}
 }
