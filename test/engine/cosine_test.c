@@ -83,13 +83,7 @@ cosine_fit(const GcKmeansBackend *backend, GcRows *rows, int k, GcMetric metric)
 	params.init = GC_INIT_KMEANSPP;
 	params.seed = 5;
 	params.n_init = 4;
-	f.centroids = malloc(sizeof(double) * k * rows->d);
-	f.sizes = malloc(sizeof(int64_t) * k);
-	f.labels = malloc(sizeof(int32_t) * rows->n);
-	memset(&f.result, 0, sizeof(f.result));
-	f.result.centroids = f.centroids;
-	f.result.sizes = f.sizes;
-	f.result.labels = f.labels;
+	f = new_fit(k, rows);
 	f.status = gc_kmeans_fit(backend, rows, &params, &f.result, &err);
 	if (f.status != GC_OK)
 		printf("fit failed: %s\n", err.message);

@@ -139,6 +139,22 @@ load_narrow_rows(GcRows *rows, const double *x, int64_t n, int d,
 
 
 Fit
+new_fit(int k, const GcRows *rows)
+{
+	Fit			f;
+
+	f.centroids = malloc(sizeof(double) * k * rows->d);
+	f.sizes = malloc(sizeof(int64_t) * k);
+	f.labels = malloc(sizeof(int32_t) * rows->n);
+	memset(&f.result, 0, sizeof(f.result));
+	f.result.centroids = f.centroids;
+	f.result.sizes = f.sizes;
+	f.result.labels = f.labels;
+	f.status = GC_OK;
+	return f;
+}
+
+Fit
 fit_kernel(const GcKmeansBackend *backend, GcRows *rows, int k, uint64_t seed,
 		   GcAlgorithm algorithm, GcPrecision precision, int max_iter, double tol,
 		   GcKernel kernel, bool tensor_streamed)
@@ -157,13 +173,7 @@ fit_kernel(const GcKmeansBackend *backend, GcRows *rows, int k, uint64_t seed,
 	params.init = GC_INIT_KMEANSPP;
 	params.seed = seed;
 	params.n_init = 1;
-	f.centroids = malloc(sizeof(double) * k * rows->d);
-	f.sizes = malloc(sizeof(int64_t) * k);
-	f.labels = malloc(sizeof(int32_t) * rows->n);
-	memset(&f.result, 0, sizeof(f.result));
-	f.result.centroids = f.centroids;
-	f.result.sizes = f.sizes;
-	f.result.labels = f.labels;
+	f = new_fit(k, rows);
 	f.status = gc_kmeans_fit(backend, rows, &params, &f.result, &err);
 	if (f.status != GC_OK)
 		printf("fit failed: %s\n", err.message);

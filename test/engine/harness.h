@@ -66,6 +66,8 @@ typedef struct Fit
 	GcStatus	status;
 } Fit;
 
+/* A fit's arrays for k centroids over rows, not yet fitted (free_fit frees them) */
+extern Fit	new_fit(int k, const GcRows *rows);
 /* A k-means++ fit, one restart, with a forced kernel */
 extern Fit	fit_kernel(const GcKmeansBackend *backend, GcRows *rows, int k, uint64_t seed,
 					   GcAlgorithm algorithm, GcPrecision precision, int max_iter, double tol,

@@ -45,13 +45,7 @@ large_fit(const GcKmeansBackend *backend, GcRows *rows, int k, int levels, int r
 	params.max_cluster_size = max_size;
 	params.max_cluster_size_factor = factor;
 	params.cpu_threads = fit_threads;
-	f.centroids = malloc(sizeof(double) * k * rows->d);
-	f.sizes = malloc(sizeof(int64_t) * k);
-	f.labels = malloc(sizeof(int32_t) * rows->n);
-	memset(&f.result, 0, sizeof(f.result));
-	f.result.centroids = f.centroids;
-	f.result.sizes = f.sizes;
-	f.result.labels = f.labels;
+	f = new_fit(k, rows);
 	f.result.parents = parents;
 	f.status = gc_kmeans_fit(backend, rows, &params, &f.result, err);
 	return f;
