@@ -13,18 +13,19 @@
  * which AVX2 has no instruction for; bench/results/deferred-hashes-h100.md):
  * on the H100 machine's host, deferred, 1M rows were collected in a median
  * 1.68 s instead of 1.83.  Here the rows are split into blocks that the
- * threads claim in turn, each hash computed by the same vectorised loop
- * over the same values as a commit would have, so the hashes are the same
- * to the bit whatever the number of threads.  The calling thread works too and
- * polls the interrupt hook before its first block and between blocks; on
- * a stop the threads finish the block they hold and the store stays
- * pending.
+ * threads claim in turn (a pass of cpu_threads.c), each hash computed by
+ * the same vectorised loop over the same values as a commit would have, so
+ * the hashes are the same to the bit whatever the number of threads.  The
+ * calling thread works too and polls the interrupt hook before the first
+ * block and as rows are done; on a stop the threads finish the block they
+ * hold and the store stays pending.
  *
  * IDENTIFICATION
  *	  engine/row_hashes.c
  *
  *-------------------------------------------------------------------------
  */
+#include "cpu_threads.h"
 #include "gc_engine.h"
 #include "gc_math.h"
 
@@ -93,7 +94,7 @@ hash_narrow_rows(const float *restrict values, int64_t n, int d, uint64_t *restr
 
 /* Hash rows [first, first + n) of a chunk into its hashes */
 static void
-hash_chunk_rows(GcChunk *chunk, int64_t first, int64_t n, int d)
+hash_chunk_rows(const GcChunk *chunk, int64_t first, int64_t n, int d)
 {
 	if (chunk->narrow_values)
 		hash_narrow_rows(chunk->narrow_values + (size_t) first * d, n, d,
@@ -114,45 +115,12 @@ gc_chunk_row_hash(const GcChunk *chunk, int64_t r, int d)
 	return hash;
 }
 
-/* One block of rows: a pending chunk's rows [first, first + n) */
-typedef struct HashBlock
+/* A block of the pass (cpu_threads.c): a pending chunk's rows [first, first + n) */
+static void
+hash_block(void *ctx, int worker, const GcChunk *chunk, int64_t first, int64_t n)
 {
-	GcChunk    *chunk;
-	int64_t		first;
-	int64_t		n;
-} HashBlock;
-
-/* The pass the threads share */
-typedef struct HashPass
-{
-	HashBlock  *blocks;
-	int64_t		nblocks;
-	int64_t		next;			/* next block to claim (atomic) */
-	int			d;
-	bool		stop;			/* the caller was interrupted (atomic) */
-} HashPass;
-
-/* Claim and hash blocks until none is left or the pass stops */
-static bool
-hash_one_block(HashPass *pass)
-{
-	int64_t		b;
-
-	if (__atomic_load_n(&pass->stop, __ATOMIC_RELAXED))
-		return false;
-	b = __atomic_fetch_add(&pass->next, 1, __ATOMIC_RELAXED);
-	if (b >= pass->nblocks)
-		return false;
-	hash_chunk_rows(pass->blocks[b].chunk, pass->blocks[b].first, pass->blocks[b].n, pass->d);
-	return true;
-}
-
-static void *
-hash_thread_main(void *arg)
-{
-	while (hash_one_block((HashPass *) arg))
-		;
-	return NULL;
+	if (chunk->hashes_pending)
+		hash_chunk_rows(chunk, first, n, *(const int *) ctx);
 }
 
 /* The threads worth starting besides the caller for units of work */
@@ -171,57 +139,23 @@ helper_threads(int64_t units)
 GcStatus
 gc_rows_finish_hashes(GcRows *rows, bool (*interrupted) (void), GcError *err)
 {
-	HashPass	pass = {.d = rows->d};
-	pthread_t	threads[GC_HASH_THREADS];
-	bool		started[GC_HASH_THREADS] = {false};
-	int			nthreads;
+	int			d = rows->d;
 	int64_t		pending = 0;
 	GcPoll		poll = {interrupted, 0};
-	GcStatus	status = GC_OK;
+	GcCpuPass	pass = {.rows = rows, .row_units = rows->d, .block_rows = HASH_BLOCK_ROWS,
+		.fn = hash_block, .ctx = &d};
+	GcStatus	status;
 
 	for (int c = 0; c < rows->nchunks; c++)
 		if (rows->chunks[c].hashes_pending)
-		{
 			pending += rows->chunks[c].count;
-			pass.nblocks += (rows->chunks[c].count + HASH_BLOCK_ROWS - 1) / HASH_BLOCK_ROWS;
-		}
 	if (pending == 0)
 		return GC_OK;
-	pass.blocks = malloc(sizeof(HashBlock) * pass.nblocks);
-	if (pass.blocks == NULL)
-		return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for the row hashes' blocks");
-	pass.nblocks = 0;
-	for (int c = 0; c < rows->nchunks; c++)
-	{
-		GcChunk    *chunk = &rows->chunks[c];
-
-		if (!chunk->hashes_pending)
-			continue;
-		for (int64_t first = 0; first < chunk->count; first += HASH_BLOCK_ROWS)
-			pass.blocks[pass.nblocks++] = (HashBlock) {
-				chunk, first,
-				chunk->count - first < HASH_BLOCK_ROWS ? chunk->count - first : HASH_BLOCK_ROWS
-			};
-	}
-
-	nthreads = helper_threads(pending * rows->d);
-	for (int t = 0; t < nthreads; t++)
-		started[t] = gc_thread_create(&threads[t], hash_thread_main, &pass) == 0;
 	/* the hook is polled before the first block too: a pending cancel stops the pass at once */
-	poll.work = GC_POLL_WORK;
-	do
-	{
-		if (gc_poll(&poll, (int64_t) HASH_BLOCK_ROWS * rows->d))
-		{
-			__atomic_store_n(&pass.stop, true, __ATOMIC_RELAXED);
-			status = gc_fail(err, GC_INTERRUPTED, "interrupted while hashing the rows");
-			break;
-		}
-	} while (hash_one_block(&pass));
-	for (int t = 0; t < nthreads; t++)
-		if (started[t])
-			(void) pthread_join(threads[t], NULL);
-	free(pass.blocks);
+	if (gc_poll(&poll, GC_POLL_WORK))
+		return gc_fail(err, GC_INTERRUPTED, "interrupted while hashing the rows");
+	pass.workers = helper_threads(pending * rows->d) + 1;
+	status = gc_cpu_run_blocks(&pass, &poll, err, "interrupted while hashing the rows");
 	if (status != GC_OK)
 		return status;
 	for (int c = 0; c < rows->nchunks; c++)
