@@ -34,6 +34,7 @@
  */
 #include "cpu_labeling.h"
 #include "cpu_threads.h"
+#include "cpu_vectors.h"
 #include "gc_math.h"
 
 #include <float.h>
@@ -47,11 +48,6 @@
 #define TILE_SCREEN_VALUES (1 << 15)	/* screen values a tile holds: 256 KB */
 #define TILE_MAX_ROWS 64
 #define TILE_ROW_VALUES (1 << 14)	/* centred row values a tile holds: 128 KB */
-
-typedef double v4d __attribute__((vector_size(32)));
-typedef int64_t v4di __attribute__((vector_size(32)));
-typedef double v8d __attribute__((vector_size(64)));
-typedef int64_t v8di __attribute__((vector_size(64)));
 
 /* The centroids as the screen reads them */
 typedef struct Panels

@@ -26,6 +26,7 @@
  */
 #include "cpu_labeling.h"
 #include "cpu_threads.h"
+#include "cpu_vectors.h"
 #include "gc_engine.h"
 #include "gc_math.h"
 
@@ -88,9 +89,6 @@ typedef struct UpdatePass
 	CpuSession *s;
 	int64_t		changed[GC_CPU_MAX_THREADS];
 } UpdatePass;
-
-typedef double v8d __attribute__((vector_size(64)));
-typedef int64_t v8di __attribute__((vector_size(64)));
 
 /*
  * Whether every fixed-point value of the fit is below 2^51 in magnitude,

@@ -29,6 +29,7 @@
  *-------------------------------------------------------------------------
  */
 #include "cpu_threads.h"
+#include "cpu_vectors.h"
 #include "gc_engine.h"
 #include "gc_math.h"
 
@@ -43,9 +44,6 @@
  * far apart, and the four-row sums took 40% more (50k x 64)
  */
 #define WIDE_ROWS_MIN_D 256
-
-typedef double v4d __attribute__((vector_size(32)));
-typedef double v8d __attribute__((vector_size(64)));
 
 /*
  * Candidates per greedy step: init_candidates, or by default 2 + floor(ln k)
