@@ -41,7 +41,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define PANEL_WIDTH 8			/* centroids of a panel (and of the micro-kernel) */
 #define KERNEL_ROWS 8			/* rows of the micro-kernel */

@@ -21,19 +21,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "gc_engine.h"
 #include "harness.h"
-
-static double
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 static GcAlgorithm
 parse_algorithm(const char *name)
@@ -103,10 +93,10 @@ main(int argc, char **argv)
 	}
 	result.centroids = malloc(sizeof(double) * k * d);
 	result.sizes = malloc(sizeof(int64_t) * k);
-	start = now_ms();
+	start = gc_now_ms();
 	load_rows(&rows, x, n, d, NULL, plain_alloc, free);
 	status = gc_kmeans_fit(&gc_kmeans_cpu_backend, &rows, &params, &result, &err);
-	total = now_ms() - start;
+	total = gc_now_ms() - start;
 	if (status != GC_OK)
 	{
 		fprintf(stderr, "fit failed: %s\n", err.message);
