@@ -410,15 +410,16 @@ cpu_step(void *session, int64_t pruned_rows, GcStepStatus *status, GcError *err)
 				pruned_work = 0;
 	uint64_t	shift_sum = 0;
 	bool		screened = s->next_labels != NULL;
+	/* every row by the screen, each tile's update while its rows are in cache */
+	bool		tiled = screened && pruned_rows == 0;
 
 	if (pruned_rows > 0 && !rank_centroids(centroids, k, d, s->icd, s->rid, &s->poll))
 		return gc_fail(err, GC_INTERRUPTED, "interrupted in iteration %d", s->iteration + 1);
 	if (!gc_copy_polled(s->sums, NULL, sizeof(long long) * k * d, &s->poll))
 		return gc_fail(err, GC_INTERRUPTED, "interrupted in iteration %d", s->iteration + 1);
 	memset(s->counts, 0, sizeof(long long) * k);
-	if (screened && pruned_rows == 0)
+	if (tiled)
 	{
-		/* every row by the screen, each tile's update while its rows are in cache */
 		UpdatePass	update = {.s = s};
 		GcTileHook	hook = {update_block, &update, s->update_workers};
 		GcStatus	st;
@@ -442,7 +443,8 @@ cpu_step(void *session, int64_t pruned_rows, GcStepStatus *status, GcError *err)
 		if (st != GC_OK)
 			return st;
 	}
-	for (int ci = 0; ci < rows->nchunks && !(screened && pruned_rows == 0); ci++)
+	/* otherwise the rows one by one: pruned, screened already, or scanned */
+	for (int ci = 0; !tiled && ci < rows->nchunks; ci++)
 	{
 		const GcChunk *chunk = &rows->chunks[ci];
 
@@ -452,7 +454,6 @@ cpu_step(void *session, int64_t pruned_rows, GcStepStatus *status, GcError *err)
 			const double *x = chunk->values + (size_t) i * d;
 			int			l;
 			long long	w = gc_chunk_weight(chunk, i);
-			long long  *sum;
 
 			if (row < pruned_rows)
 			{
@@ -479,9 +480,8 @@ cpu_step(void *session, int64_t pruned_rows, GcStepStatus *status, GcError *err)
 			changed += (l != s->labels[row]);
 			s->labels[row] = l;
 			s->counts[l] += w;
-			sum = s->sums + (size_t) l * d;
-			for (int j = 0; j < d; j++)
-				sum[j] += w * gc_quantize(x[j], frame->offset[j], frame->scale[j]);
+			add_quantized(s->sums + (size_t) l * d, x, frame->offset, frame->scale, w, d,
+						  s->quantize_in_vectors);
 		}
 	}
 
