@@ -122,6 +122,12 @@ typedef struct GcKmeansParams
 	 */
 	int			levels;
 	int			refine_iter;
+	/*
+	 * Sharded fits (engine/kmeans_shards.c): the sessions the rows are
+	 * split among, each a contiguous range; 0 or 1: one.  Other backends
+	 * ignore it.
+	 */
+	int			shards;
 	bool		(*interrupted) (void);	/* polled in long loops */
 	GcProgressFn progress;		/* NULL: none */
 	void	   *progress_arg;
@@ -334,9 +340,33 @@ typedef struct GcKmeansBackend
 	GcStatus	(*label_sample) (void *session, const double *centroids,
 								 const int64_t *sample, int m, int32_t *labels,
 								 int32_t *exact, GcError *err);
+
+	/*
+	 * A session as one shard of a sharded fit (engine/kmeans_shards.c);
+	 * NULL where the backend cannot be one.  step_partial: step's labeling
+	 * alone, its rows' exact fixed-point sums (k * d, gc_quantize units)
+	 * and weights (k) written into sums and counts, its centroids left as
+	 * they are (status->shift_sum 0); load_centroids: the centroids the
+	 * next step labels against; score_sum: score, the inertia as its exact
+	 * sum of weighted quantised squared distances (units of
+	 * 2^-frame->inertia_exp), which shards add to the unsplit sum
+	 */
+	GcStatus	(*step_partial) (void *session, int64_t pruned_rows, long long *sums,
+								 long long *counts, GcStepStatus *status, GcError *err);
+	GcStatus	(*load_centroids) (void *session, const double *centroids, GcError *err);
+	GcStatus	(*score_sum) (void *session, const double *centroids, int32_t *labels,
+							  double *distances, int64_t *sizes,
+							  unsigned __int128 *inertia_sum, GcError *err);
 } GcKmeansBackend;
 
 extern const GcKmeansBackend gc_kmeans_cpu_backend;
+
+/*
+ * One fit over params->shards CPU sessions, each over a contiguous range
+ * of the rows (engine/kmeans_shards.c): the same model, to the bit, as
+ * gc_kmeans_cpu_backend's, whatever the number of shards
+ */
+extern const GcKmeansBackend gc_kmeans_cpu_sharded_backend;
 
 /*
  * Runs n_init restarts on backend and fills result with the best; a
@@ -356,6 +386,18 @@ extern GcStatus gc_kmeans_fit(const GcKmeansBackend *backend,
 extern int64_t gc_kmeans_balance_cap(const GcKmeansParams *params, int64_t n);
 
 /* Shared pieces of the algorithm, identical on both backends. */
+/*
+ * The centroid update (engine/centroid_update.c): each of k centroids
+ * (k * frame->d values) moved to the mean of its cluster from the exact
+ * fixed-point sums and weights, renormalised under the cosine metric; a
+ * cluster of weight zero, or of no direction, keeps its centroid.  Adds
+ * the quantised squared shifts to *shift_sum; mean is d values of
+ * scratch; false when poll's hook asked to stop.
+ */
+extern bool gc_kmeans_update_centroids(const GcFrame *frame, GcMetric metric, int k,
+									   const long long *sums, const long long *counts,
+									   double *centroids, double *mean, GcPoll *poll,
+									   uint64_t *shift_sum);
 extern GcStatus gc_select_random_rows(const GcRows *rows, int k, uint64_t seed,
 									  int64_t *chosen, bool (*interrupted) (void),
 									  GcError *err);

@@ -87,6 +87,8 @@ update_workers(CpuSession *s)
 typedef struct UpdatePass
 {
 	CpuSession *s;
+	long long  *sums;			/* k * d: thread 0's sums, then everyone's */
+	long long  *counts;			/* k */
 	int64_t		changed[GC_CPU_MAX_THREADS];
 } UpdatePass;
 
@@ -151,9 +153,9 @@ update_block(void *ctx, int worker, const GcChunk *chunk, int64_t first, int64_t
 	int			k = s->k,
 				d = s->rows->d;
 	const GcFrame *frame = s->frame;
-	long long  *sums = worker == 0 ? s->sums :
+	long long  *sums = worker == 0 ? pass->sums :
 		s->worker_sums + (size_t) (worker - 1) * ((size_t) k * d + k);
-	long long  *counts = worker == 0 ? s->counts : sums + (size_t) k * d;
+	long long  *counts = worker == 0 ? pass->counts : sums + (size_t) k * d;
 	int64_t		changed = 0;
 
 	for (int64_t i = first; i < first + count; i++)
@@ -174,7 +176,7 @@ update_block(void *ctx, int worker, const GcChunk *chunk, int64_t first, int64_t
 
 /*
  * The other threads' sums, counts and changes (update_block) added to
- * the session's and to changed
+ * thread 0's and to changed
  */
 static void
 merge_worker_sums(CpuSession *s, const UpdatePass *pass, int64_t *changed)
@@ -189,9 +191,9 @@ merge_worker_sums(CpuSession *s, const UpdatePass *pass, int64_t *changed)
 			const long long *sums = s->worker_sums + (size_t) (w - 1) * (kd + s->k);
 
 			for (size_t i = 0; i < kd; i++)
-				s->sums[i] += sums[i];
+				pass->sums[i] += sums[i];
 			for (int c = 0; c < s->k; c++)
-				s->counts[c] += sums[kd + c];
+				pass->counts[c] += sums[kd + c];
 		}
 	}
 }
@@ -391,12 +393,14 @@ cpu_prepare_pruning(void *session, bool *available, GcError *err)
 }
 
 /*
- * One iteration: rows before pruned_rows labelled by pruning from their
- * previous labels, the others against every centroid, then the centroids
- * moved to the means of their rows (an empty cluster keeps its centroid)
+ * One iteration's labeling: rows before pruned_rows labelled by pruning
+ * from their previous labels, the others against every centroid, and
+ * each row's quantised values added to its cluster's sums and its weight
+ * to its count (sums and counts overwritten); the centroids stay
  */
 static GcStatus
-cpu_step(void *session, int64_t pruned_rows, GcStepStatus *status, GcError *err)
+cpu_step_partial(void *session, int64_t pruned_rows, long long *sums, long long *counts,
+				 GcStepStatus *status, GcError *err)
 {
 	CpuSession *s = session;
 	const GcRows *rows = s->rows;
@@ -408,19 +412,18 @@ cpu_step(void *session, int64_t pruned_rows, GcStepStatus *status, GcError *err)
 	int64_t		changed = 0,
 				work = 0,
 				pruned_work = 0;
-	uint64_t	shift_sum = 0;
 	bool		screened = s->next_labels != NULL;
 	/* every row by the screen, each tile's update while its rows are in cache */
 	bool		tiled = screened && pruned_rows == 0;
 
 	if (pruned_rows > 0 && !rank_centroids(centroids, k, d, s->icd, s->rid, &s->poll))
 		return gc_fail(err, GC_INTERRUPTED, "interrupted in iteration %d", s->iteration + 1);
-	if (!gc_copy_polled(s->sums, NULL, sizeof(long long) * k * d, &s->poll))
+	if (!gc_copy_polled(sums, NULL, sizeof(long long) * k * d, &s->poll))
 		return gc_fail(err, GC_INTERRUPTED, "interrupted in iteration %d", s->iteration + 1);
-	memset(s->counts, 0, sizeof(long long) * k);
+	memset(counts, 0, sizeof(long long) * k);
 	if (tiled)
 	{
-		UpdatePass	update = {.s = s};
+		UpdatePass	update = {.s = s, .sums = sums, .counts = counts};
 		GcTileHook	hook = {update_block, &update, s->update_workers};
 		GcStatus	st;
 
@@ -479,45 +482,47 @@ cpu_step(void *session, int64_t pruned_rows, GcStepStatus *status, GcError *err)
 							   s->iteration + 1);
 			changed += (l != s->labels[row]);
 			s->labels[row] = l;
-			s->counts[l] += w;
-			add_quantized(s->sums + (size_t) l * d, x, frame->offset, frame->scale, w, d,
+			counts[l] += w;
+			add_quantized(sums + (size_t) l * d, x, frame->offset, frame->scale, w, d,
 						  s->quantize_in_vectors);
 		}
 	}
-
-	for (int c = 0; c < k; c++)
-	{
-		double	   *centroid = centroids + (size_t) c * d;
-
-		if (gc_poll(&s->poll, d))
-			return gc_fail(err, GC_INTERRUPTED, "interrupted in iteration %d",
-						   s->iteration + 1);
-		if (s->counts[c] == 0)
-			continue;			/* an empty cluster keeps its centroid */
-		for (int j = 0; j < d; j++)
-			s->mean[j] = gc_dequantize_mean(s->sums[(size_t) c * d + j], s->counts[c],
-											frame->offset[j], frame->scale[j]);
-		/*
-		 * spherical k-means: the mean of unit rows, back on the sphere; a
-		 * mean of no direction (rows that cancel, as x and -x) keeps the
-		 * centroid, as an empty cluster does
-		 */
-		if (params->metric == GC_METRIC_COSINE && !gc_unit_normalize(s->mean, d))
-			continue;
-		/* each term quantised alone: the GPU's sum, to the bit (tolerance.c) */
-		for (int j = 0; j < d; j++)
-		{
-			shift_sum += (uint64_t) gc_quantize_wide(gc_sqdiff(s->mean[j], centroid[j]),
-													 frame->shift_exp);
-			centroid[j] = s->mean[j];
-		}
-	}
-	s->iteration++;
 	status->changed = changed;
-	status->shift_sum = shift_sum;
+	status->shift_sum = 0;
 	status->pruned_work = (double) pruned_work;
 	status->distances = (double) work;
 	status->kernel = "cpu";
+	return GC_OK;
+}
+
+/* The centroids the next step labels against (a sharded fit's update) */
+static GcStatus
+cpu_load_centroids(void *session, const double *centroids, GcError *err)
+{
+	CpuSession *s = session;
+
+	if (!gc_copy_polled(s->centroids, centroids, sizeof(double) * s->k * s->rows->d, &s->poll))
+		return gc_fail(err, GC_INTERRUPTED, "interrupted in iteration %d", s->iteration + 1);
+	s->iteration++;
+	return GC_OK;
+}
+
+/*
+ * One iteration: the labeling and sums of cpu_step_partial, then the
+ * centroids moved to the means of their rows (centroid_update.c)
+ */
+static GcStatus
+cpu_step(void *session, int64_t pruned_rows, GcStepStatus *status, GcError *err)
+{
+	CpuSession *s = session;
+	GcStatus	st = cpu_step_partial(s, pruned_rows, s->sums, s->counts, status, err);
+
+	if (st != GC_OK)
+		return st;
+	if (!gc_kmeans_update_centroids(s->frame, s->params->metric, s->k, s->sums, s->counts,
+									s->centroids, s->mean, &s->poll, &status->shift_sum))
+		return gc_fail(err, GC_INTERRUPTED, "interrupted in iteration %d", s->iteration + 1);
+	s->iteration++;
 	return GC_OK;
 }
 
@@ -531,11 +536,12 @@ cpu_end(void *session, double *centroids, GcError *err)
 }
 
 /*
- * Sizes and inertia (and optionally labels and distances) for centroids
+ * Sizes and the inertia's exact sum (and optionally labels and
+ * distances) for centroids
  */
 static GcStatus
-cpu_score(void *session, const double *centroids, int32_t *labels,
-		  double *distances, int64_t *sizes, double *inertia, GcError *err)
+cpu_score_sum(void *session, const double *centroids, int32_t *labels,
+			  double *distances, int64_t *sizes, gc_u128 *inertia_sum, GcError *err)
 {
 	CpuSession *s = session;
 	const GcRows *rows = s->rows;
@@ -593,8 +599,24 @@ cpu_score(void *session, const double *centroids, int32_t *labels,
 		}
 	}
 	free(screened_d2);
-	*inertia = gc_inertia_value(total, s->frame);
+	*inertia_sum = total;
 	return GC_OK;
+}
+
+/*
+ * Sizes and inertia (and optionally labels and distances) for centroids
+ */
+static GcStatus
+cpu_score(void *session, const double *centroids, int32_t *labels,
+		  double *distances, int64_t *sizes, double *inertia, GcError *err)
+{
+	CpuSession *s = session;
+	gc_u128		total;
+	GcStatus	st = cpu_score_sum(s, centroids, labels, distances, sizes, &total, err);
+
+	if (st == GC_OK)
+		*inertia = gc_inertia_value(total, s->frame);
+	return st;
 }
 
 const GcKmeansBackend gc_kmeans_cpu_backend = {
@@ -611,4 +633,7 @@ const GcKmeansBackend gc_kmeans_cpu_backend = {
 	.end = cpu_end,
 	.score = cpu_score,
 	.close = cpu_close,
+	.step_partial = cpu_step_partial,
+	.load_centroids = cpu_load_centroids,
+	.score_sum = cpu_score_sum,
 };
