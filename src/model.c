@@ -110,7 +110,8 @@ input_name(int i)
  * here: 0 when not recorded (a model typed in without it)
  */
 static const char *const init_names[] = {
-	"unknown", "kmeans++", "greedy kmeans++", "kmeans||", "random", "given"
+	"unknown", "kmeans++", "greedy kmeans++", "kmeans||", "random", "given",
+	"batched kmeans++"
 };
 
 static const char *

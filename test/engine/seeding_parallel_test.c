@@ -406,6 +406,98 @@ test_rule(void)
 		  "the recluster is greedy with 2 + ln k candidates", "rule");
 }
 
+/*
+ * Batched k-means++ on a sample (engine/seeding_batched.c): the same
+ * centres whatever the rows' order (weighted too), k distinct rows, and
+ * fits within 1% of k-means||'s on blobs of k / 4 centres (4 seeds)
+ */
+static void
+test_batched(void)
+{
+	int64_t		n = 20000;
+	int			d = 8,
+				k = 400;
+	double	   *centres = malloc(sizeof(double) * (k / 4) * d);
+	double	   *x = make_data(n, d, k / 4, 6.0, centres, NULL);
+	double	   *w = malloc(sizeof(double) * n);
+	int64_t    *order = malloc(sizeof(int64_t) * n);
+	int64_t    *ca = malloc(sizeof(int64_t) * k),
+			   *cb = malloc(sizeof(int64_t) * k);
+	double		total[2] = {0, 0};
+	const char *name = NULL;
+	char		what[200];
+
+	for (int64_t i = 0; i < n; i++)
+	{
+		w[i] = 1.0 + floor(uniform() * 9.0);
+		order[i] = i;
+	}
+	for (int64_t i = n - 1; i > 0; i--)
+	{
+		int64_t		j = (int64_t) (uniform() * (i + 1));
+		int64_t		t = order[i];
+
+		order[i] = order[j];
+		order[j] = t;
+	}
+	for (int weighted = 0; weighted < 2; weighted++)
+	{
+		GcRows		a,
+					b;
+		GcKmeansParams params = parallel_params(k);
+		GcFrame		fa = {0},
+					fb = {0};
+		GcError		err = {0};
+		bool		same = true,
+					distinct = true;
+		char	   *seen = calloc(n, 1);
+
+		load_weighted(&a, x, n, d, NULL, weighted ? w : NULL, plain_alloc, free);
+		load_weighted(&b, x, n, d, order, weighted ? w : NULL, plain_alloc, free);
+		check(gc_frame_init(&fa, &a, &err) == GC_OK && gc_frame_init(&fb, &b, &err) == GC_OK &&
+			  gc_seed_batched_cpu(&a, &fa, &params, 5, ca, &err) == GC_OK &&
+			  gc_seed_batched_cpu(&b, &fb, &params, 5, cb, &err) == GC_OK,
+			  "batched k-means++ runs", weighted ? "weighted" : "unweighted");
+		for (int c = 0; c < k; c++)
+		{
+			same &= memcmp(gc_rows_get(&a, ca[c]), gc_rows_get(&b, cb[c]), sizeof(double) * d) == 0;
+			distinct &= !seen[ca[c]];
+			seen[ca[c]] = 1;
+		}
+		check(same, "shuffled rows give the same batched centres", weighted ? "weighted" : "unweighted");
+		check(distinct, "batched k-means++ picks distinct rows", weighted ? "weighted" : "unweighted");
+		free(seen);
+		gc_frame_release(&fa);
+		gc_frame_release(&fb);
+		gc_rows_release(&a);
+		gc_rows_release(&b);
+	}
+	{
+		GcRows		rows;
+
+		load_weighted(&rows, x, n, d, NULL, NULL, plain_alloc, free);
+		for (uint64_t seed = 0; seed < 4; seed++)
+		{
+			total[0] += fit_inertia(&gc_kmeans_cpu_backend, &rows, GC_INIT_BATCHED, k, seed, &name);
+			total[1] += fit_inertia(&gc_kmeans_cpu_backend, &rows, GC_INIT_KMEANS_PARALLEL, k, seed, NULL);
+		}
+		gc_rows_release(&rows);
+	}
+	printf("blobs n=%d d=%d k=%d (k / 4 centres), 4 seeds: total inertia batched %.1f k-means|| %.1f\n",
+		   (int) n, d, k, total[0], total[1]);
+	snprintf(what, sizeof(what), "batched fits within 1%% of k-means||'s (%.1f vs %.1f)",
+			 total[0], total[1]);
+	check(total[0] <= 1.01 * total[1], what, "batched");
+	check(name != NULL && strcmp(name, "batched kmeans++") == 0, "the fit reports batched kmeans++",
+		  "batched");
+	free(centres);
+	free(x);
+	free(w);
+	free(order);
+	free(ca);
+	free(cb);
+}
+
 /* Fewer distinct rows than k: the seeding ends, with every distinct row chosen */
 static void
 test_duplicates(void)
@@ -639,6 +731,7 @@ main(int argc, char **argv)
 	test_duplicates();
 	test_cancel();
 	test_quality();
+	test_batched();
 #ifdef GC_WITH_CUDA
 	test_gpu_equals_cpu();
 #endif
