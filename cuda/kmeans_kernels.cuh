@@ -145,6 +145,19 @@ bool		gc_tensor_splits(int d, int k, bool bf16, bool streamed);
  * and the exact check over what 3xTF32 doubts (exact); 3xTF32 alone puts
  * its doubts in doubtful.
  */
+/*
+ * Scratch of the exact check split over blocks (tensor/operands.cu): a
+ * short list's rows each take several blocks, one slice of the centroids
+ * each, and the last block of a row to finish merges its slices
+ */
+#define GC_REFINE_BLOCKS 1024
+typedef struct RefineSlices
+{
+	double	   *best_d2;		/* GC_REFINE_BLOCKS: a slice's nearest distance */
+	int		   *best_c;			/* GC_REFINE_BLOCKS: and its centroid */
+	unsigned int *arrivals;		/* GC_REFINE_BLOCKS, zero between launches */
+} RefineSlices;
+
 typedef struct TensorRefinement
 {
 	const float *xnorm;
@@ -170,6 +183,8 @@ typedef struct TensorRefinement
 	 */
 	const double *need_below;
 	unsigned long long *refined;	/* exact distances the check computed, or NULL */
+	/* the check of short lists split over blocks, without separations; NULL: never */
+	const RefineSlices *slices;
 	/* Hopper's TF32 screen (tensor/wgmma_kernels.cu), where it runs */
 	const struct WgmmaOperands *wgmma_ops;	/* the rows and the TF32 centroids */
 	const float *wgmma_half_norms;	/* -||c||^2 / 2 of the TF32 centroids, padded */

@@ -70,6 +70,7 @@ typedef struct TensorState
 	const float *described;		/* wgmma screen: the rows ops describes */
 	WgmmaOperands ops;			/* wgmma screen: the rows and ctf32 as tensor maps */
 	double	   *columns;		/* exact check without them: c64 by column */
+	RefineSlices slices;		/* exact check without them: a short list split */
 	float	   *separations;	/* exact check: k x k, once it takes them */
 	bool		unseparable;	/* no room for them: not tried again */
 } TensorState;
@@ -130,6 +131,12 @@ tensor_open(CudaSession *s, bool exact, void **state, GcError *err)
 	t->refine.d = d;
 	ALLOC_OR_RETURN(t->columns, (size_t) s->k * d);
 	t->refine.c64_columns = t->columns;
+	ALLOC_OR_RETURN(t->slices.best_d2, GC_REFINE_BLOCKS);
+	ALLOC_OR_RETURN(t->slices.best_c, GC_REFINE_BLOCKS);
+	ALLOC_OR_RETURN(t->slices.arrivals, GC_REFINE_BLOCKS);
+	GC_CUDA_TRY(cudaMemsetAsync(t->slices.arrivals, 0, sizeof(unsigned int) * GC_REFINE_BLOCKS,
+								s->stream), err);
+	t->refine.slices = &t->slices;
 
 	ALLOC_OR_RETURN(t->cnorm_tf32, (size_t) kpad);
 	GC_CUDA_TRY(cudaMemsetAsync(t->cnorm_tf32, 0, sizeof(float) * kpad, s->stream), err);
@@ -388,6 +395,9 @@ tensor_close(void *state)
 	cudaFree(t->cpad);
 	cudaFree(t->group_tops);
 	cudaFree(t->xnorm);
+	cudaFree(t->slices.best_d2);
+	cudaFree(t->slices.best_c);
+	cudaFree(t->slices.arrivals);
 	cudaFree(t->doubtful);
 	cudaFree(t->doubtful_count);
 	cudaFree(t->cnorm_tf32);

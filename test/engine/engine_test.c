@@ -136,6 +136,9 @@ main(int argc, char **argv)
 	run_tensor_case(20000, 96, 300, -1.0);	/* uniform, partial centroid tiles */
 	run_tensor_near_duplicates_case(30000, 64, 300, 220);	/* the check skips by separations */
 	run_tensor_case(20000, 64, 512, 0.5);	/* sums past shared memory: global atomics */
+	/* large k: the exact check of short lists in slices, list passes in groups */
+	run_tensor_case(16000, 128, 2048, 0.5);
+	run_tensor_case(16000, 64, 4096, -1.0);
 	/* small d, the point tile resident: 32-, 64- and 128-byte column steps */
 	run_tensor_case(20000, 8, 200, 0.5);
 	run_tensor_case(20000, 8, 256, -1.0);
