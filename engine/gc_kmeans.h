@@ -280,6 +280,8 @@ typedef struct GcStepStatus
 	const char *kernel;			/* the labeling kernel of this step */
 } GcStepStatus;
 
+struct GcParallelOps;			/* k-means|| over shards: gc_seeding.h */
+
 /*
  * A backend: a session over one row set, offering the steps of which the
  * driver (gc_kmeans_fit) makes restarts and iterations.  Centroids cross
@@ -361,6 +363,15 @@ typedef struct GcKmeansBackend
 	GcStatus	(*score_sum) (void *session, const double *centroids, int32_t *labels,
 							  double *distances, int64_t *sizes,
 							  unsigned __int128 *inertia_sum, GcError *err);
+	/*
+	 * k-means|| over shards (gc_seed_kmeans_parallel_shards, gc_seeding.h):
+	 * a shard of the session's rows, numbered from row_base in the fit,
+	 * and the passes that run over it (ops->close frees it); NULL: the
+	 * sharded fit seeds on the CPU over every row
+	 */
+	GcStatus	(*parallel_shard) (void *session, const GcKmeansParams *params,
+								   int64_t row_base, void **shard,
+								   const struct GcParallelOps **ops, GcError *err);
 } GcKmeansBackend;
 
 extern const GcKmeansBackend gc_kmeans_cpu_backend;

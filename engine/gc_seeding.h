@@ -129,6 +129,60 @@ extern GcStatus gc_seed_batched_cpu(const GcRows *rows, const GcFrame *frame,
 									const GcKmeansParams *params, uint64_t seed,
 									int64_t *chosen, GcError *err);
 
+/*
+ * k-means|| over shards.  Every pass but the recluster runs over each
+ * shard's rows apart, and what the shards return adds up, in shard order,
+ * to what one pass over all the rows gives: the least race key for the
+ * first centre (the key holds the fit's row number), the potential's
+ * exact integer sum, the samples in row order (sorted by hash after),
+ * each candidate's weight.  A shard is rows row_base .. row_base + n - 1
+ * of the fit, held by a backend session (GcKmeansBackend.parallel_shard)
+ * or, on the CPU, by a GcParallelShard.
+ */
+typedef struct GcRowList
+{
+	int64_t    *rows;
+	int64_t		count;
+	int64_t		capacity;
+} GcRowList;
+
+/* Append row to list; false: out of memory */
+extern bool gc_row_list_push(GcRowList *list, int64_t row);
+
+typedef struct GcParallelOps
+{
+	/* the least race key of the first draw over the shard's rows (GC_RACE_NONE: none) */
+	GcStatus	(*first) (void *shard, uint64_t seed, uint64_t *key, GcError *err);
+	/*
+	 * each row's D^2 lowered to its nearest of the m candidates in batch
+	 * (m x d values), numbered first .. first + m - 1 (set, when first is
+	 * 0), and the shard's potential
+	 */
+	GcStatus	(*nearest) (void *shard, const double *batch, int64_t first, int64_t m,
+							unsigned __int128 *potential, GcError *err);
+	/* round's samples over the potential phi appended to sampled, in row order */
+	GcStatus	(*sample) (void *shard, uint64_t seed, int round, double phi,
+						   GcRowList *sampled, GcError *err);
+	/* each row's weight added to its nearest candidate's in weight */
+	GcStatus	(*weights) (void *shard, int64_t *weight, GcError *err);
+	void		(*close) (void *shard);
+} GcParallelOps;
+
+/* k-means|| over nshards shards of rows whose passes ops runs */
+extern GcStatus gc_seed_kmeans_parallel_shards(const GcParallelOps *ops, void **shards,
+											   int nshards, const GcRows *rows,
+											   const GcFrame *frame,
+											   const GcKmeansParams *params, uint64_t seed,
+											   int64_t *chosen, GcError *err);
+
+/* A CPU shard: rows are rows row_base .. of the fit; its passes are gc_parallel_cpu_ops */
+typedef struct GcParallelShard GcParallelShard;
+extern GcStatus gc_parallel_shard_open(const GcRows *rows, int64_t row_base,
+									   const GcFrame *frame, const GcKmeansParams *params,
+									   GcParallelShard **shard, GcError *err);
+extern void gc_parallel_shard_close(void *shard);
+extern const GcParallelOps gc_parallel_cpu_ops;
+
 #ifdef __cplusplus
 }
 #endif

@@ -279,6 +279,23 @@ cpu_seed_batched(void *session, const GcKmeansParams *params, uint64_t seed,
 	return gc_seed_batched_cpu(s->rows, s->frame, params, seed, chosen, err);
 }
 
+/* A k-means|| shard of the session's rows (engine/seeding_parallel.c) */
+static GcStatus
+cpu_parallel_shard(void *session, const GcKmeansParams *params, int64_t row_base,
+				   void **shard, const GcParallelOps **ops, GcError *err)
+{
+	CpuSession *s = (CpuSession *) session;
+	GcParallelShard *sh;
+	GcStatus	status = gc_parallel_shard_open(s->rows, row_base, s->frame, params, &sh, err);
+
+	if (status == GC_OK)
+	{
+		*shard = sh;
+		*ops = &gc_parallel_cpu_ops;
+	}
+	return status;
+}
+
 /*
  * Inter-centroid distances (icd, k x k) and, for each centroid, the other
  * centroids ranked by distance from it (rid, k x k, the centroid itself
@@ -647,4 +664,5 @@ const GcKmeansBackend gc_kmeans_cpu_backend = {
 	.step_partial = cpu_step_partial,
 	.load_centroids = cpu_load_centroids,
 	.score_sum = cpu_score_sum,
+	.parallel_shard = cpu_parallel_shard,
 };

@@ -22,9 +22,12 @@
  * bounding box and frame, and its row i is parent row first + i, draw
  * hashes included.  Labels and distances come back in row order.
  *
- * Seeding is not yet split: k-means++ and k-means|| run on the CPU
- * reference over the parent store (the child's seeding gives the same
- * rows), random and given initialisation need no backend.  The check of
+ * k-means|| runs its passes in the shards (the child's parallel_shard,
+ * engine/seeding_parallel.c): race keys, potentials, samples and
+ * candidate weights add up to the unsplit pass's.  k-means++ (greedy or
+ * batched) is not split yet: it runs on the CPU reference over the
+ * parent store (the child's seeding gives the same rows); random and given initialisation
+ * need no backend.  The check of
  * reduced precision and row ordering are not offered (the CPU's labels
  * are exact and it does not reorder).
  *
@@ -206,14 +209,48 @@ shards_seed_kmeanspp(void *session, const GcKmeansParams *params, uint64_t seed,
 	return gc_seed_kmeanspp_cpu(s->rows, s->frame, params, seed, chosen, err);
 }
 
-/* k-means|| over every row, on the CPU reference (engine/seeding_parallel.c) */
+/* batched k-means++ over every row, on the CPU reference (engine/seeding_batched.c) */
+static GcStatus
+shards_seed_batched(void *session, const GcKmeansParams *params, uint64_t seed,
+					int64_t *chosen, GcError *err)
+{
+	ShardSession *s = session;
+
+	return gc_seed_batched_cpu(s->rows, s->frame, params, seed, chosen, err);
+}
+
+/*
+ * k-means|| over the shards (engine/seeding_parallel.c): each child runs
+ * the passes over its rows, the sums and samples added up here; on the
+ * CPU reference over every row where the child offers no shards
+ */
 static GcStatus
 shards_seed_kmeans_parallel(void *session, const GcKmeansParams *params, uint64_t seed,
 							int64_t *chosen, GcError *err)
 {
 	ShardSession *s = session;
+	const GcParallelOps *ops = NULL;
+	void	  **parts;
+	int			opened = 0;
+	GcStatus	status = GC_OK;
 
-	return gc_seed_kmeans_parallel_cpu(s->rows, s->frame, params, seed, chosen, err);
+	if (s->child->parallel_shard == NULL)
+		return gc_seed_kmeans_parallel_cpu(s->rows, s->frame, params, seed, chosen, err);
+	parts = calloc(s->nshards, sizeof(void *));
+	if (parts == NULL)
+		return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for seeding");
+	/* one backend's shards: one table of passes */
+	for (; status == GC_OK && opened < s->nshards; opened++)
+		status = s->child->parallel_shard(s->sessions[opened], params, s->first[opened],
+										  &parts[opened], &ops, err);
+	if (status == GC_OK)
+		status = gc_seed_kmeans_parallel_shards(ops, parts, s->nshards, s->rows, s->frame,
+												params, seed, chosen, err);
+	for (int i = 0; i < opened; i++)
+		if (parts[i])
+			ops->close(parts[i]);
+	free(parts);
+	return status;
 }
 
 /* A restart from centroids in every shard; pruning where every shard can */
@@ -365,6 +402,7 @@ const GcKmeansBackend gc_kmeans_cpu_sharded_backend = {
 	.open = shards_open_cpu,
 	.seed_kmeanspp = shards_seed_kmeanspp,
 	.seed_kmeans_parallel = shards_seed_kmeans_parallel,
+	.seed_batched = shards_seed_batched,
 	.begin = shards_begin,
 	.prepare_pruning = shards_prepare_pruning,
 	.step = shards_step,

@@ -3,9 +3,10 @@
  * seeding_parallel.c
  *	  k-means|| seeding on the CPU (Bahmani, Moseley, Vattani, Kumar &
  *	  Vassilvitskii, "Scalable K-Means++", VLDB 2012): the reference that
- *	  cuda/seeding_parallel.cu is tested against, and the pieces both
- *	  share (when to sample again, the order of a round's samples, the
- *	  parameters of the recluster).
+ *	  cuda/seeding_parallel.cu is tested against, its rounds over the
+ *	  shards of a sharded fit, and the pieces both devices share (when to
+ *	  sample again, the order of a round's samples, the parameters of the
+ *	  recluster).
  *
  * The first centre is k-means++'s first draw (the race of stream 0 over
  * the rows' weights).  Each round then samples every row independently,
@@ -27,6 +28,13 @@
  * those of weight zero (duplicates of an earlier candidate) are dropped,
  * and greedy k-means++ (engine/seeding.c) chooses k among the rest.
  *
+ * Every pass but the recluster is written once over a shard of the rows
+ * (GcParallelOps: the first race, the nearest pass, the sampling, the
+ * candidates' weights), and gc_seed_kmeans_parallel_shards adds up what
+ * the shards return, which equals one pass over all the rows: the CPU
+ * reference is its one-shard case, a sharded fit (kmeans_shards.c) runs
+ * it over its children's shards.
+ *
  * IDENTIFICATION
  *	  engine/seeding_parallel.c
  *
@@ -38,24 +46,23 @@
 
 #include <stdlib.h>
 
-/* What k-means|| keeps between its passes over the rows */
-typedef struct ParallelState
+/*
+ * What k-means|| keeps of one shard's rows between its passes: the rows
+ * row_base .. row_base + n - 1 of the fit (all of them, unsharded)
+ */
+struct GcParallelShard
 {
 	const GcRows *rows;
+	int64_t		row_base;
 	const GcKmeansParams *params;
 	int			inertia_exp;
 	double	   *mind2;			/* n: squared distance to the nearest candidate */
 	int32_t    *nearest;		/* n: that candidate */
-	int64_t    *candidates;		/* rows sampled, in order */
-	int64_t		count;
-	int64_t		capacity;
-	double	   *batch_values;	/* the round's samples' values, m * d */
 	const double *offset;		/* the frame's centre, for the screened labeling */
 	int32_t    *labels;			/* n, the screened labeling's answers; NULL: none */
 	double	   *d2;				/* n, and their distances */
-	gc_u128		potential;		/* sum of w D^2, quantised */
 	GcPoll		poll;			/* the interrupt hook, polled by work */
-} ParallelState;
+};
 
 bool
 gc_parallel_more_rounds(int round, int64_t candidates, int k, gc_u128 potential)
@@ -112,11 +119,81 @@ gc_parallel_recluster_params(const GcKmeansParams *params)
 	return p;
 }
 
-/* The first centre: k-means++'s first draw, the race over the weights */
-static GcStatus
-first_centre(ParallelState *st, uint64_t seed, GcError *err)
+
+bool
+gc_row_list_push(GcRowList *list, int64_t row)
 {
-	const GcRows *rows = st->rows;
+	if (list->count == list->capacity)
+	{
+		int64_t		capacity = list->capacity > 0 ? list->capacity * 2 : 64;
+		int64_t    *grown = realloc(list->rows, sizeof(int64_t) * capacity);
+
+		if (grown == NULL)
+			return false;
+		list->rows = grown;
+		list->capacity = capacity;
+	}
+	list->rows[list->count++] = row;
+	return true;
+}
+
+GcStatus
+gc_parallel_shard_open(const GcRows *rows, int64_t row_base, const GcFrame *frame,
+					   const GcKmeansParams *params, GcParallelShard **shard, GcError *err)
+{
+	GcParallelShard *sh = calloc(1, sizeof(GcParallelShard));
+	int64_t		n = rows->n > 0 ? rows->n : 1;
+
+	if (sh == NULL)
+		return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for seeding");
+	sh->rows = rows;
+	sh->row_base = row_base;
+	sh->params = params;
+	sh->inertia_exp = frame->inertia_exp;
+	sh->offset = frame->offset;
+	sh->poll.interrupted = params->interrupted;
+	sh->mind2 = malloc(sizeof(double) * n);
+	sh->nearest = malloc(sizeof(int32_t) * n);
+	if (sh->mind2 == NULL || sh->nearest == NULL)
+	{
+		gc_parallel_shard_close(sh);
+		return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for seeding");
+	}
+	/* without them (a narrow store, or no memory) each row is scanned alone */
+	if (gc_cpu_labeling_applies(rows))
+	{
+		sh->labels = malloc(sizeof(int32_t) * n);
+		sh->d2 = malloc(sizeof(double) * n);
+		if (sh->labels == NULL || sh->d2 == NULL)
+		{
+			free(sh->labels);
+			free(sh->d2);
+			sh->labels = NULL;
+			sh->d2 = NULL;
+		}
+	}
+	*shard = sh;
+	return GC_OK;
+}
+
+void
+gc_parallel_shard_close(void *shard)
+{
+	GcParallelShard *sh = shard;
+
+	free(sh->mind2);
+	free(sh->nearest);
+	free(sh->labels);
+	free(sh->d2);
+	free(sh);
+}
+
+/* The shard's bid for the first centre: k-means++'s first draw, the race over the weights */
+static GcStatus
+shard_first(void *shard, uint64_t seed, uint64_t *key, GcError *err)
+{
+	GcParallelShard *sh = shard;
+	const GcRows *rows = sh->rows;
 	uint64_t	best = GC_RACE_NONE;
 
 	for (int ci = 0; ci < rows->nchunks; ci++)
@@ -125,42 +202,42 @@ first_centre(ParallelState *st, uint64_t seed, GcError *err)
 
 		for (int64_t i = 0; i < chunk->count; i++)
 		{
-			int64_t		row = chunk->first_row + i;
+			int64_t		row = sh->row_base + chunk->first_row + i;
 			double		w = chunk->weights ? chunk->weights[i] : 1.0;
-			uint64_t	key;
+			uint64_t	bid;
 
-			if (gc_poll(&st->poll, 8))
+			if (gc_poll(&sh->poll, 8))
 				return gc_fail(err, GC_INTERRUPTED, "interrupted during seeding");
-			key = gc_race_key(gc_unit_draw(gc_draw_hash(rows, chunk, i), seed, gc_seed_stream(0, 0)),
+			bid = gc_race_key(gc_unit_draw(gc_draw_hash(rows, chunk, i), seed, gc_seed_stream(0, 0)),
 							  w, row);
-			if (key < best)
-				best = key;
+			if (bid < best)
+				best = bid;
 		}
 	}
-	st->candidates[st->count++] = (int64_t) (uint32_t) best;
+	*key = best;
 	return GC_OK;
 }
 
 /*
- * Lower each row's D^2 to its nearest among candidates first .. first +
- * m - 1 where closer (set it, in the first pass), and sum the potential
+ * Lower each row's D^2 to its nearest among the m candidates of batch,
+ * numbered first .. first + m - 1, where closer (set it, in the first
+ * pass), and sum the shard's potential
  */
 static GcStatus
-nearest_pass(ParallelState *st, int64_t first, int64_t m, GcError *err)
+shard_nearest(void *shard, const double *batch, int64_t first, int64_t m,
+			  unsigned __int128 *potential, GcError *err)
 {
-	const GcRows *rows = st->rows;
+	GcParallelShard *sh = shard;
+	const GcRows *rows = sh->rows;
 	int			d = rows->d;
+	gc_u128		sum = 0;
 
-	for (int64_t j = 0; j < m; j++)
-		memcpy(st->batch_values + (size_t) j * d, gc_rows_get(rows, st->candidates[first + j]),
-			   sizeof(double) * d);
-	st->potential = 0;
 	/* the screened labeling's nearest samples, on threads, to the bit the scan's */
-	if (st->labels)
+	if (sh->labels)
 	{
-		GcStatus	status = gc_cpu_label_rows(rows, 0, st->batch_values, (int) m, st->offset,
-											   st->params->cpu_threads, st->labels, st->d2, NULL,
-											   &st->poll, NULL, err);
+		GcStatus	status = gc_cpu_label_rows(rows, 0, batch, (int) m, sh->offset,
+											   sh->params->cpu_threads, sh->labels, sh->d2, NULL,
+											   &sh->poll, NULL, err);
 
 		if (status != GC_OK)
 			return status == GC_INTERRUPTED ?
@@ -176,36 +253,37 @@ nearest_pass(ParallelState *st, int64_t first, int64_t m, GcError *err)
 			double		d2;
 			int			j;
 
-			if (st->labels)
+			if (sh->labels)
 			{
-				j = st->labels[row];
-				d2 = st->d2[row];
+				j = sh->labels[row];
+				d2 = sh->d2[row];
 			}
 			else				/* polled within the row too, where one row is more than a poll's work */
-				j = gc_nearest_centroid_polled(chunk->values + (size_t) i * d, st->batch_values,
-											   (int) m, d, &d2, &st->poll);
+				j = gc_nearest_centroid_polled(chunk->values + (size_t) i * d, batch,
+											   (int) m, d, &d2, &sh->poll);
 			if (j < 0)
 				return gc_fail(err, GC_INTERRUPTED, "interrupted during seeding");
-			if (first == 0 || d2 < st->mind2[row])
+			if (first == 0 || d2 < sh->mind2[row])
 			{
-				st->mind2[row] = d2;
-				st->nearest[row] = (int32_t) (first + j);
+				sh->mind2[row] = d2;
+				sh->nearest[row] = (int32_t) (first + j);
 			}
-			st->potential += gc_quantize_wide(st->mind2[row], st->inertia_exp) *
+			sum += gc_quantize_wide(sh->mind2[row], sh->inertia_exp) *
 				(gc_u128) gc_chunk_weight(chunk, i);
 		}
 	}
+	*potential = sum;
 	return GC_OK;
 }
 
-/* Round round's samples, appended to the candidates; *m of them */
+/* The shard's samples of round round, appended to sampled in row order */
 static GcStatus
-sample_pass(ParallelState *st, uint64_t seed, int round, double phi, int64_t *m,
-			GcError *err)
+shard_sample(void *shard, uint64_t seed, int round, double phi, GcRowList *sampled,
+			 GcError *err)
 {
-	const GcRows *rows = st->rows;
-	double		ell = GC_PARALLEL_OVERSAMPLING * st->params->k;
-	int64_t		first = st->count;
+	GcParallelShard *sh = shard;
+	const GcRows *rows = sh->rows;
+	double		ell = GC_PARALLEL_OVERSAMPLING * sh->params->k;
 
 	for (int ci = 0; ci < rows->nchunks; ci++)
 	{
@@ -214,53 +292,89 @@ sample_pass(ParallelState *st, uint64_t seed, int round, double phi, int64_t *m,
 		for (int64_t i = 0; i < chunk->count; i++)
 		{
 			int64_t		row = chunk->first_row + i;
-			double		wd2 = st->mind2[row];
+			double		wd2 = sh->mind2[row];
 
-			if (gc_poll(&st->poll, 8))
+			if (gc_poll(&sh->poll, 8))
 				return gc_fail(err, GC_INTERRUPTED, "interrupted during seeding");
 			if (chunk->weights)
 				wd2 *= chunk->weights[i];
-			if (!gc_parallel_sampled(gc_unit_draw(gc_draw_hash(rows, chunk, i), seed, gc_parallel_stream(round)),
-									 wd2, ell, phi))
-				continue;
-			if (st->count == st->capacity)
-			{
-				int64_t    *grown = realloc(st->candidates, sizeof(int64_t) * st->capacity * 2);
-
-				if (grown == NULL)
-					return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for seeding");
-				st->candidates = grown;
-				st->capacity *= 2;
-			}
-			st->candidates[st->count++] = row;
+			if (gc_parallel_sampled(gc_unit_draw(gc_draw_hash(rows, chunk, i), seed, gc_parallel_stream(round)),
+									wd2, ell, phi) &&
+				!gc_row_list_push(sampled, sh->row_base + row))
+				return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for seeding");
 		}
 	}
-	*m = st->count - first;
-	if (!gc_parallel_sort_batch(rows, st->candidates + first, *m))
-		return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for seeding");
-	if (*m > 0)
-	{
-		double	   *values = realloc(st->batch_values, sizeof(double) * *m * rows->d);
+	return GC_OK;
+}
 
-		if (values == NULL)
-			return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for seeding");
-		st->batch_values = values;
+/* Each row's weight added to its nearest candidate's */
+static GcStatus
+shard_weights(void *shard, int64_t *weight, GcError *err)
+{
+	GcParallelShard *sh = shard;
+	const GcRows *rows = sh->rows;
+
+	(void) err;
+	for (int ci = 0; ci < rows->nchunks; ci++)
+	{
+		const GcChunk *chunk = &rows->chunks[ci];
+
+		for (int64_t i = 0; i < chunk->count; i++)
+			weight[sh->nearest[chunk->first_row + i]] += gc_chunk_weight(chunk, i);
+	}
+	return GC_OK;
+}
+
+const GcParallelOps gc_parallel_cpu_ops = {
+	.first = shard_first,
+	.nearest = shard_nearest,
+	.sample = shard_sample,
+	.weights = shard_weights,
+	.close = gc_parallel_shard_close,
+};
+
+/*
+ * Every shard's nearest pass over candidates first .. first + m - 1 of
+ * cand (their values from rows), the potentials added
+ */
+static GcStatus
+nearest_passes(const GcParallelOps *ops, void **shards, int nshards, const GcRows *rows,
+			   const GcRowList *cand, int64_t first, int64_t m, double **batch,
+			   gc_u128 *potential, GcError *err)
+{
+	double	   *values = realloc(*batch, sizeof(double) * m * rows->d);
+
+	if (values == NULL)
+		return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for seeding");
+	*batch = values;
+	for (int64_t j = 0; j < m; j++)
+		gc_rows_copy_row(rows, cand->rows[first + j], values + (size_t) j * rows->d);
+	*potential = 0;
+	for (int i = 0; i < nshards; i++)
+	{
+		gc_u128		part = 0;
+		GcStatus	status = ops->nearest(shards[i], values, first, m, &part, err);
+
+		if (status != GC_OK)
+			return status;
+		*potential += part;
 	}
 	return GC_OK;
 }
 
 /*
- * The candidates weighted by their rows, those of weight zero dropped,
- * reclustered to k by greedy k-means++
+ * The candidates weighted by the shards' rows, those of weight zero
+ * dropped, reclustered to k by greedy k-means++
  */
 static GcStatus
-recluster(ParallelState *st, const GcFrame *frame, uint64_t seed, int64_t *chosen,
-		  GcError *err)
+recluster(const GcParallelOps *ops, void **shards, int nshards, const GcRows *rows,
+		  const GcRowList *cand_rows, const GcFrame *frame, const GcKmeansParams *asked,
+		  uint64_t seed, int64_t *chosen, GcError *err)
 {
-	const GcRows *rows = st->rows;
-	GcKmeansParams params = gc_parallel_recluster_params(st->params);
-	int64_t    *weight = calloc(st->count, sizeof(int64_t));
-	int64_t    *kept = malloc(sizeof(int64_t) * st->count);
+	GcKmeansParams params = gc_parallel_recluster_params(asked);
+	int64_t		count = cand_rows->count;
+	int64_t    *weight = calloc(count, sizeof(int64_t));
+	int64_t    *kept = malloc(sizeof(int64_t) * count);
 	int64_t    *picks = malloc(sizeof(int64_t) * params.k);
 	GcRows		cand;
 	GcStatus	status;
@@ -275,10 +389,10 @@ recluster(ParallelState *st, const GcFrame *frame, uint64_t seed, int64_t *chose
 		int64_t		nkept = 0;
 
 		cand_ready = true;
-		for (int64_t i = 0; i < rows->n; i++)
-			weight[st->nearest[i]] += (int64_t) gc_rows_weight(rows, i);
+		for (int i = 0; status == GC_OK && i < nshards; i++)
+			status = ops->weights(shards[i], weight, err);
 		gc_rows_set_weighted(&cand);
-		for (int64_t c = 0; c < st->count && status == GC_OK; c++)
+		for (int64_t c = 0; c < count && status == GC_OK; c++)
 		{
 			double	   *slot;
 
@@ -288,9 +402,9 @@ recluster(ParallelState *st, const GcFrame *frame, uint64_t seed, int64_t *chose
 				status = err->status;
 			else
 			{
-				memcpy(slot, gc_rows_get(rows, st->candidates[c]), sizeof(double) * rows->d);
+				gc_rows_copy_row(rows, cand_rows->rows[c], slot);
 				gc_rows_commit_weighted(&cand, (double) weight[c]);
-				kept[nkept++] = st->candidates[c];
+				kept[nkept++] = cand_rows->rows[c];
 			}
 		}
 		if (status == GC_OK)
@@ -307,60 +421,67 @@ recluster(ParallelState *st, const GcFrame *frame, uint64_t seed, int64_t *chose
 }
 
 GcStatus
+gc_seed_kmeans_parallel_shards(const GcParallelOps *ops, void **shards, int nshards,
+							   const GcRows *rows, const GcFrame *frame,
+							   const GcKmeansParams *params, uint64_t seed,
+							   int64_t *chosen, GcError *err)
+{
+	GcRowList	cand = {0};
+	double	   *batch = NULL;
+	gc_u128		potential = 0;
+	uint64_t	best = GC_RACE_NONE;
+	GcStatus	status = GC_OK;
+	int			round = 0;
+
+	for (int i = 0; status == GC_OK && i < nshards; i++)
+	{
+		uint64_t	key = GC_RACE_NONE;
+
+		status = ops->first(shards[i], seed, &key, err);
+		if (key < best)
+			best = key;
+	}
+	if (status == GC_OK && !gc_row_list_push(&cand, (int64_t) (uint32_t) best))
+		status = gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for seeding");
+	if (status == GC_OK)
+		status = nearest_passes(ops, shards, nshards, rows, &cand, 0, 1, &batch, &potential,
+								err);
+	while (status == GC_OK && gc_parallel_more_rounds(round, cand.count, params->k, potential))
+	{
+		int64_t		first = cand.count;
+		double		phi = gc_inertia_value(potential, frame);
+
+		round++;
+		for (int i = 0; status == GC_OK && i < nshards; i++)
+			status = ops->sample(shards[i], seed, round, phi, &cand, err);
+		if (status == GC_OK &&
+			!gc_parallel_sort_batch(rows, cand.rows + first, cand.count - first))
+			status = gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for seeding");
+		if (status == GC_OK && cand.count > first)
+			status = nearest_passes(ops, shards, nshards, rows, &cand, first,
+									cand.count - first, &batch, &potential, err);
+	}
+	if (status == GC_OK)
+		status = recluster(ops, shards, nshards, rows, &cand, frame, params, seed, chosen, err);
+	free(cand.rows);
+	free(batch);
+	return status;
+}
+
+GcStatus
 gc_seed_kmeans_parallel_cpu(const GcRows *rows, const GcFrame *frame,
 							const GcKmeansParams *params, uint64_t seed,
 							int64_t *chosen, GcError *err)
 {
-	ParallelState st = {.rows = rows, .params = params, .inertia_exp = frame->inertia_exp,
-						.poll = {params->interrupted, 0}};
-	int64_t		n = rows->n > 0 ? rows->n : 1;
-	GcStatus	status = GC_OK;
-	int			round = 0;
+	GcParallelShard *shard;
+	void	   *shards[1];
+	GcStatus	status = gc_parallel_shard_open(rows, 0, frame, params, &shard, err);
 
-	st.capacity = 64;
-	st.mind2 = malloc(sizeof(double) * n);
-	st.nearest = malloc(sizeof(int32_t) * n);
-	st.candidates = malloc(sizeof(int64_t) * st.capacity);
-	st.batch_values = malloc(sizeof(double) * rows->d);
-	st.offset = frame->offset;
-	if (st.mind2 == NULL || st.nearest == NULL || st.candidates == NULL ||
-		st.batch_values == NULL)
-		status = gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for seeding");
-	/* without them (a narrow store, or no memory) each row is scanned alone */
-	if (status == GC_OK && gc_cpu_labeling_applies(rows))
-	{
-		st.labels = malloc(sizeof(int32_t) * n);
-		st.d2 = malloc(sizeof(double) * n);
-		if (st.labels == NULL || st.d2 == NULL)
-		{
-			free(st.labels);
-			free(st.d2);
-			st.labels = NULL;
-			st.d2 = NULL;
-		}
-	}
-	if (status == GC_OK)
-		status = first_centre(&st, seed, err);
-	if (status == GC_OK)
-		status = nearest_pass(&st, 0, 1, err);
-	while (status == GC_OK &&
-		   gc_parallel_more_rounds(round, st.count, params->k, st.potential))
-	{
-		int64_t		first = st.count,
-					m = 0;
-
-		round++;
-		status = sample_pass(&st, seed, round, gc_inertia_value(st.potential, frame), &m, err);
-		if (status == GC_OK && m > 0)
-			status = nearest_pass(&st, first, m, err);
-	}
-	if (status == GC_OK)
-		status = recluster(&st, frame, seed, chosen, err);
-	free(st.mind2);
-	free(st.nearest);
-	free(st.candidates);
-	free(st.batch_values);
-	free(st.labels);
-	free(st.d2);
+	if (status != GC_OK)
+		return status;
+	shards[0] = shard;
+	status = gc_seed_kmeans_parallel_shards(&gc_parallel_cpu_ops, shards, 1, rows, frame,
+											params, seed, chosen, err);
+	gc_parallel_shard_close(shard);
 	return status;
 }

@@ -6,7 +6,8 @@
  *	  plain CPU fit's model to the bit (centroids, labels, distances,
  *	  sizes, inertia, iterations) for S = 1, 2, 3 and 7, on blobs, rows
  *	  that repeat, weighted rows, k near n, more shards than rows, a
- *	  narrow store, the cosine metric, each seeding and pruned labeling.
+ *	  narrow store, the cosine metric, each seeding (k-means|| run in the
+ *	  shards, its seeds alone too) and pruned labeling.
  *
  *	  shards_test              run the checks, ending with "N passed, N failed"
  *	  shards_test N            the Nth case alone
@@ -160,6 +161,12 @@ test_blobs(void)
 	check_case(&c);
 	c.name = "blobs k-means||";
 	c.params = base_params(k, GC_INIT_KMEANS_PARALLEL);
+	check_case(&c);
+	c.name = "blobs k-means|| seeds alone";
+	c.params.max_iter = 0;
+	check_case(&c);
+	c.name = "blobs batched k-means++";
+	c.params = base_params(k, GC_INIT_BATCHED);
 	check_case(&c);
 	c.name = "blobs random";
 	c.params = base_params(k, GC_INIT_RANDOM);
