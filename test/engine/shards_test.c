@@ -7,7 +7,8 @@
  *	  sizes, inertia, iterations) for S = 1, 2, 3 and 7, on blobs, rows
  *	  that repeat, weighted rows, k near n, more shards than rows, a
  *	  narrow store, the cosine metric, each seeding (k-means|| run in the
- *	  shards, its seeds alone too) and pruned labeling.
+ *	  shards, its seeds alone too) and pruned labeling; a sharded fit
+ *	  interrupted at any of its polls returns interrupted, leaking nothing.
  *
  *	  shards_test              run the checks, ending with "N passed, N failed"
  *	  shards_test N            the Nth case alone
@@ -84,7 +85,7 @@ case_fit(const ShardCase *c, const GcKmeansBackend *backend, int shards, double 
 	*distances = malloc(sizeof(double) * c->n);
 	f.result.distances = *distances;
 	f.status = gc_kmeans_fit(backend, &rows, &params, &f.result, &err);
-	if (f.status != GC_OK)
+	if (f.status != GC_OK && f.status != GC_INTERRUPTED)
 		printf("%s: fit failed: %s\n", c->name, err.message);
 	gc_rows_release(&rows);
 	return f;
@@ -255,6 +256,54 @@ test_cosine(void)
 	free(x);
 }
 
+/* Polls before the interrupt hook says stop (-1: never) */
+static int	polls_left = -1;
+
+static bool
+stop_after_polls(void)
+{
+	return polls_left >= 0 && polls_left-- == 0;
+}
+
+/*
+ * A sharded fit stopped at any of its polls (seeding in the shards, a
+ * shard's step, scoring) returns interrupted and frees everything (the
+ * leak check of engine-check-asan); past its last poll it finishes
+ */
+static void
+test_interrupted(void)
+{
+	int64_t		n = 20000;
+	int			d = 32,
+				k = 40;
+	double	   *centres = malloc(sizeof(double) * k * d);
+	double	   *x = make_data(n, d, k, 40.0, centres, NULL);
+	ShardCase	c = {"interrupted", x, n, d, STORE_DOUBLE, base_params(k, GC_INIT_KMEANS_PARALLEL)};
+	int			stopped = 0,
+				finished = 0;
+
+	c.params.interrupted = stop_after_polls;
+	c.params.max_iter = 10;
+	for (int after = 0; after < 60; after += 3)
+	{
+		double	   *distances;
+		Fit			f;
+
+		polls_left = after;
+		f = case_fit(&c, &gc_kmeans_cpu_sharded_backend, 3, &distances);
+		stopped += f.status == GC_INTERRUPTED;
+		finished += f.status == GC_OK;
+		free_fit(&f);
+		free(distances);
+	}
+	polls_left = -1;
+	printf("interrupted: %d stopped, %d finished\n", stopped, finished);
+	check(stopped > 0 && finished > 0 && stopped + finished == 20,
+		  "every fit interrupted or finished, some interrupted", c.name);
+	free(centres);
+	free(x);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -267,6 +316,8 @@ main(int argc, char **argv)
 		test_few_rows();
 	if (case_selected())
 		test_cosine();
+	if (case_selected())
+		test_interrupted();
 	if (!cases_end())
 	{
 		printf("no case %s\n", argv[1]);
