@@ -281,6 +281,7 @@ typedef struct GcStepStatus
 } GcStepStatus;
 
 struct GcParallelOps;			/* k-means|| over shards: gc_seeding.h */
+struct GcKmeansppOps;			/* k-means++ over shards: gc_seeding.h */
 
 /*
  * A backend: a session over one row set, offering the steps of which the
@@ -372,6 +373,10 @@ typedef struct GcKmeansBackend
 	GcStatus	(*parallel_shard) (void *session, const GcKmeansParams *params,
 								   int64_t row_base, void **shard,
 								   const struct GcParallelOps **ops, GcError *err);
+	/* the same for k-means++ (gc_seed_kmeanspp_shards) */
+	GcStatus	(*kmeanspp_shard) (void *session, const GcKmeansParams *params,
+								   int64_t row_base, void **shard,
+								   const struct GcKmeansppOps **ops, GcError *err);
 } GcKmeansBackend;
 
 extern const GcKmeansBackend gc_kmeans_cpu_backend;

@@ -49,6 +49,43 @@ extern GcStatus gc_seed_kmeanspp_cpu(const GcRows *rows, const GcFrame *frame,
 									 int64_t *chosen, GcError *err);
 
 /*
+ * k-means++ over shards (engine/seeding.c).  Both passes of a step run
+ * over each shard's rows apart: the least key of each race over the
+ * shards is the race's over all rows (the key holds the fit's row
+ * number), and the candidates' potentials are exact integer sums that add
+ * up.  A shard is rows row_base .. row_base + n - 1 of the fit, held by a
+ * backend session (GcKmeansBackend.kmeanspp_shard) or, on the CPU, by a
+ * GcKmeansppShard.
+ */
+typedef struct GcKmeansppOps
+{
+	/*
+	 * pass one of step t: previous (the last centre, NULL at step 0)
+	 * folded into D^2, then the least key of each of candidates races
+	 */
+	GcStatus	(*race) (void *shard, uint64_t seed, int t, int candidates,
+						 const double *previous, uint64_t *best, GcError *err);
+	/* pass two of a greedy step: each candidate's potential over the shard's rows */
+	GcStatus	(*potentials) (void *shard, int candidates, const double *const *centre,
+							   unsigned __int128 *potential, GcError *err);
+	void		(*close) (void *shard);
+} GcKmeansppOps;
+
+/* k-means++ over nshards shards of rows whose passes ops runs */
+extern GcStatus gc_seed_kmeanspp_shards(const GcKmeansppOps *ops, void **shards, int nshards,
+										const GcRows *rows, const GcFrame *frame,
+										const GcKmeansParams *params, uint64_t seed,
+										int64_t *chosen, GcError *err);
+
+/* A CPU shard: rows are rows row_base .. of the fit; its passes are gc_kmeanspp_cpu_ops */
+typedef struct GcKmeansppShard GcKmeansppShard;
+extern GcStatus gc_kmeanspp_shard_open(const GcRows *rows, int64_t row_base,
+									   const GcFrame *frame, const GcKmeansParams *params,
+									   GcKmeansppShard **shard, GcError *err);
+extern void gc_kmeanspp_shard_close(void *shard);
+extern const GcKmeansppOps gc_kmeanspp_cpu_ops;
+
+/*
  * k-means|| (engine/seeding_parallel.c; Bahmani, Moseley, Vattani, Kumar
  * & Vassilvitskii, "Scalable K-Means++", VLDB 2012).  One row is drawn as
  * k-means++'s first centre; then each round samples every row

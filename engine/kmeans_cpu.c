@@ -296,6 +296,23 @@ cpu_parallel_shard(void *session, const GcKmeansParams *params, int64_t row_base
 	return status;
 }
 
+/* A k-means++ shard of the session's rows (engine/seeding.c) */
+static GcStatus
+cpu_kmeanspp_shard(void *session, const GcKmeansParams *params, int64_t row_base,
+				   void **shard, const GcKmeansppOps **ops, GcError *err)
+{
+	CpuSession *s = (CpuSession *) session;
+	GcKmeansppShard *sh;
+	GcStatus	status = gc_kmeanspp_shard_open(s->rows, row_base, s->frame, params, &sh, err);
+
+	if (status == GC_OK)
+	{
+		*shard = sh;
+		*ops = &gc_kmeanspp_cpu_ops;
+	}
+	return status;
+}
+
 /*
  * Inter-centroid distances (icd, k x k) and, for each centroid, the other
  * centroids ranked by distance from it (rid, k x k, the centroid itself
@@ -665,4 +682,5 @@ const GcKmeansBackend gc_kmeans_cpu_backend = {
 	.load_centroids = cpu_load_centroids,
 	.score_sum = cpu_score_sum,
 	.parallel_shard = cpu_parallel_shard,
+	.kmeanspp_shard = cpu_kmeanspp_shard,
 };

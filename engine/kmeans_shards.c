@@ -24,10 +24,11 @@
  *
  * k-means|| runs its passes in the shards (the child's parallel_shard,
  * engine/seeding_parallel.c): race keys, potentials, samples and
- * candidate weights add up to the unsplit pass's.  k-means++ (greedy or
- * batched) is not split yet: it runs on the CPU reference over the
- * parent store (the child's seeding gives the same rows); random and given initialisation
- * need no backend.  The check of
+ * candidate weights add up to the unsplit pass's.  So does k-means++
+ * (kmeanspp_shard, engine/seeding.c): each step's races and greedy
+ * potentials.  Batched k-means++ is not split yet: it runs on the CPU
+ * reference over the parent store (the child's seeding gives the same
+ * rows); random and given initialisation need no backend.  The check of
  * reduced precision and row ordering are not offered (the CPU's labels
  * are exact and it does not reorder).
  *
@@ -199,14 +200,39 @@ shards_close(void *session)
 	free(s);
 }
 
-/* k-means++ over every row, on the CPU reference (engine/seeding.c) */
+/*
+ * k-means++ over the shards (engine/seeding.c): each child runs both
+ * passes of every step over its rows, the keys and potentials combined
+ * here; on the CPU reference over every row where the child offers no
+ * shards
+ */
 static GcStatus
 shards_seed_kmeanspp(void *session, const GcKmeansParams *params, uint64_t seed,
 					 int64_t *chosen, GcError *err)
 {
 	ShardSession *s = session;
+	const GcKmeansppOps *ops = NULL;
+	void	  **parts;
+	int			opened = 0;
+	GcStatus	status = GC_OK;
 
-	return gc_seed_kmeanspp_cpu(s->rows, s->frame, params, seed, chosen, err);
+	if (s->child->kmeanspp_shard == NULL)
+		return gc_seed_kmeanspp_cpu(s->rows, s->frame, params, seed, chosen, err);
+	parts = calloc(s->nshards, sizeof(void *));
+	if (parts == NULL)
+		return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for seeding");
+	/* one backend's shards: one table of passes */
+	for (; status == GC_OK && opened < s->nshards; opened++)
+		status = s->child->kmeanspp_shard(s->sessions[opened], params, s->first[opened],
+										  &parts[opened], &ops, err);
+	if (status == GC_OK)
+		status = gc_seed_kmeanspp_shards(ops, parts, s->nshards, s->rows, s->frame,
+										 params, seed, chosen, err);
+	for (int i = 0; i < opened; i++)
+		if (parts[i])
+			ops->close(parts[i]);
+	free(parts);
+	return status;
 }
 
 /* batched k-means++ over every row, on the CPU reference (engine/seeding_batched.c) */

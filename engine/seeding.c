@@ -21,7 +21,11 @@
  *
  * A step makes two passes over the rows: the first folds the previous
  * step's winner into D^2 and runs the candidates' races, the second
- * computes every row's distances to all candidates at once.
+ * computes every row's distances to all candidates at once.  Both are
+ * written over a shard of the rows (GcKmeansppOps), and
+ * gc_seed_kmeanspp_shards combines the shards' least keys and potential
+ * sums into the unsplit pass's: the CPU reference is its one-shard case,
+ * a sharded fit (kmeans_shards.c) runs it over its children's shards.
  *
  * IDENTIFICATION
  *	  engine/seeding.c
@@ -125,6 +129,7 @@ gc_init_name(const GcKmeansParams *params, int64_t n, int d)
 typedef struct RacePass
 {
 	const GcRows *rows;
+	int64_t		row_base;		/* the fit's number of the rows' first */
 	uint64_t	seed;
 	int			t;				/* the step */
 	int			candidates;
@@ -212,7 +217,7 @@ race_block(void *ctx, int worker, const GcChunk *chunk, int64_t first, int64_t c
 
 			if (gc_race_outbid(u, w, best[j]))
 				continue;
-			key = gc_race_key(u, w, row);
+			key = gc_race_key(u, w, pass->row_base + row);
 			if (key < best[j])
 				best[j] = key;
 		}
@@ -226,11 +231,11 @@ race_block(void *ctx, int worker, const GcChunk *chunk, int64_t first, int64_t c
  * the least of the threads' (keys are unique), whatever the split
  */
 static GcStatus
-race_pass(const GcRows *rows, uint64_t seed, int threads,
+race_pass(const GcRows *rows, int64_t row_base, uint64_t seed, int threads,
 		  int t, int candidates, const double *previous, int inertia_exp,
 		  double *mind2, uint64_t *best, GcPoll *poll, GcError *err)
 {
-	RacePass	pass = {rows, seed, t, candidates, previous, inertia_exp, mind2, NULL};
+	RacePass	pass = {rows, row_base, seed, t, candidates, previous, inertia_exp, mind2, NULL};
 	GcCpuPass	run = {.rows = rows, .row_units = rows->d + 8 * candidates, .fn = race_block,
 		.ctx = &pass};
 	GcStatus	status;
@@ -371,13 +376,12 @@ potential_block(void *ctx, int worker, const GcChunk *chunk, int64_t first, int6
 /*
  * The potential of each candidate (the sum over rows of w min(D^2,
  * |x - c|^2), quantised), on threads: 128-bit integer sums per thread,
- * added up, so the same for any number of threads; the winner is the
- * lowest potential, the lowest candidate number on ties
+ * added up, so the same for any number of threads
  */
 static GcStatus
 potential_pass(const GcRows *rows, const GcFrame *frame, int candidates, int threads,
 			   const double *const *centre, const double *mind2,
-			   gc_u128 *potential, int *winner, GcPoll *poll, GcError *err)
+			   gc_u128 *potential, GcPoll *poll, GcError *err)
 {
 	int			d = rows->d;
 	PotentialPass pass = {rows, frame, candidates, (candidates + 7) / 8, NULL, mind2, NULL};
@@ -408,13 +412,148 @@ potential_pass(const GcRows *rows, const GcFrame *frame, int candidates, int thr
 	}
 	free(panels);
 	free(pass.potential);
-	if (status != GC_OK)
-		return status;
-	*winner = 0;
-	for (int j = 1; j < candidates; j++)
-		if (potential[j] < potential[*winner])
-			*winner = j;
+	return status;
+}
+
+/*
+ * What k-means++ keeps of one shard's rows between its passes: the rows
+ * row_base .. row_base + n - 1 of the fit (all of them, unsharded)
+ */
+struct GcKmeansppShard
+{
+	const GcRows *rows;
+	int64_t		row_base;
+	const GcFrame *frame;
+	const GcKmeansParams *params;
+	double	   *mind2;			/* n: squared distance to the nearest centre */
+	GcPoll		poll;
+};
+
+GcStatus
+gc_kmeanspp_shard_open(const GcRows *rows, int64_t row_base, const GcFrame *frame,
+					   const GcKmeansParams *params, GcKmeansppShard **shard, GcError *err)
+{
+	GcKmeansppShard *sh = calloc(1, sizeof(GcKmeansppShard));
+
+	if (sh == NULL ||
+		(sh->mind2 = malloc(sizeof(double) * (rows->n > 0 ? rows->n : 1))) == NULL)
+	{
+		free(sh);
+		return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for seeding");
+	}
+	sh->rows = rows;
+	sh->row_base = row_base;
+	sh->frame = frame;
+	sh->params = params;
+	sh->poll.interrupted = params->interrupted;
+	*shard = sh;
 	return GC_OK;
+}
+
+void
+gc_kmeanspp_shard_close(void *shard)
+{
+	GcKmeansppShard *sh = shard;
+
+	free(sh->mind2);
+	free(sh);
+}
+
+/* Pass one of step t over the shard's rows (race_pass) */
+static GcStatus
+shard_race(void *shard, uint64_t seed, int t, int candidates, const double *previous,
+		   uint64_t *best, GcError *err)
+{
+	GcKmeansppShard *sh = shard;
+
+	return race_pass(sh->rows, sh->row_base, seed, sh->params->cpu_threads, t, candidates,
+					 previous, sh->frame->inertia_exp, sh->mind2, best, &sh->poll, err);
+}
+
+/* Pass two of a greedy step over the shard's rows (potential_pass) */
+static GcStatus
+shard_potentials(void *shard, int candidates, const double *const *centre,
+				 unsigned __int128 *potential, GcError *err)
+{
+	GcKmeansppShard *sh = shard;
+
+	return potential_pass(sh->rows, sh->frame, candidates, sh->params->cpu_threads, centre,
+						  sh->mind2, potential, &sh->poll, err);
+}
+
+const GcKmeansppOps gc_kmeanspp_cpu_ops = {
+	.race = shard_race,
+	.potentials = shard_potentials,
+	.close = gc_kmeanspp_shard_close,
+};
+
+/*
+ * k-means++ over shards: each step's races run in every shard, the least
+ * key of each race kept; a greedy step's potentials are added up over the
+ * shards and the lowest kept, the lowest candidate number on ties
+ */
+GcStatus
+gc_seed_kmeanspp_shards(const GcKmeansppOps *ops, void **shards, int nshards,
+						const GcRows *rows, const GcFrame *frame,
+						const GcKmeansParams *params, uint64_t seed,
+						int64_t *chosen, GcError *err)
+{
+	int			d = rows->d;
+	int			candidates = gc_seed_candidates(params, rows->n, d);
+	uint64_t	best[GC_MAX_INIT_CANDIDATES];
+	gc_u128		potential[GC_MAX_INIT_CANDIDATES];
+	const double *centre[GC_MAX_INIT_CANDIDATES];
+	double	   *values = malloc(sizeof(double) * (candidates + 1) * d);
+	double	   *previous = values + (size_t) candidates * d;
+	GcStatus	status = GC_OK;
+
+	if (values == NULL)
+		return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for seeding");
+	for (int j = 0; j < candidates; j++)
+		centre[j] = values + (size_t) j * d;
+	for (int t = 0; t < params->k && status == GC_OK; t++)
+	{
+		/* step 0 draws the first centre uniformly, one candidate */
+		int			step_candidates = t == 0 ? 1 : candidates;
+		int			winner = 0;
+
+		if (t > 0)
+			gc_rows_copy_row(rows, chosen[t - 1], previous);
+		for (int j = 0; j < step_candidates; j++)
+			best[j] = GC_RACE_NONE;
+		for (int i = 0; status == GC_OK && i < nshards; i++)
+		{
+			uint64_t	part[GC_MAX_INIT_CANDIDATES];
+
+			status = ops->race(shards[i], seed, t, step_candidates, t > 0 ? previous : NULL,
+							   part, err);
+			for (int j = 0; status == GC_OK && j < step_candidates; j++)
+				if (part[j] < best[j])
+					best[j] = part[j];
+		}
+		if (status == GC_OK && step_candidates > 1)
+		{
+			for (int j = 0; j < step_candidates; j++)
+			{
+				gc_rows_copy_row(rows, (int64_t) (uint32_t) best[j], values + (size_t) j * d);
+				potential[j] = 0;
+			}
+			for (int i = 0; status == GC_OK && i < nshards; i++)
+			{
+				gc_u128		part[GC_MAX_INIT_CANDIDATES];
+
+				status = ops->potentials(shards[i], step_candidates, centre, part, err);
+				for (int j = 0; status == GC_OK && j < step_candidates; j++)
+					potential[j] += part[j];
+			}
+			for (int j = 1; j < step_candidates; j++)
+				if (potential[j] < potential[winner])
+					winner = j;
+		}
+		chosen[t] = (int64_t) (uint32_t) best[winner];
+	}
+	free(values);
+	return status;
 }
 
 GcStatus
@@ -422,37 +561,15 @@ gc_seed_kmeanspp_cpu(const GcRows *rows, const GcFrame *frame,
 					 const GcKmeansParams *params, uint64_t seed,
 					 int64_t *chosen, GcError *err)
 {
-	int			candidates = gc_seed_candidates(params, rows->n, rows->d);
-	double	   *mind2 = malloc(sizeof(double) * (rows->n > 0 ? rows->n : 1));
-	uint64_t	best[GC_MAX_INIT_CANDIDATES];
-	gc_u128		potential[GC_MAX_INIT_CANDIDATES];
-	const double *centre[GC_MAX_INIT_CANDIDATES];
-	GcPoll		poll = {params->interrupted, 0};
-	GcStatus	status = GC_OK;
+	GcKmeansppShard *shard;
+	void	   *shards[1];
+	GcStatus	status = gc_kmeanspp_shard_open(rows, 0, frame, params, &shard, err);
 
-	if (mind2 == NULL)
-		return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for seeding");
-
-	for (int t = 0; t < params->k && status == GC_OK; t++)
-	{
-		/* step 0 draws the first centre uniformly, one candidate */
-		int			step_candidates = t == 0 ? 1 : candidates;
-		int			winner = 0;
-
-		status = race_pass(rows, seed, params->cpu_threads, t, step_candidates,
-						   t > 0 ? gc_rows_get(rows, chosen[t - 1]) : NULL,
-						   frame->inertia_exp, mind2, best, &poll, err);
-		if (status != GC_OK)
-			break;
-		if (step_candidates > 1)
-		{
-			for (int j = 0; j < step_candidates; j++)
-				centre[j] = gc_rows_get(rows, (int64_t) (uint32_t) best[j]);
-			status = potential_pass(rows, frame, step_candidates, params->cpu_threads, centre,
-									mind2, potential, &winner, &poll, err);
-		}
-		chosen[t] = (int64_t) (uint32_t) best[winner];
-	}
-	free(mind2);
+	if (status != GC_OK)
+		return status;
+	shards[0] = shard;
+	status = gc_seed_kmeanspp_shards(&gc_kmeanspp_cpu_ops, shards, 1, rows, frame, params,
+									 seed, chosen, err);
+	gc_kmeanspp_shard_close(shard);
 	return status;
 }

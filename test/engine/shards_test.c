@@ -6,9 +6,10 @@
  *	  plain CPU fit's model to the bit (centroids, labels, distances,
  *	  sizes, inertia, iterations) for S = 1, 2, 3 and 7, on blobs, rows
  *	  that repeat, weighted rows, k near n, more shards than rows, a
- *	  narrow store, the cosine metric, each seeding (k-means|| run in the
- *	  shards, its seeds alone too) and pruned labeling; a sharded fit
- *	  interrupted at any of its polls returns interrupted, leaking nothing.
+ *	  narrow store, the cosine metric, each seeding (k-means++ and
+ *	  k-means|| run in the shards, their seeds alone too) and pruned
+ *	  labeling; a sharded fit interrupted at any of its polls returns
+ *	  interrupted, leaking nothing.
  *
  *	  shards_test              run the checks, ending with "N passed, N failed"
  *	  shards_test N            the Nth case alone
@@ -159,6 +160,10 @@ test_blobs(void)
 	c.name = "blobs greedy k-means++, 3 restarts";
 	c.params.init_candidates = 4;
 	c.params.n_init = 3;
+	check_case(&c);
+	c.name = "blobs greedy k-means++ seeds alone";
+	c.params.n_init = 1;
+	c.params.max_iter = 0;
 	check_case(&c);
 	c.name = "blobs k-means||";
 	c.params = base_params(k, GC_INIT_KMEANS_PARALLEL);
