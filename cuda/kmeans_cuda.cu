@@ -664,7 +664,6 @@ extern "C" const GcKmeansBackend gc_kmeans_cuda_backend = {
 	cuda_open,
 	cuda_seed_kmeanspp,
 	cuda_seed_kmeans_parallel,
-	NULL,						/* batched k-means++: the CPU's alone so far */
 	cuda_begin,
 	cuda_prepare_pruning,
 	cuda_step,

@@ -28,7 +28,8 @@
  *
  * Then the rows' weights are summed per nearest candidate (exact integer
  * atomics), the host drops the candidates of weight zero, and greedy
- * k-means++ (seeding_greedy.cu) reclusters the rest on the device.  All
+ * k-means++ (seeding_greedy.cu) reclusters the rest on the device; from
+ * GC_BATCHED_MIN_K centres batched greedy k-means++ (seeding_batched.cu).  All
  * device memory belongs to one set of buffers, freed on every exit.
  *
  * IDENTIFICATION
@@ -477,7 +478,11 @@ recluster(CudaSession *s, const GcKmeansParams *params, ParallelBuffers *b, uint
 		if (e != cudaSuccess)
 			status = gc_cuda_fail(err, e, "uploading the k-means|| candidates", __FILE__, __LINE__);
 	}
-	if (status == GC_OK)
+	if (status == GC_OK && gc_batched_applies(rparams.k))
+		status = launch_batched_kmeanspp(b->c64, b->cand_hashes, b->cand_weights, nkept, s->d,
+										 &rparams, seed, s->frame->inertia_exp, s->stream,
+										 picks, err);
+	else if (status == GC_OK)
 		status = launch_greedy_kmeanspp(b->c64, b->cand_hashes, b->cand_weights, nkept, s->d,
 										&rparams, seed, s->frame->inertia_exp, s->stream,
 										picks, err);

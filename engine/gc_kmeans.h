@@ -34,8 +34,7 @@ typedef enum GcInit
 	GC_INIT_RANDOM,
 	GC_INIT_GIVEN,
 	GC_INIT_KMEANS_PARALLEL,	/* k-means|| (Bahmani et al., 2012) */
-	GC_INIT_AUTO,				/* k-means++, or k-means|| where greedy is too slow */
-	GC_INIT_BATCHED				/* batched greedy k-means++ on a sample (CPU, tests) */
+	GC_INIT_AUTO				/* k-means++, or k-means|| where greedy is too slow */
 } GcInit;
 
 typedef enum GcAlgorithm
@@ -308,9 +307,6 @@ typedef struct GcKmeansBackend
 	/* k-means|| seeding (engine/seeding_parallel.c) */
 	GcStatus	(*seed_kmeans_parallel) (void *session, const GcKmeansParams *params,
 										 uint64_t seed, int64_t *chosen, GcError *err);
-	/* batched k-means++ on a sample (engine/seeding_batched.c) */
-	GcStatus	(*seed_batched) (void *session, const GcKmeansParams *params,
-								 uint64_t seed, int64_t *chosen, GcError *err);
 	/* a restart from centroids: no labels yet */
 	GcStatus	(*begin) (void *session, const double *centroids,
 						  GcRestartPlan *plan, GcError *err);

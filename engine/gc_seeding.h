@@ -121,38 +121,25 @@ extern GcStatus gc_seed_kmeans_parallel_cpu(const GcRows *rows, const GcFrame *f
 											int64_t *chosen, GcError *err);
 
 /*
- * Batched greedy k-means++ on a sample (engine/seeding_batched.c), the
- * CPU reference of a seeding for large k (not yet any default: see its
- * banner).  The sample keeps a row where its draw (stream
- * GC_BATCHED_SAMPLE_STREAM) is at most GC_BATCHED_SAMPLE_PER_CENTRE k /
- * n; step 0 picks one row, each of GC_BATCHED_STEPS later steps the next
- * gc_batched_picks(k, t) at once, each the best of
- * gc_batched_candidates(...) drawn.
+ * Batched greedy k-means++ (engine/seeding_batched.c): k-means||'s
+ * recluster from GC_BATCHED_MIN_K centres (gc_batched_applies), where
+ * greedy's k sequential steps cost seconds.  Step 0 picks one row, each
+ * of GC_BATCHED_STEPS later steps the next gc_batched_picks(k, t) at
+ * once, each the best of gc_batched_candidates(...) drawn.
  */
-#define GC_BATCHED_STEPS 64
-#define GC_BATCHED_SAMPLE_PER_CENTRE 4
-#define GC_BATCHED_SAMPLE_STREAM ((UINT64_C(3) << 62) | 1)
+#define GC_BATCHED_MIN_K 4096
+#define GC_BATCHED_STEPS 1024
 
-/* The sample: its rows in row order and their draw hashes */
-typedef struct GcBatchedSample
-{
-	int64_t    *rows;
-	uint64_t   *hashes;
-	int64_t		count;
-} GcBatchedSample;
-
+/* whether k-means|| reclusters by batched greedy k-means++ at k */
+extern bool gc_batched_applies(int k);
 /* the rows step t picks */
 extern int	gc_batched_picks(int k, int t);
-/* the sample of k centres' seeding */
-extern GcStatus gc_batched_sample(const GcRows *rows, int k, uint64_t seed,
-								  GcBatchedSample *sample, GcError *err);
-extern void gc_batched_sample_free(GcBatchedSample *sample);
 /*
  * The b lowest of keys[0 .. m - 1] (GC_RACE_NONE: taken), as indices in
  * the order of their keys, into picks; false: out of memory
  */
 extern bool gc_batched_select(const uint64_t *keys, int64_t m, int b, int64_t *picks);
-/* candidates per pick of a step picking b among untaken rows not yet picked */
+/* candidates per pick of a step picking b among untaken rows */
 extern int	gc_batched_candidates(const GcKmeansParams *params, int64_t untaken, int b);
 /*
  * A step's picks: of each group of candidates drawn (the b x candidates
@@ -161,7 +148,7 @@ extern int	gc_batched_candidates(const GcKmeansParams *params, int64_t untaken, 
  */
 extern void gc_batched_choose(const int64_t *drawn, const unsigned __int128 *gains, int b,
 							  int candidates, int64_t *picks);
-/* The CPU reference of batched k-means++ */
+/* The CPU reference of batched greedy k-means++ over rows (weighted): k picks in order */
 extern GcStatus gc_seed_batched_cpu(const GcRows *rows, const GcFrame *frame,
 									const GcKmeansParams *params, uint64_t seed,
 									int64_t *chosen, GcError *err);

@@ -269,16 +269,6 @@ cpu_seed_kmeans_parallel(void *session, const GcKmeansParams *params, uint64_t s
 	return gc_seed_kmeans_parallel_cpu(s->rows, s->frame, params, seed, chosen, err);
 }
 
-/* batched k-means++ on a sample: engine/seeding_batched.c */
-static GcStatus
-cpu_seed_batched(void *session, const GcKmeansParams *params, uint64_t seed,
-				 int64_t *chosen, GcError *err)
-{
-	CpuSession *s = (CpuSession *) session;
-
-	return gc_seed_batched_cpu(s->rows, s->frame, params, seed, chosen, err);
-}
-
 /* A k-means|| shard of the session's rows (engine/seeding_parallel.c) */
 static GcStatus
 cpu_parallel_shard(void *session, const GcKmeansParams *params, int64_t row_base,
@@ -670,7 +660,6 @@ const GcKmeansBackend gc_kmeans_cpu_backend = {
 	.open = cpu_open,
 	.seed_kmeanspp = cpu_seed_kmeanspp,
 	.seed_kmeans_parallel = cpu_seed_kmeans_parallel,
-	.seed_batched = cpu_seed_batched,
 	.begin = cpu_begin,
 	.prepare_pruning = cpu_prepare_pruning,
 	.step = cpu_step,

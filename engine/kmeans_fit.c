@@ -54,11 +54,6 @@ initial_centroids(const GcKmeansBackend *backend, void *session,
 		status = gc_select_random_rows(rows, k, seed, chosen, params->interrupted, err);
 	else if (method == GC_INIT_KMEANS_PARALLEL)
 		status = backend->seed_kmeans_parallel(session, params, seed, chosen, err);
-	else if (method == GC_INIT_BATCHED && backend->seed_batched == NULL)
-		status = gc_fail(err, GC_ERR_DEVICE, "batched k-means++ seeding does not run on the %s",
-						 backend->name);
-	else if (method == GC_INIT_BATCHED)
-		status = backend->seed_batched(session, params, seed, chosen, err);
 	else
 		status = backend->seed_kmeanspp(session, params, seed, chosen, err);
 	for (int c = 0; status == GC_OK && c < k; c++)

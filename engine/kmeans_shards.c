@@ -235,16 +235,6 @@ shards_seed_kmeanspp(void *session, const GcKmeansParams *params, uint64_t seed,
 	return status;
 }
 
-/* batched k-means++ over every row, on the CPU reference (engine/seeding_batched.c) */
-static GcStatus
-shards_seed_batched(void *session, const GcKmeansParams *params, uint64_t seed,
-					int64_t *chosen, GcError *err)
-{
-	ShardSession *s = session;
-
-	return gc_seed_batched_cpu(s->rows, s->frame, params, seed, chosen, err);
-}
-
 /*
  * k-means|| over the shards (engine/seeding_parallel.c): each child runs
  * the passes over its rows, the sums and samples added up here; on the
@@ -428,7 +418,6 @@ const GcKmeansBackend gc_kmeans_cpu_sharded_backend = {
 	.open = shards_open_cpu,
 	.seed_kmeanspp = shards_seed_kmeanspp,
 	.seed_kmeans_parallel = shards_seed_kmeans_parallel,
-	.seed_batched = shards_seed_batched,
 	.begin = shards_begin,
 	.prepare_pruning = shards_prepare_pruning,
 	.step = shards_step,

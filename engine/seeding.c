@@ -115,9 +115,8 @@ gc_init_name(const GcKmeansParams *params, int64_t n, int d)
 		case GC_INIT_GIVEN:
 			return "given";
 		case GC_INIT_KMEANS_PARALLEL:
-			return "kmeans||";
-		case GC_INIT_BATCHED:
-			return "batched kmeans++";
+			/* its recluster batched from GC_BATCHED_MIN_K centres */
+			return gc_batched_applies(params->k) ? "batched kmeans||" : "kmeans||";
 		default:
 			/* k = 1 is one draw, whatever the candidates */
 			return gc_seed_candidates(params, n, d) > 1 && params->k > 1 ?

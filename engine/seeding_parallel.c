@@ -26,7 +26,9 @@
  * fewer than k candidates exist, up to GC_PARALLEL_MAX_ROUNDS) the
  * candidates are weighted by the weights of the rows nearest to them;
  * those of weight zero (duplicates of an earlier candidate) are dropped,
- * and greedy k-means++ (engine/seeding.c) chooses k among the rest.
+ * and greedy k-means++ (engine/seeding.c) chooses k among the rest; from
+ * GC_BATCHED_MIN_K centres, batched greedy k-means++
+ * (engine/seeding_batched.c), its k sequential steps in 1,025.
  *
  * Every pass but the recluster is written once over a shard of the rows
  * (GcParallelOps: the first race, the nearest pass, the sampling, the
@@ -407,7 +409,9 @@ recluster(const GcParallelOps *ops, void **shards, int nshards, const GcRows *ro
 				kept[nkept++] = cand_rows->rows[c];
 			}
 		}
-		if (status == GC_OK)
+		if (status == GC_OK && gc_batched_applies(params.k))
+			status = gc_seed_batched_cpu(&cand, frame, &params, seed, picks, err);
+		else if (status == GC_OK)
 			status = gc_seed_kmeanspp_cpu(&cand, frame, &params, seed, picks, err);
 		for (int t = 0; status == GC_OK && t < params.k; t++)
 			chosen[t] = kept[picks[t]];

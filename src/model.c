@@ -111,7 +111,7 @@ input_name(int i)
  */
 static const char *const init_names[] = {
 	"unknown", "kmeans++", "greedy kmeans++", "kmeans||", "random", "given",
-	"batched kmeans++"
+	"batched kmeans||"
 };
 
 static const char *

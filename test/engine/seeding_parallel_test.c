@@ -406,25 +406,49 @@ test_rule(void)
 		  "the recluster is greedy with 2 + ln k candidates", "rule");
 }
 
+/* Lloyd's to convergence from the rows chosen: the fit's inertia */
+static double
+fit_from(GcRows *rows, const int64_t *chosen, int k)
+{
+	GcKmeansParams params = parallel_params(k);
+	GcKmeansResult result = {0};
+	GcError		err = {0};
+	double	   *init = malloc(sizeof(double) * k * rows->d);
+	GcStatus	status;
+
+	for (int c = 0; c < k; c++)
+		gc_rows_copy_row(rows, chosen[c], init + (size_t) c * rows->d);
+	params.init = GC_INIT_GIVEN;
+	params.init_centroids = init;
+	result.centroids = malloc(sizeof(double) * k * rows->d);
+	result.sizes = malloc(sizeof(int64_t) * k);
+	status = gc_kmeans_fit(&gc_kmeans_cpu_backend, rows, &params, &result, &err);
+	free(init);
+	free(result.centroids);
+	free(result.sizes);
+	return status == GC_OK ? result.inertia : INFINITY;
+}
+
 /*
- * Batched k-means++ on a sample (engine/seeding_batched.c): the same
- * centres whatever the rows' order (weighted too), k distinct rows, and
- * fits within 1% of k-means||'s on blobs of k / 4 centres (4 seeds)
+ * Batched greedy k-means++ (engine/seeding_batched.c, k-means||'s
+ * recluster from GC_BATCHED_MIN_K centres): the same rows whatever the
+ * rows' order (weighted too), k distinct rows, fits within 1% of greedy
+ * k-means++'s seeds (4 seeds), and the rule and its name
  */
 static void
 test_batched(void)
 {
-	int64_t		n = 20000;
+	int64_t		n = 6000;
 	int			d = 8,
 				k = 400;
 	double	   *centres = malloc(sizeof(double) * (k / 4) * d);
-	double	   *x = make_data(n, d, k / 4, 6.0, centres, NULL);
+	double	   *x = make_data(n, d, k / 4, 3.0, centres, NULL);
 	double	   *w = malloc(sizeof(double) * n);
 	int64_t    *order = malloc(sizeof(int64_t) * n);
 	int64_t    *ca = malloc(sizeof(int64_t) * k),
 			   *cb = malloc(sizeof(int64_t) * k);
 	double		total[2] = {0, 0};
-	const char *name = NULL;
+	GcKmeansParams params = gc_parallel_recluster_params(&(GcKmeansParams) {.k = k});
 	char		what[200];
 
 	for (int64_t i = 0; i < n; i++)
@@ -444,52 +468,57 @@ test_batched(void)
 	{
 		GcRows		a,
 					b;
-		GcKmeansParams params = parallel_params(k);
 		GcFrame		fa = {0},
 					fb = {0};
 		GcError		err = {0};
 		bool		same = true,
 					distinct = true;
 		char	   *seen = calloc(n, 1);
+		const char *config = weighted ? "weighted" : "unweighted";
 
 		load_weighted(&a, x, n, d, NULL, weighted ? w : NULL, plain_alloc, free);
 		load_weighted(&b, x, n, d, order, weighted ? w : NULL, plain_alloc, free);
 		check(gc_frame_init(&fa, &a, &err) == GC_OK && gc_frame_init(&fb, &b, &err) == GC_OK &&
 			  gc_seed_batched_cpu(&a, &fa, &params, 5, ca, &err) == GC_OK &&
 			  gc_seed_batched_cpu(&b, &fb, &params, 5, cb, &err) == GC_OK,
-			  "batched k-means++ runs", weighted ? "weighted" : "unweighted");
+			  "batched greedy k-means++ runs", config);
 		for (int c = 0; c < k; c++)
 		{
 			same &= memcmp(gc_rows_get(&a, ca[c]), gc_rows_get(&b, cb[c]), sizeof(double) * d) == 0;
 			distinct &= !seen[ca[c]];
 			seen[ca[c]] = 1;
 		}
-		check(same, "shuffled rows give the same batched centres", weighted ? "weighted" : "unweighted");
-		check(distinct, "batched k-means++ picks distinct rows", weighted ? "weighted" : "unweighted");
+		check(same, "shuffled rows give the same batched picks", config);
+		check(distinct, "batched greedy k-means++ picks distinct rows", config);
+		for (uint64_t seed = 0; !weighted && seed < 4; seed++)
+		{
+			check(gc_seed_batched_cpu(&a, &fa, &params, seed, ca, &err) == GC_OK &&
+				  gc_seed_kmeanspp_cpu(&a, &fa, &params, seed, cb, &err) == GC_OK,
+				  "both seedings run", config);
+			total[0] += fit_from(&a, ca, k);
+			total[1] += fit_from(&a, cb, k);
+		}
 		free(seen);
 		gc_frame_release(&fa);
 		gc_frame_release(&fb);
 		gc_rows_release(&a);
 		gc_rows_release(&b);
 	}
-	{
-		GcRows		rows;
-
-		load_weighted(&rows, x, n, d, NULL, NULL, plain_alloc, free);
-		for (uint64_t seed = 0; seed < 4; seed++)
-		{
-			total[0] += fit_inertia(&gc_kmeans_cpu_backend, &rows, GC_INIT_BATCHED, k, seed, &name);
-			total[1] += fit_inertia(&gc_kmeans_cpu_backend, &rows, GC_INIT_KMEANS_PARALLEL, k, seed, NULL);
-		}
-		gc_rows_release(&rows);
-	}
-	printf("blobs n=%d d=%d k=%d (k / 4 centres), 4 seeds: total inertia batched %.1f k-means|| %.1f\n",
+	printf("blobs n=%d d=%d k=%d, 4 seeds: total inertia batched %.1f greedy %.1f\n",
 		   (int) n, d, k, total[0], total[1]);
-	snprintf(what, sizeof(what), "batched fits within 1%% of k-means||'s (%.1f vs %.1f)",
+	snprintf(what, sizeof(what), "batched fits within 1%% of greedy's (%.1f vs %.1f)",
 			 total[0], total[1]);
 	check(total[0] <= 1.01 * total[1], what, "batched");
-	check(name != NULL && strcmp(name, "batched kmeans++") == 0, "the fit reports batched kmeans++",
-		  "batched");
+	params = parallel_params(GC_BATCHED_MIN_K);
+	check(gc_batched_applies(GC_BATCHED_MIN_K) && !gc_batched_applies(GC_BATCHED_MIN_K - 1) &&
+		  strcmp(gc_init_name(&params, 100000, 8), "batched kmeans||") == 0,
+		  "k-means|| reclusters by batched greedy from GC_BATCHED_MIN_K", "batched");
+	params.k = GC_BATCHED_MIN_K - 1;
+	check(strcmp(gc_init_name(&params, 100000, 8), "kmeans||") == 0,
+		  "below it, as before", "batched");
+	check(gc_batched_picks(4096, 0) == 1 && gc_batched_picks(4096, 1) == 4 &&
+		  gc_batched_picks(4096, 1024) == 3 && gc_batched_picks(4096, 1025) == 0,
+		  "4,096 picks: 1, then 1,023 steps of 4 and one of 3", "batched");
 	free(centres);
 	free(x);
 	free(w);
@@ -565,7 +594,9 @@ static void
 test_gpu_equals_cpu(void)
 {
 	static const int shapes[][4] = {{5000, 2, 40, 0}, {20000, 17, 100, 0}, {3000, 200, 30, 0},
-	{4000, 3, 300, 0}, {2000, 64, 1, 0}, {6000, 48, 200, 120}, {2500, 768, 120, 80}};
+	{4000, 3, 300, 0}, {2000, 64, 1, 0}, {6000, 48, 200, 120}, {2500, 768, 120, 80},
+	/* k-means|| with the batched recluster (GC_BATCHED_MIN_K) */
+	{24000, 4, 4096, 0}, {12000, 40, 5000, 600}};
 	char		why[256];
 
 	if (!gc_cuda_use_device(0, why, sizeof(why)))

@@ -171,8 +171,9 @@ test_blobs(void)
 	c.name = "blobs k-means|| seeds alone";
 	c.params.max_iter = 0;
 	check_case(&c);
-	c.name = "blobs batched k-means++";
-	c.params = base_params(k, GC_INIT_BATCHED);
+	c.name = "blobs k-means|| with the batched recluster, 2 iterations";
+	c.params = base_params(GC_BATCHED_MIN_K, GC_INIT_KMEANS_PARALLEL);
+	c.params.max_iter = 2;
 	check_case(&c);
 	c.name = "blobs random";
 	c.params = base_params(k, GC_INIT_RANDOM);

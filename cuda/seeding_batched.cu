@@ -1,0 +1,327 @@
+/*-------------------------------------------------------------------------
+ *
+ * seeding_batched.cu
+ *	  Batched greedy k-means++ on the GPU, k-means||'s recluster from
+ *	  GC_BATCHED_MIN_K centres, choosing the same rows as the CPU
+ *	  reference (engine/seeding_batched.c, which describes the algorithm).
+ *
+ * A step is a few kernels and two short reads of the host:
+ *
+ *	- keys: every row not yet picked bids gc_race_key(u(row, seed,
+ *	  gc_seed_stream(t, 0)), w D^2) with its own index below the bid (the
+ *	  CPU's keys, bit for bit); picked rows bid GC_RACE_NONE;
+ *	- a radix sort of the keys (they are distinct but for GC_RACE_NONE):
+ *	  the first b L are the step's candidates, in key order, as
+ *	  gc_batched_select gives them; the host reads those keys;
+ *	- gains: each row adds w (D^2 - min(D^2, |x - c|^2)), quantised, for
+ *	  every candidate (the distance by gc_sqdist_within, stopped where it
+ *	  passes D^2, which decides as the whole sum does), a block's rows
+ *	  summed exactly into one 128-bit partial per candidate, and one warp
+ *	  per candidate sums the partials; the host reads the gains and
+ *	  chooses the picks (gc_batched_choose);
+ *	- lower: each row's D^2 falls to its exact distance to the nearest
+ *	  pick where closer (set at step 0's pick), and the picks are marked.
+ *
+ * All device memory belongs to one set of buffers, freed on every exit.
+ *
+ * IDENTIFICATION
+ *	  cuda/seeding_batched.cu
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <cub/device/device_radix_sort.cuh>
+
+#include "gc_math.h"
+#include "kmeans_kernels.cuh"
+#include "cuda_check.cuh"
+
+#define BATCHED_THREADS 256
+#define BATCHED_BLOCKS 1024		/* most blocks, and gain partials per candidate */
+
+/* Device buffers of one batched seeding */
+typedef struct BatchedBuffers
+{
+	double	   *mind2;			/* n: D^2 */
+	unsigned char *taken;		/* n: picked */
+	unsigned long long *keys;	/* n: the step's race */
+	unsigned long long *sorted; /* n: the keys in order */
+	long long  *drawn;			/* the step's candidates (most b L) */
+	long long  *picks;			/* the step's picks (most b) */
+	gc_u128    *partials;		/* blocks x b L gain partials */
+	gc_u128    *gains;			/* b L */
+	void	   *sort_scratch;
+	size_t		sort_bytes;
+} BatchedBuffers;
+
+/* D^2 = 1 (step 0 races on the weights alone), nothing taken */
+__global__ void
+batched_reset_kernel(int64_t n, double *__restrict__ mind2, unsigned char *__restrict__ taken)
+{
+	for (int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; i < n;
+		 i += (int64_t) gridDim.x * blockDim.x)
+	{
+		mind2[i] = 1.0;
+		taken[i] = 0;
+	}
+}
+
+/* Every row's key in the race of draw key (gc_draw_key(seed, stream)) */
+__global__ void
+batched_keys_kernel(const uint64_t *__restrict__ hashes, const double *__restrict__ weights,
+					const double *__restrict__ mind2, const unsigned char *__restrict__ taken,
+					int64_t n, uint64_t draw_key, int inertia_exp,
+					unsigned long long *__restrict__ keys)
+{
+	for (int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; i < n;
+		 i += (int64_t) gridDim.x * blockDim.x)
+	{
+		double		w = weights != NULL ? __dmul_rn(mind2[i], weights[i]) : mind2[i];
+
+		keys[i] = taken[i] ? GC_RACE_NONE :
+			gc_race_key(gc_unit_draw_keyed(hashes[i], draw_key), gc_race_weight(w, inertia_exp), i);
+	}
+}
+
+/*
+ * Per block, per candidate c of count: the sum over the block's rows of
+ * w (q(D^2) - q(min(D^2, |x - c|^2))), into partials[block * count + c]
+ */
+__global__ void
+__launch_bounds__(BATCHED_THREADS)
+batched_gains_kernel(const double *__restrict__ x64, const double *__restrict__ weights,
+					 const double *__restrict__ mind2, int64_t n, int d,
+					 const long long *__restrict__ drawn, int count, int inertia_exp,
+					 gc_u128 *__restrict__ partials)
+{
+	__shared__ gc_u128 warp_sums[BATCHED_THREADS / 32];
+
+	for (int c = 0; c < count; c++)
+	{
+		const double *centre = x64 + (int64_t) drawn[c] * d;
+		gc_u128		gain = 0;
+
+		for (int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; i < n;
+			 i += (int64_t) gridDim.x * blockDim.x)
+		{
+			double		m = mind2[i];
+			double		v = gc_sqdist_within(x64 + i * d, centre, d, m);
+
+			if (v < m)
+				gain += (gc_quantize_wide(m, inertia_exp) - gc_quantize_wide(v, inertia_exp)) *
+					(gc_u128) (weights != NULL ? (unsigned long long) weights[i] : 1ULL);
+		}
+		gain = gc_warp_sum_u128(gain);
+		if ((threadIdx.x & 31) == 0)
+			warp_sums[threadIdx.x >> 5] = gain;
+		__syncthreads();
+		if (threadIdx.x == 0)
+		{
+			gc_u128		v = 0;
+
+			for (int w = 0; w < BATCHED_THREADS / 32; w++)
+				v += warp_sums[w];
+			partials[(int64_t) blockIdx.x * count + c] = v;
+		}
+		__syncthreads();
+	}
+}
+
+/* Each candidate's gain: its nblocks partials summed by one warp */
+__global__ void
+batched_sum_kernel(const gc_u128 *__restrict__ partials, int nblocks, int count,
+				   gc_u128 *__restrict__ gains)
+{
+	int			lane = threadIdx.x & 31;
+
+	for (int c = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); c < count;
+		 c += gridDim.x * (blockDim.x >> 5))
+	{
+		gc_u128		v = 0;
+
+		for (int b = lane; b < nblocks; b += 32)
+			v += partials[(int64_t) b * count + c];
+		v = gc_warp_sum_u128(v);
+		if (lane == 0)
+			gains[c] = v;
+	}
+}
+
+/* D^2 lowered to the nearest of the b picks (set where first); the picks marked */
+__global__ void
+batched_lower_kernel(const double *__restrict__ x64, int64_t n, int d,
+					 const long long *__restrict__ picks, int b, bool first, bool lower,
+					 double *__restrict__ mind2, unsigned char *__restrict__ taken)
+{
+	for (int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; i < n;
+		 i += (int64_t) gridDim.x * blockDim.x)
+	{
+		double		m = first ? INFINITY : mind2[i];
+
+		for (int j = 0; lower && j < b; j++)
+		{
+			double		v = gc_sqdist_within(x64 + i * d, x64 + (int64_t) picks[j] * d, d, m);
+
+			if (v < m)
+				m = v;
+		}
+		if (lower)
+			mind2[i] = m;
+	}
+	for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < b; j += gridDim.x * blockDim.x)
+		taken[picks[j]] = 1;
+}
+
+static void
+free_buffers(BatchedBuffers *b)
+{
+	cudaFree(b->mind2);
+	cudaFree(b->taken);
+	cudaFree(b->keys);
+	cudaFree(b->sorted);
+	cudaFree(b->drawn);
+	cudaFree(b->picks);
+	cudaFree(b->partials);
+	cudaFree(b->gains);
+	cudaFree(b->sort_scratch);
+	(void) cudaGetLastError();
+}
+
+/* Host copies of a step's candidates, gains and picks */
+typedef struct StepHost
+{
+	unsigned long long *keys;
+	int64_t    *drawn;
+	long long  *drawn_ll;
+	gc_u128    *gains;
+	long long  *picks_ll;
+} StepHost;
+
+/* Copy count elements of size bytes from the device and wait */
+static GcStatus
+read_back(void *dst, const void *src, size_t bytes, cudaStream_t stream, GcError *err)
+{
+	GC_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream), err);
+	GC_CUDA_TRY(cudaStreamSynchronize(stream), err);
+	return GC_OK;
+}
+
+/* Step t: the race, the candidates, their gains, the picks (into picks, host) */
+static GcStatus
+run_step(const double *x64, const uint64_t *hashes, const double *weights, int64_t n, int d,
+		 const GcKmeansParams *params, uint64_t seed, int inertia_exp, cudaStream_t stream,
+		 BatchedBuffers *b, StepHost *h, int t, int done, int grid, int nblocks,
+		 int64_t *picks, GcError *err)
+{
+	int			np = gc_batched_picks(params->k, t);
+	int			candidates = t == 0 ? 1 : gc_batched_candidates(params, n - done, np);
+	int			count = np * candidates;
+
+	batched_keys_kernel<<<grid, BATCHED_THREADS, 0, stream>>>(
+		hashes, weights, b->mind2, b->taken, n, gc_draw_key(seed, gc_seed_stream(t, 0)),
+		inertia_exp, b->keys);
+	GC_CUDA_LAUNCHED("batched_keys", err);
+	GC_CUDA_TRY(cub::DeviceRadixSort::SortKeys(b->sort_scratch, b->sort_bytes, b->keys, b->sorted,
+											   (int) n, 0, 64, stream), err);
+	if (read_back(h->keys, b->sorted, sizeof(unsigned long long) * count, stream, err) != GC_OK)
+		return err->status;
+	for (int j = 0; j < count; j++)
+	{
+		h->drawn[j] = (int64_t) (uint32_t) h->keys[j];
+		h->drawn_ll[j] = (long long) h->drawn[j];
+	}
+	if (candidates > 1)
+	{
+		GC_CUDA_TRY(cudaMemcpyAsync(b->drawn, h->drawn_ll, sizeof(long long) * count,
+									cudaMemcpyHostToDevice, stream), err);
+		batched_gains_kernel<<<nblocks, BATCHED_THREADS, 0, stream>>>(
+			x64, weights, b->mind2, n, d, b->drawn, count, inertia_exp, b->partials);
+		GC_CUDA_LAUNCHED("batched_gains", err);
+		batched_sum_kernel<<<(count + 7) / 8, BATCHED_THREADS, 0, stream>>>(
+			b->partials, nblocks, count, b->gains);
+		GC_CUDA_LAUNCHED("batched_sum", err);
+		if (read_back(h->gains, b->gains, sizeof(gc_u128) * count, stream, err) != GC_OK)
+			return err->status;
+	}
+	gc_batched_choose(h->drawn, h->gains, np, candidates, picks);
+	for (int j = 0; j < np; j++)
+		h->picks_ll[j] = (long long) picks[j];
+	GC_CUDA_TRY(cudaMemcpyAsync(b->picks, h->picks_ll, sizeof(long long) * np,
+								cudaMemcpyHostToDevice, stream), err);
+	batched_lower_kernel<<<grid, BATCHED_THREADS, 0, stream>>>(
+		x64, n, d, b->picks, np, t == 0, done + np < params->k, b->mind2, b->taken);
+	GC_CUDA_LAUNCHED("batched_lower", err);
+	/* the host buffers are read by the copies above before the next step writes them */
+	GC_CUDA_TRY(cudaStreamSynchronize(stream), err);
+	return GC_OK;
+}
+
+static GcStatus
+run_steps(const double *x64, const uint64_t *hashes, const double *weights, int64_t n, int d,
+		  const GcKmeansParams *params, uint64_t seed, int inertia_exp, cudaStream_t stream,
+		  BatchedBuffers *b, StepHost *h, int64_t *chosen, GcError *err)
+{
+	int			most = gc_batched_picks(params->k, 1) + 1;
+	int64_t		blocks = (n + BATCHED_THREADS - 1) / BATCHED_THREADS;
+	int			grid = blocks < BATCHED_BLOCKS ? (int) blocks : BATCHED_BLOCKS;
+	int			done = 0;
+
+	ALLOC_OR_RETURN(b->mind2, (size_t) n);
+	ALLOC_OR_RETURN(b->taken, (size_t) n);
+	ALLOC_OR_RETURN(b->keys, (size_t) n);
+	ALLOC_OR_RETURN(b->sorted, (size_t) n);
+	ALLOC_OR_RETURN(b->drawn, (size_t) most * GC_MAX_INIT_CANDIDATES);
+	ALLOC_OR_RETURN(b->picks, (size_t) most);
+	ALLOC_OR_RETURN(b->partials, (size_t) grid * most * GC_MAX_INIT_CANDIDATES);
+	ALLOC_OR_RETURN(b->gains, (size_t) most * GC_MAX_INIT_CANDIDATES);
+	GC_CUDA_TRY(cub::DeviceRadixSort::SortKeys(NULL, b->sort_bytes, b->keys, b->sorted, (int) n,
+											   0, 64, stream), err);
+	GC_CUDA_TRY(cudaMalloc(&b->sort_scratch, b->sort_bytes > 0 ? b->sort_bytes : 1), err);
+	batched_reset_kernel<<<grid, BATCHED_THREADS, 0, stream>>>(n, b->mind2, b->taken);
+	GC_CUDA_LAUNCHED("batched_reset", err);
+	for (int t = 0; done < params->k; t++)
+	{
+		if (params->interrupted && params->interrupted())
+			return gc_fail(err, GC_INTERRUPTED, "interrupted during seeding");
+		if (run_step(x64, hashes, weights, n, d, params, seed, inertia_exp, stream, b, h, t,
+					 done, grid, grid, chosen + done, err) != GC_OK)
+			return err->status;
+		done += gc_batched_picks(params->k, t);
+	}
+	return GC_OK;
+}
+
+GcStatus
+launch_batched_kmeanspp(const double *x64, const uint64_t *hashes, const double *weights,
+						int64_t n, int d, const GcKmeansParams *params, uint64_t seed,
+						int inertia_exp, cudaStream_t stream, int64_t *chosen, GcError *err)
+{
+	size_t		most = (size_t) gc_batched_picks(params->k, 1) + 1;
+	size_t		drawn = most * GC_MAX_INIT_CANDIDATES;
+	BatchedBuffers b;
+	StepHost	h;
+	GcStatus	status;
+
+	memset(&b, 0, sizeof(b));
+	h.keys = (unsigned long long *) malloc(sizeof(unsigned long long) * drawn);
+	h.drawn = (int64_t *) malloc(sizeof(int64_t) * drawn);
+	h.drawn_ll = (long long *) malloc(sizeof(long long) * drawn);
+	h.gains = (gc_u128 *) calloc(drawn, sizeof(gc_u128));
+	h.picks_ll = (long long *) malloc(sizeof(long long) * most);
+	if (h.keys == NULL || h.drawn == NULL || h.drawn_ll == NULL || h.gains == NULL ||
+		h.picks_ll == NULL)
+		status = gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for seeding");
+	else
+		status = run_steps(x64, hashes, weights, n, d, params, seed, inertia_exp, stream, &b, &h,
+						   chosen, err);
+	(void) cudaStreamSynchronize(stream);
+	free_buffers(&b);
+	free(h.keys);
+	free(h.drawn);
+	free(h.drawn_ll);
+	free(h.gains);
+	free(h.picks_ll);
+	return status;
+}
