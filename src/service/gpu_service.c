@@ -222,12 +222,21 @@ estimate_kmeans_gpu_bytes(const GcServiceRequest *req)
 				tensor = 4 * d + 124 + 128 + 20,
 				seeding = 8 + 8 * Min(d, 32),
 				pruned_k = Min(k, 4096),
-				table;
+				table,
+				batched = 0;
 
 	switch (gc_seed_method(&req->params, req->n, req->d))
 	{
 		case GC_INIT_KMEANS_PARALLEL:
-			table = Min(k * GC_MAX_INIT_CANDIDATES, GC_GREEDY_TABLE_MAX_ROWS);
+			/*
+			 * the batched recluster takes no table, but a step's gain
+			 * partials: 1,024 blocks x its most candidates, 16 bytes each
+			 * (cuda/seeding_batched.cu)
+			 */
+			table = gc_batched_applies(req->params.k) ? 0 :
+				Min(k * GC_MAX_INIT_CANDIDATES, GC_GREEDY_TABLE_MAX_ROWS);
+			batched = gc_batched_applies(req->params.k) ?
+				1024.0 * 16 * GC_MAX_INIT_CANDIDATES * (gc_batched_picks(req->params.k, 1) + 1) : 0;
 			break;
 		case GC_INIT_KMEANSPP:
 			table = gc_greedy_table_rows(req->n, req->params.k,
@@ -237,7 +246,7 @@ estimate_kmeans_gpu_bytes(const GcServiceRequest *req)
 			table = 0;
 	}
 	return (Size) (n * (12 * d + 40 + Max(pruned, tensor) + 12 + seeding) +
-				   k * d * 56 + pruned_k * pruned_k * 12 + table * table * 8 + (64 << 20));
+				   k * d * 56 + pruned_k * pruned_k * 12 + table * table * 8 + batched + (64 << 20));
 }
 
 /*
