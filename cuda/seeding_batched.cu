@@ -14,8 +14,9 @@
  *	  the first b L are the step's candidates, in key order, as
  *	  gc_batched_select gives them; the host reads those keys;
  *	- gains: each row adds w (D^2 - min(D^2, |x - c|^2)), quantised, for
- *	  every candidate (the distance by gc_sqdist_within, stopped where it
- *	  passes D^2, which decides as the whole sum does), a block's rows
+ *	  every candidate, reading itself once for BATCHED_GROUP of them (the
+ *	  distances summed in dimension order, stopped once all pass D^2,
+ *	  which decides as the whole sums do), a block's rows
  *	  summed exactly into one 128-bit partial per candidate, and one warp
  *	  per candidate sums the partials; the host reads the gains and
  *	  chooses the picks (gc_batched_choose);
@@ -40,6 +41,7 @@
 
 #define BATCHED_THREADS 256
 #define BATCHED_BLOCKS 1024		/* most blocks, and gain partials per candidate */
+#define BATCHED_GROUP 8			/* candidates (or picks) per read of a row */
 
 /* Device buffers of one batched seeding */
 typedef struct BatchedBuffers
@@ -86,8 +88,56 @@ batched_keys_kernel(const uint64_t *__restrict__ hashes, const double *__restric
 }
 
 /*
+ * Squared distances of x to the group's g centres, each summed in
+ * dimension order as gc_sqdist_exact does, all GC_SQDIST_STRIDE terms at
+ * a time, the row read once for the group; stopped once every one passes
+ * bound (then none is below it).  true: every sum is whole.
+ */
+__device__ __forceinline__ bool
+group_sqdist(const double *__restrict__ x, const double *const *centre, int g, int d,
+			 double bound, double *s)
+{
+	int			j = 0;
+
+#pragma unroll
+	for (int u = 0; u < BATCHED_GROUP; u++)
+		s[u] = 0.0;
+	for (; j + GC_SQDIST_STRIDE <= d; j += GC_SQDIST_STRIDE)
+	{
+		bool		far = true;
+
+		for (int t = 0; t < GC_SQDIST_STRIDE; t++)
+		{
+			double		xv = x[j + t];
+
+#pragma unroll
+			for (int u = 0; u < BATCHED_GROUP; u++)
+				if (u < g)
+					s[u] = gc_sqdist_add(s[u], xv, centre[u][j + t]);
+		}
+#pragma unroll
+		for (int u = 0; u < BATCHED_GROUP; u++)
+			if (u < g)
+				far = far && s[u] > bound;
+		if (far)
+			return false;
+	}
+	for (; j < d; j++)
+	{
+		double		xv = x[j];
+
+#pragma unroll
+		for (int u = 0; u < BATCHED_GROUP; u++)
+			if (u < g)
+				s[u] = gc_sqdist_add(s[u], xv, centre[u][j]);
+	}
+	return true;
+}
+
+/*
  * Per block, per candidate c of count: the sum over the block's rows of
- * w (q(D^2) - q(min(D^2, |x - c|^2))), into partials[block * count + c]
+ * w (q(D^2) - q(min(D^2, |x - c|^2))), into partials[block * count + c];
+ * BATCHED_GROUP candidates per read of the rows
  */
 __global__ void
 __launch_bounds__(BATCHED_THREADS)
@@ -96,34 +146,51 @@ batched_gains_kernel(const double *__restrict__ x64, const double *__restrict__ 
 					 const long long *__restrict__ drawn, int count, int inertia_exp,
 					 gc_u128 *__restrict__ partials)
 {
-	__shared__ gc_u128 warp_sums[BATCHED_THREADS / 32];
+	__shared__ gc_u128 warp_sums[BATCHED_THREADS / 32][BATCHED_GROUP];
 
-	for (int c = 0; c < count; c++)
+	for (int c0 = 0; c0 < count; c0 += BATCHED_GROUP)
 	{
-		const double *centre = x64 + (int64_t) drawn[c] * d;
-		gc_u128		gain = 0;
+		int			g = count - c0 < BATCHED_GROUP ? count - c0 : BATCHED_GROUP;
+		const double *centre[BATCHED_GROUP];
+		gc_u128		gain[BATCHED_GROUP];
 
+#pragma unroll
+		for (int u = 0; u < BATCHED_GROUP; u++)
+		{
+			centre[u] = x64 + (int64_t) drawn[c0 + (u < g ? u : 0)] * d;
+			gain[u] = 0;
+		}
 		for (int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; i < n;
 			 i += (int64_t) gridDim.x * blockDim.x)
 		{
 			double		m = mind2[i];
-			double		v = gc_sqdist_within(x64 + i * d, centre, d, m);
+			double		s[BATCHED_GROUP];
+			gc_u128		w = (gc_u128) (weights != NULL ? (unsigned long long) weights[i] : 1ULL),
+						q = gc_quantize_wide(m, inertia_exp);
 
-			if (v < m)
-				gain += (gc_quantize_wide(m, inertia_exp) - gc_quantize_wide(v, inertia_exp)) *
-					(gc_u128) (weights != NULL ? (unsigned long long) weights[i] : 1ULL);
+			if (!group_sqdist(x64 + i * d, centre, g, d, m, s))
+				continue;
+#pragma unroll
+			for (int u = 0; u < BATCHED_GROUP; u++)
+				if (u < g && s[u] < m)
+					gain[u] += (q - gc_quantize_wide(s[u], inertia_exp)) * w;
 		}
-		gain = gc_warp_sum_u128(gain);
-		if ((threadIdx.x & 31) == 0)
-			warp_sums[threadIdx.x >> 5] = gain;
+#pragma unroll
+		for (int u = 0; u < BATCHED_GROUP; u++)
+		{
+			gc_u128		v = gc_warp_sum_u128(gain[u]);
+
+			if ((threadIdx.x & 31) == 0)
+				warp_sums[threadIdx.x >> 5][u] = v;
+		}
 		__syncthreads();
-		if (threadIdx.x == 0)
+		if (threadIdx.x < g)
 		{
 			gc_u128		v = 0;
 
 			for (int w = 0; w < BATCHED_THREADS / 32; w++)
-				v += warp_sums[w];
-			partials[(int64_t) blockIdx.x * count + c] = v;
+				v += warp_sums[w][threadIdx.x];
+			partials[(int64_t) blockIdx.x * count + c0 + threadIdx.x] = v;
 		}
 		__syncthreads();
 	}
@@ -149,26 +216,40 @@ batched_sum_kernel(const gc_u128 *__restrict__ partials, int nblocks, int count,
 	}
 }
 
-/* D^2 lowered to the nearest of the b picks (set where first); the picks marked */
+/*
+ * D^2 lowered to the nearest of the b picks (set where first), the picks
+ * BATCHED_GROUP at a time, each group's sums bounded by D^2 before it (a
+ * distance below the new D^2 is below that one, and whole); the picks
+ * marked
+ */
 __global__ void
+__launch_bounds__(BATCHED_THREADS)
 batched_lower_kernel(const double *__restrict__ x64, int64_t n, int d,
 					 const long long *__restrict__ picks, int b, bool first, bool lower,
 					 double *__restrict__ mind2, unsigned char *__restrict__ taken)
 {
-	for (int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; i < n;
+	for (int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; lower && i < n;
 		 i += (int64_t) gridDim.x * blockDim.x)
 	{
 		double		m = first ? INFINITY : mind2[i];
 
-		for (int j = 0; lower && j < b; j++)
+		for (int j0 = 0; j0 < b; j0 += BATCHED_GROUP)
 		{
-			double		v = gc_sqdist_within(x64 + i * d, x64 + (int64_t) picks[j] * d, d, m);
+			int			g = b - j0 < BATCHED_GROUP ? b - j0 : BATCHED_GROUP;
+			const double *centre[BATCHED_GROUP];
+			double		s[BATCHED_GROUP];
 
-			if (v < m)
-				m = v;
+#pragma unroll
+			for (int u = 0; u < BATCHED_GROUP; u++)
+				centre[u] = x64 + (int64_t) picks[j0 + (u < g ? u : 0)] * d;
+			if (!group_sqdist(x64 + i * d, centre, g, d, m, s))
+				continue;
+#pragma unroll
+			for (int u = 0; u < BATCHED_GROUP; u++)
+				if (u < g && s[u] < m)
+					m = s[u];
 		}
-		if (lower)
-			mind2[i] = m;
+		mind2[i] = m;
 	}
 	for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < b; j += gridDim.x * blockDim.x)
 		taken[picks[j]] = 1;
