@@ -40,6 +40,7 @@
  *-------------------------------------------------------------------------
  */
 #include "cpu_labeling.h"
+#include "cpu_threads.h"
 #include "gc_engine.h"
 #include "gc_math.h"
 
@@ -216,41 +217,68 @@ race_keys(BatchedState *st, uint64_t seed, int t, int inertia_exp)
 	}
 }
 
-/*
- * Each drawn candidate's gain: the sum over the rows of w (D^2 -
- * min(D^2, |x - c|^2)), quantised as the inertia is
- */
-static GcStatus
-candidate_gains(BatchedState *st, int count, int inertia_exp, GcError *err)
+/* The gains pass, shared by its threads */
+typedef struct GainsPass
 {
-	const GcRows *rows = st->rows;
+	const BatchedState *st;
+	int			count;
+	int			inertia_exp;
+	gc_u128    *gains;			/* workers x count */
+} GainsPass;
+
+/* Rows [first, first + count) of chunk into thread worker's gains */
+static void
+gains_block(void *ctx, int worker, const GcChunk *chunk, int64_t first, int64_t count)
+{
+	GainsPass  *pass = ctx;
+	const GcRows *rows = pass->st->rows;
 	int			d = rows->d;
+	gc_u128    *gains = pass->gains + (size_t) worker * pass->count;
 
-	for (int c = 0; c < count; c++)
-		st->gains[c] = 0;
-	for (int ci = 0; ci < rows->nchunks; ci++)
+	for (int64_t r = first; r < first + count; r++)
 	{
-		const GcChunk *chunk = &rows->chunks[ci];
+		const double *x = chunk->values + (size_t) r * d;
+		double		m = pass->st->mind2[chunk->first_row + r];
+		gc_u128		w = (gc_u128) gc_chunk_weight(chunk, r),
+					q = gc_quantize_wide(m, pass->inertia_exp);
 
-		for (int64_t r = 0; r < chunk->count; r++)
+		for (int c = 0; c < pass->count; c++)
 		{
-			const double *x = chunk->values + (size_t) r * d;
-			double		m = st->mind2[chunk->first_row + r];
-			gc_u128		w = (gc_u128) gc_chunk_weight(chunk, r),
-						q = gc_quantize_wide(m, inertia_exp);
+			double		v = gc_sqdist_within(x, gc_rows_get(rows, pass->st->drawn[c]), d, m);
 
-			if (gc_poll(&st->poll, (int64_t) count * d))
-				return gc_fail(err, GC_INTERRUPTED, "interrupted during seeding");
-			for (int c = 0; c < count; c++)
-			{
-				double		v = gc_sqdist_within(x, gc_rows_get(rows, st->drawn[c]), d, m);
-
-				if (v < m)
-					st->gains[c] += (q - gc_quantize_wide(v, inertia_exp)) * w;
-			}
+			if (v < m)
+				gains[c] += (q - gc_quantize_wide(v, pass->inertia_exp)) * w;
 		}
 	}
-	return GC_OK;
+}
+
+/*
+ * Each drawn candidate's gain: the sum over the rows of w (D^2 -
+ * min(D^2, |x - c|^2)), quantised as the inertia is, on threads: 128-bit
+ * integer sums per thread, added up, so the same for any number of them
+ */
+static GcStatus
+candidate_gains(BatchedState *st, const GcKmeansParams *params, int count, int inertia_exp,
+				GcError *err)
+{
+	GainsPass	pass = {st, count, inertia_exp, NULL};
+	GcCpuPass	run = {.rows = st->rows, .row_units = (int64_t) count * st->rows->d,
+		.fn = gains_block, .ctx = &pass};
+	GcStatus	status;
+
+	run.workers = gc_cpu_threads(params->cpu_threads, st->rows->n * run.row_units);
+	pass.gains = calloc((size_t) run.workers * count, sizeof(gc_u128));
+	if (pass.gains == NULL)
+		return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for seeding");
+	status = gc_cpu_run_blocks(&run, &st->poll, err, "interrupted during seeding");
+	for (int c = 0; c < count; c++)
+	{
+		st->gains[c] = 0;
+		for (int w = 0; w < run.workers; w++)
+			st->gains[c] += pass.gains[(size_t) w * count + c];
+	}
+	free(pass.gains);
+	return status;
 }
 
 /* D^2 lowered to the exact distance to the nearest of b picks (set, the first time) */
@@ -299,7 +327,8 @@ batched_step(BatchedState *st, const GcFrame *frame, const GcKmeansParams *param
 		return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for seeding");
 	if (candidates > 1)
 	{
-		GcStatus	status = candidate_gains(st, b * candidates, frame->inertia_exp, err);
+		GcStatus	status = candidate_gains(st, params, b * candidates, frame->inertia_exp,
+											 err);
 
 		if (status != GC_OK)
 			return status;
