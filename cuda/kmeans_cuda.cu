@@ -12,6 +12,10 @@
  *	  come back at the end, labels and distances only when asked for.
  *	  For the driver's check of reduced precision it labels a sample of
  *	  rows with its labeler and exactly, and changes labeler on request.
+ *	  As one shard of a sharded fit (engine/kmeans_shards.c;
+ *	  gc_kmeans_cuda_sharded_backend) it labels and sums without updating
+ *	  (step_partial), takes the fit's centroids (load_centroids) and
+ *	  scores to the exact inertia sum (score_sum).
  *
  *	  Labeling is a labeler's (labeler_table.cu names them by GcKernel; each
  *	  owns its buffers in labeler_*.cu); the session holds what every
@@ -467,6 +471,90 @@ cuda_step(void *session, int64_t pruned_rows, GcStepStatus *out, GcError *err)
 	return GC_OK;
 }
 
+/*
+ * A sharded fit's step (engine/kmeans_shards.c): Lloyd's labeling of every
+ * row with the session's labeler (pruned_rows only saves work, and pruned
+ * labeling gives Lloyd's labels), the exact sums brought up to the new
+ * labels as step brings them, and copied out: the integers the CPU's
+ * step_partial makes for the same labels.  The centroids stay; the sums
+ * keep following the labels until the next begin.
+ */
+static GcStatus
+cuda_step_partial(void *session, int64_t pruned_rows, long long *sums, long long *counts,
+				  GcStepStatus *out, GcError *err)
+{
+	CudaSession *s = (CudaSession *) session;
+	size_t		kd = (size_t) s->k * s->d;
+	IterationStatus st;
+	float		label_ms,
+				update_ms;
+
+	(void) pruned_rows;
+	s->iteration++;
+	out->kernel = gc_kernel_name(s->kernel);
+	GC_CUDA_TRY(cudaMemsetAsync(s->status, 0, sizeof(IterationStatus), s->stream), err);
+	GC_CUDA_TRY(cudaMemcpyAsync(s->old_labels, s->labels, sizeof(int32_t) * s->n,
+								cudaMemcpyDeviceToDevice, s->stream), err);
+	GC_CUDA_TRY(cudaEventRecord(s->phase[0], s->stream), err);
+	if (gc_label_points(s, &s->status->changed, s->status, err) != GC_OK)
+		return err->status;
+	GC_CUDA_TRY(cudaEventRecord(s->phase[1], s->stream), err);
+	if (launch_accumulate_clusters(s->x64, s->weights, s->labels, s->old_labels, s->moved,
+								   s->moved_count, s->offset, s->scale, s->n,
+								   s->d, s->k, s->sums, s->sums + kd, s->stream,
+								   err) != GC_OK)
+		return err->status;
+	/* unsigned on the device, two's complement: the same 64 bits */
+	GC_CUDA_TRY(cudaMemcpyAsync(sums, s->sums, sizeof(long long) * kd,
+								cudaMemcpyDeviceToHost, s->stream), err);
+	GC_CUDA_TRY(cudaMemcpyAsync(counts, s->sums + kd, sizeof(long long) * s->k,
+								cudaMemcpyDeviceToHost, s->stream), err);
+	GC_CUDA_TRY(cudaEventRecord(s->phase[2], s->stream), err);
+	GC_CUDA_TRY(cudaMemcpyAsync(s->status_host, s->status, sizeof(IterationStatus),
+								cudaMemcpyDeviceToHost, s->stream), err);
+	GC_CUDA_TRY(cudaStreamSynchronize(s->stream), err);
+	st = *s->status_host;
+	GC_CUDA_TRY(cudaEventElapsedTime(&label_ms, s->phase[0], s->phase[1]), err);
+	GC_CUDA_TRY(cudaEventElapsedTime(&update_ms, s->phase[1], s->phase[2]), err);
+
+	out->changed = (int64_t) st.changed;
+	out->shift_sum = 0;
+	out->pruned_work = 0;
+	out->distances = (double) s->n * s->k;
+	out->rechecked = (double) (gc_kernel_is_screen(s->kernel) ? st.screened : st.doubtful);
+	out->exact_checked = (double) st.doubtful;
+	out->labeling_ms = label_ms;
+	out->update_ms = update_ms;
+	if (s->labeler->review)
+		return hand_over(s, s->labeler->review(s, s->labeler_state, &st), err);
+	return GC_OK;
+}
+
+/*
+ * A sharded fit's new centroids: their float copies and norms as begin
+ * makes them (an update with all counts zero, here s->race's, free after
+ * seeding, so that the sums stay), and the labeler's copies; the labels
+ * stay
+ */
+static GcStatus
+cuda_load_centroids(void *session, const double *centroids, GcError *err)
+{
+	CudaSession *s = (CudaSession *) session;
+	size_t		kd = (size_t) s->k * s->d;
+
+	GC_CUDA_TRY(cudaMemcpyAsync(s->c64, centroids, sizeof(double) * kd,
+								cudaMemcpyHostToDevice, s->stream), err);
+	GC_CUDA_TRY(cudaMemsetAsync(s->race, 0, sizeof(unsigned long long) * s->k,
+								s->stream), err);
+	if (launch_update_centroids(s->sums, s->race, s->offset, s->scale, s->d,
+								s->k, s->c64, s->c32, s->cnorm, 0, NULL,
+								s->stream, err) != GC_OK ||
+		refresh_centroids(s, err) != GC_OK)
+		return err->status;
+	GC_CUDA_TRY(cudaStreamSynchronize(s->stream), err);
+	return GC_OK;
+}
+
 static GcStatus
 cuda_order_rows(void *session, bool by_work, GcError *err)
 {
@@ -490,9 +578,13 @@ cuda_end(void *session, double *centroids, GcError *err)
 	return GC_OK;
 }
 
+/*
+ * Sizes and the inertia's exact sum (units of 2^-inertia_exp), and labels
+ * and distances where asked for, under centroids; the sums are spent
+ */
 static GcStatus
-cuda_score(void *session, const double *centroids, int32_t *labels,
-		   double *distances, int64_t *sizes, double *inertia, GcError *err)
+cuda_score_sum(void *session, const double *centroids, int32_t *labels,
+			   double *distances, int64_t *sizes, gc_u128 *inertia_sum, GcError *err)
 {
 	CudaSession *s = (CudaSession *) session;
 	gc_u128		partials[SCORE_PARTIALS];
@@ -525,8 +617,21 @@ cuda_score(void *session, const double *centroids, int32_t *labels,
 
 	for (int b = 0; b < SCORE_PARTIALS; b++)
 		total += partials[b];
-	*inertia = gc_inertia_value(total, s->frame);
+	*inertia_sum = total;
 	return GC_OK;
+}
+
+static GcStatus
+cuda_score(void *session, const double *centroids, int32_t *labels,
+		   double *distances, int64_t *sizes, double *inertia, GcError *err)
+{
+	CudaSession *s = (CudaSession *) session;
+	gc_u128		total = 0;
+	GcStatus	status = cuda_score_sum(s, centroids, labels, distances, sizes, &total, err);
+
+	if (status == GC_OK)
+		*inertia = gc_inertia_value(total, s->frame);
+	return status;
 }
 
 /* The precision Lloyd's labeling runs at now */
@@ -674,4 +779,32 @@ extern "C" const GcKmeansBackend gc_kmeans_cuda_backend = {
 	cuda_precision,
 	cuda_set_precision,
 	cuda_label_sample,
+	cuda_step_partial,
+	cuda_load_centroids,
+	cuda_score_sum,
+	NULL,						/* k-means|| over shards: the CPU's over every row */
+	NULL,						/* k-means++ over shards: likewise */
 };
+
+/* The sharded backend's session with GPU sessions as its shards */
+static GcStatus
+cuda_shards_open(const GcRows *rows, const GcFrame *frame, const GcKmeansParams *params,
+				 void **session, GcError *err)
+{
+	return gc_kmeans_shards_open(&gc_kmeans_cuda_backend, rows, frame, params, session, err);
+}
+
+/* The CPU sharded backend's entries, opening GPU shards; the driver polls between steps */
+static GcKmeansBackend
+cuda_sharded_backend(void)
+{
+	GcKmeansBackend b = gc_kmeans_cpu_sharded_backend;
+
+	b.name = "gpu sharded";
+	b.hybrid = &gc_hybrid_gpu_rules;
+	b.step_polls = false;
+	b.open = cuda_shards_open;
+	return b;
+}
+
+extern "C" const GcKmeansBackend gc_kmeans_cuda_sharded_backend = cuda_sharded_backend();

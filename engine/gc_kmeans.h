@@ -385,6 +385,15 @@ extern const GcKmeansBackend gc_kmeans_cpu_backend;
 extern const GcKmeansBackend gc_kmeans_cpu_sharded_backend;
 
 /*
+ * A session of such a fit whose shards are child's sessions: the open of
+ * a sharded backend over another backend (its other entries are
+ * gc_kmeans_cpu_sharded_backend's)
+ */
+extern GcStatus gc_kmeans_shards_open(const GcKmeansBackend *child, const GcRows *rows,
+									  const GcFrame *frame, const GcKmeansParams *params,
+									  void **session, GcError *err);
+
+/*
  * Runs n_init restarts on backend and fills result with the best; a
  * narrow store is widened first (gc_rows_widen) for a backend that reads
  * doubles only.

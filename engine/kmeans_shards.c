@@ -32,6 +32,11 @@
  * reduced precision and row ordering are not offered (the CPU's labels
  * are exact and it does not reorder).
  *
+ * gc_kmeans_cuda_sharded_backend (cuda/kmeans_cuda.cu) is this backend
+ * over GPU sessions (gc_kmeans_shards_open), all on the calling thread's
+ * device; they label every row by Lloyd's labeling (pruned_rows saves no
+ * work there) and seed on the CPU reference over every row.
+ *
  * IDENTIFICATION
  *	  engine/kmeans_shards.c
  *
@@ -403,6 +408,17 @@ shards_score(void *session, const double *centroids, int32_t *labels,
 	return GC_OK;
 }
 
+/*
+ * One sharded session over child's sessions: the open of a sharded
+ * backend whose shards are another backend's (gc_kmeans_cuda_sharded_backend)
+ */
+GcStatus
+gc_kmeans_shards_open(const GcKmeansBackend *child, const GcRows *rows, const GcFrame *frame,
+					  const GcKmeansParams *params, void **session, GcError *err)
+{
+	return shards_open_child(child, rows, frame, params, session, err);
+}
+
 /* The shards of the CPU reference */
 static GcStatus
 shards_open_cpu(const GcRows *rows, const GcFrame *frame, const GcKmeansParams *params,
@@ -426,3 +442,4 @@ const GcKmeansBackend gc_kmeans_cpu_sharded_backend = {
 	.score = shards_score,
 	.close = shards_close,
 };
+

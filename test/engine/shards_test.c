@@ -9,7 +9,8 @@
  *	  narrow store, the cosine metric, each seeding (k-means++ and
  *	  k-means|| run in the shards, their seeds alone too) and pruned
  *	  labeling; a sharded fit interrupted at any of its polls returns
- *	  interrupted, leaking nothing.
+ *	  interrupted, leaking nothing.  Built with CUDA and given a device,
+ *	  GPU sessions as 1, 2 and 3 shards give the plain CPU fit's model too.
  *
  *	  shards_test              run the checks, ending with "N passed, N failed"
  *	  shards_test N            the Nth case alone
@@ -26,6 +27,9 @@
 #include <string.h>
 
 #include "harness.h"
+#ifdef GC_WITH_CUDA
+#include "gc_cuda.h"
+#endif
 
 /* How a case's rows are stored */
 typedef enum Storage
@@ -92,28 +96,33 @@ case_fit(const ShardCase *c, const GcKmeansBackend *backend, int shards, double 
 	return f;
 }
 
-/* Every output of the sharded fits equals the plain CPU fit's, to the bit */
+/*
+ * Every output of backend's fits over each of the nshards shard counts
+ * equals the plain CPU fit's, to the bit (distances where same_distances)
+ */
 static void
-check_case(const ShardCase *c)
+check_case_on(const ShardCase *c, const GcKmeansBackend *backend, const int *shard_counts,
+			  int nshards, bool same_distances)
 {
-	static const int shard_counts[] = {1, 2, 3, 7};
 	double	   *ref_distances;
 	Fit			ref = case_fit(c, &gc_kmeans_cpu_backend, 0, &ref_distances);
 	int			k = c->params.k;
 
 	check(ref.status == GC_OK, "plain fit ok", c->name);
-	for (size_t s = 0; s < sizeof(shard_counts) / sizeof(shard_counts[0]); s++)
+	for (int s = 0; s < nshards; s++)
 	{
 		char		config[160];
 		double	   *distances;
-		Fit			f = case_fit(c, &gc_kmeans_cpu_sharded_backend, shard_counts[s], &distances);
+		Fit			f = case_fit(c, backend, shard_counts[s], &distances);
 
-		snprintf(config, sizeof(config), "%s, %d shards", c->name, shard_counts[s]);
+		snprintf(config, sizeof(config), "%s, %d %s shards", c->name, shard_counts[s],
+				 backend->name);
 		check(f.status == GC_OK, "sharded fit ok", config);
 		check(memcmp(ref.labels, f.labels, sizeof(int32_t) * c->n) == 0, "labels equal", config);
 		check(memcmp(ref.centroids, f.centroids, sizeof(double) * k * c->d) == 0,
 			  "centroids equal to the bit", config);
-		check(memcmp(ref_distances, distances, sizeof(double) * c->n) == 0,
+		check(!same_distances ||
+			  memcmp(ref_distances, distances, sizeof(double) * c->n) == 0,
 			  "distances equal to the bit", config);
 		check(memcmp(ref.sizes, f.sizes, sizeof(int64_t) * k) == 0, "sizes equal", config);
 		check(memcmp(&ref.result.inertia, &f.result.inertia, sizeof(double)) == 0,
@@ -126,6 +135,15 @@ check_case(const ShardCase *c)
 	}
 	free_fit(&ref);
 	free(ref_distances);
+}
+
+/* Every output of the CPU sharded fits equals the plain CPU fit's, to the bit */
+static void
+check_case(const ShardCase *c)
+{
+	static const int shard_counts[] = {1, 2, 3, 7};
+
+	check_case_on(c, &gc_kmeans_cpu_sharded_backend, shard_counts, 4, true);
 }
 
 /* Lloyd from seed 3: what the cases change from */
@@ -310,6 +328,54 @@ test_interrupted(void)
 	free(x);
 }
 
+#ifdef GC_WITH_CUDA
+/*
+ * GPU sessions as shards (all on device 0), labelling at float32 accuracy
+ * (exact labels): centroids, labels, sizes, inertia and iterations equal
+ * the plain CPU fit's to the bit (distances are the device's square
+ * roots); small d by the SIMT labeler, d = 128 and k = 300 by the tensor
+ * labeler
+ */
+static void
+test_gpu_shards(void)
+{
+	static const int shard_counts[] = {1, 2, 3};
+	static const struct
+	{
+		const char *name;
+		int64_t		n;
+		int			d;
+		int			k;
+		GcInit		init;
+		int			max_iter;
+	}			shapes[] = {
+		{"gpu blobs 20k x 16, k 50", 20000, 16, 50, GC_INIT_KMEANSPP, 300},
+		{"gpu blobs 20k x 16, k 50, random", 20000, 16, 50, GC_INIT_RANDOM, 300},
+		{"gpu blobs 30k x 128, k 300", 30000, 128, 300, GC_INIT_KMEANSPP, 25},
+	};
+	char		why[256];
+
+	if (!gc_cuda_use_device(0, why, sizeof(why)))
+	{
+		printf("gpu shards: no device (%s), skipped\n", why);
+		return;
+	}
+	for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++)
+	{
+		double	   *centres = malloc(sizeof(double) * shapes[i].k * shapes[i].d);
+		double	   *x = make_data(shapes[i].n, shapes[i].d, shapes[i].k, 10.0, centres, NULL);
+		ShardCase	c = {shapes[i].name, x, shapes[i].n, shapes[i].d, STORE_DOUBLE,
+		base_params(shapes[i].k, shapes[i].init)};
+
+		c.params.precision = GC_PRECISION_FLOAT32;
+		c.params.max_iter = shapes[i].max_iter;
+		check_case_on(&c, &gc_kmeans_cuda_sharded_backend, shard_counts, 3, false);
+		free(centres);
+		free(x);
+	}
+}
+#endif
+
 int
 main(int argc, char **argv)
 {
@@ -324,6 +390,10 @@ main(int argc, char **argv)
 		test_cosine();
 	if (case_selected())
 		test_interrupted();
+#ifdef GC_WITH_CUDA
+	if (case_selected())
+		test_gpu_shards();
+#endif
 	if (!cases_end())
 	{
 		printf("no case %s\n", argv[1]);
