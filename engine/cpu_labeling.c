@@ -13,15 +13,18 @@
  *	1. screen: ||x - o||^2 + ||c - o||^2 - 2 (x - o).(c - o) for a tile of
  *	   rows against every centroid, the dot products as a blocked matrix
  *	   product (8 rows by 8 centroids in vector registers, centroids
- *	   centred on the frame's offset o and transposed in panels of 8);
+ *	   transposed in panels of 8), both sides centred on o: the caller's,
+ *	   or the centroids' median, near most rows where a few values are
+ *	   huge and the box's centre is not;
  *	2. bound: the screen is within E(c) = g (|x - o| + |c - o|)^2 of the
  *	   reference distance, g = (16 d + 128) 2^-53, eight times the sum of
  *	   the rounding errors of the centring, the screen and the reference
  *	   sum (each at most (d + 3) u times that square, u = 2^-53);
  *	3. recheck: every centroid whose screen minus its bound is at most the
- *	   least screen plus its bound may be the reference's answer; those
- *	   (one in almost every row) get their exact distance, and the lowest
- *	   index of least exact distance wins, as in the reference scan.
+ *	   least screen plus its bound may be the reference's answer (counted
+ *	   in vectors); alone (in almost every row) it is; otherwise those get
+ *	   their exact distance, and the lowest index of least exact distance
+ *	   wins, as in the reference scan.
  *
  * So labels and distances equal the reference's to the bit, whatever the
  * number of threads (each row is decided alone).  Tiles are the blocks
@@ -56,6 +59,7 @@ typedef struct Panels
 	int			npanels;
 	const double *centroids;	/* k d, for the exact recheck */
 	const double *offset;		/* d: the centre both sides are moved by */
+	double	   *median;			/* d: the centroids' median, when it is the centre */
 	double	   *values;			/* npanels panels of d x 8, centred */
 	double	   *norm;			/* npanels * 8: |c - o| */
 	double	   *norm2;			/* npanels * 8: |c - o|^2 */
@@ -85,9 +89,64 @@ typedef struct Scratch
 static void
 free_panels(Panels *p)
 {
+	free(p->median);
 	free(p->values);
 	free(p->norm);
 	free(p->norm2);
+}
+
+/* The k-th smallest of v[0, n) (v reordered): Hoare's selection */
+static double
+select_kth(double *v, int n, int kth)
+{
+	int			lo = 0,
+				hi = n - 1;
+
+	while (lo < hi)
+	{
+		double		pivot = v[lo + (hi - lo) / 2];
+		int			i = lo,
+					j = hi;
+
+		while (i <= j)
+		{
+			while (v[i] < pivot)
+				i++;
+			while (v[j] > pivot)
+				j--;
+			if (i <= j)
+			{
+				double		t = v[i];
+
+				v[i++] = v[j];
+				v[j--] = t;
+			}
+		}
+		if (kth <= j)
+			hi = j;
+		else if (kth >= i)
+			lo = i;
+		else
+			break;
+	}
+	return v[kth];
+}
+
+/*
+ * The centroids' median, dimension by dimension, into centre (d); column
+ * is k values of scratch.  The screen's bound grows with the square of
+ * the distances from its centre: the box's centre lies far from most
+ * rows where a few values are huge, the centroids' median among them.
+ */
+static void
+median_centroid(const double *centroids, int k, int d, double *column, double *centre)
+{
+	for (int j = 0; j < d; j++)
+	{
+		for (int c = 0; c < k; c++)
+			column[c] = centroids[(size_t) c * d + j];
+		centre[j] = select_kth(column, k, k / 2);
+	}
 }
 
 /* Centre and transpose the centroids into panels; false when out of memory */
@@ -100,16 +159,25 @@ build_panels(Panels *p, const double *centroids, int k, int d, const double *off
 	p->d = d;
 	p->npanels = (k + PANEL_WIDTH - 1) / PANEL_WIDTH;
 	p->centroids = centroids;
-	p->offset = offset;
 	width = (size_t) p->npanels * PANEL_WIDTH;
 	p->values = aligned_alloc(64, sizeof(double) * width * d);
 	p->norm = malloc(sizeof(double) * width);
 	p->norm2 = malloc(sizeof(double) * width);
-	if (p->values == NULL || p->norm == NULL || p->norm2 == NULL)
+	if (offset == NULL)
+		p->median = malloc(sizeof(double) * d);
+	if (p->values == NULL || p->norm == NULL || p->norm2 == NULL ||
+		(offset == NULL && p->median == NULL))
 	{
 		free_panels(p);
 		return false;
 	}
+	if (offset == NULL)
+	{
+		/* the panels' memory, not yet written, holds the column */
+		median_centroid(centroids, k, d, p->values, p->median);
+		offset = p->median;
+	}
+	p->offset = offset;
 	memset(p->values, 0, sizeof(double) * width * d);
 	for (size_t c = 0; c < width; c++)
 	{
@@ -206,6 +274,41 @@ screen_8x8(const double *restrict rows, int d, const double *restrict panel,
 }
 
 /*
+ * How many of the width screens' lower ends are at most least, and the
+ * last of them into *last: in vectors of 8, without a branch (padding
+ * centroids are NaN, never counted).  Cloned for the vector units.
+ */
+GC_SIMD_CLONES
+static int
+count_doubts(const double *restrict lower, size_t width, double least, int *last)
+{
+	v8di		count = {0},
+				at = {-1, -1, -1, -1, -1, -1, -1, -1},
+				index = {0, 1, 2, 3, 4, 5, 6, 7};
+	int			total = 0,
+				found = -1;
+
+	for (size_t c = 0; c < width; c += PANEL_WIDTH)
+	{
+		v8d			lo;
+		v8di		doubt;
+
+		memcpy(&lo, lower + c, sizeof(v8d));
+		doubt = lo <= least;
+		count -= doubt;
+		at = (index & doubt) | (at & ~doubt);
+		index += PANEL_WIDTH;
+	}
+	for (int l = 0; l < PANEL_WIDTH; l++)
+	{
+		total += (int) count[l];
+		found = at[l] > found ? (int) at[l] : found;
+	}
+	*last = found;
+	return total;
+}
+
+/*
  * The reference's answer for one row, rechecking only the centroids in
  * doubt; its exact distance into distance2 unless that is NULL
  */
@@ -214,53 +317,27 @@ decide_row(const double *x, const double *lower, double least, const Panels *p,
 		   double *distance2, int64_t *rechecked)
 {
 	int			best = 0,
-				doubted = 0,
-				first_doubt = -1;
+				doubted;
 	double		bestd = DBL_MAX;
 
+	doubted = count_doubts(lower, (size_t) p->npanels * PANEL_WIDTH, least, &best);
 	/* every centroid that may be nearer: exact distances in index order */
-	for (int c0 = 0; c0 < p->k; c0 += 4)
+	for (int c = 0; doubted > 1 && c < p->k; c++)
 	{
-		v4d			lo;
-		v4di		doubt;
+		double		s;
 
-		/* four at a time: almost every group has none (padding is NaN) */
-		memcpy(&lo, lower + c0, sizeof(v4d));
-		doubt = lo <= least;
-		if ((doubt[0] | doubt[1] | doubt[2] | doubt[3]) == 0)
+		if (!(lower[c] <= least))
 			continue;
-		for (int c = c0; c < c0 + 4 && c < p->k; c++)
+		s = gc_sqdist_exact(x, p->centroids + (size_t) c * p->d, p->d);
+		if (s < bestd)
 		{
-			double		s;
-
-			if (!(lower[c] <= least))
-				continue;
-			doubted++;
-			/* the first in doubt waits: alone, it is the answer */
-			if (first_doubt < 0)
-			{
-				first_doubt = c;
-				continue;
-			}
-			if (doubted == 2)
-			{
-				bestd = gc_sqdist_exact(x, p->centroids + (size_t) first_doubt * p->d, p->d);
-				best = first_doubt;
-			}
-			s = gc_sqdist_exact(x, p->centroids + (size_t) c * p->d, p->d);
-			if (s < bestd)
-			{
-				bestd = s;
-				best = c;
-			}
+			bestd = s;
+			best = c;
 		}
 	}
-	if (doubted == 1)
-	{
-		best = first_doubt;
-		if (distance2 != NULL)
-			bestd = gc_sqdist_exact(x, p->centroids + (size_t) best * p->d, p->d);
-	}
+	/* alone in doubt, it is the answer */
+	if (doubted == 1 && distance2 != NULL)
+		bestd = gc_sqdist_exact(x, p->centroids + (size_t) best * p->d, p->d);
 	/* a bound that overflowed doubts nothing: the reference scan decides */
 	if (doubted == 0)
 		best = gc_nearest_centroid(x, p->centroids, p->k, p->d, &bestd);

@@ -33,7 +33,8 @@ extern bool gc_cpu_labeling_applies(const GcRows *rows);
 /*
  * Label rows [first_row, n) against k centroids: labels[row] and, when
  * distances2 is not NULL, distances2[row] are what gc_nearest_centroid
- * gives, to the bit.  offset (d) centres the screen (the frame's offset);
+ * gives, to the bit.  offset (d) centres the screen, NULL: the centroids'
+ * median (any centre gives the same answers; a near one doubts fewer);
  * threads as gc_cpu_threads takes it.  Polls the hook on the calling
  * thread; rechecked (may be NULL) counts the rows whose exact distance
  * was needed to more than one centroid; hook (may be NULL) runs on each

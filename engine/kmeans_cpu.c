@@ -464,7 +464,7 @@ cpu_step_partial(void *session, int64_t pruned_rows, long long *sums, long long 
 		if (s->worker_sums)
 			memset(s->worker_sums, 0,
 				   sizeof(long long) * ((size_t) k * d + k) * (s->update_workers - 1));
-		st = gc_cpu_label_rows(rows, 0, centroids, k, frame->offset, params->cpu_threads,
+		st = gc_cpu_label_rows(rows, 0, centroids, k, NULL, params->cpu_threads,
 							   s->next_labels, NULL, &hook, &s->poll, NULL, err);
 		if (st != GC_OK)
 			return st;
@@ -473,7 +473,7 @@ cpu_step_partial(void *session, int64_t pruned_rows, long long *sums, long long 
 	}
 	else if (screened && pruned_rows < rows->n)
 	{
-		GcStatus	st = gc_cpu_label_rows(rows, pruned_rows, centroids, k, frame->offset,
+		GcStatus	st = gc_cpu_label_rows(rows, pruned_rows, centroids, k, NULL,
 										   params->cpu_threads, s->next_labels, NULL, NULL,
 										   &s->poll, NULL, err);
 
@@ -590,7 +590,7 @@ cpu_score_sum(void *session, const double *centroids, int32_t *labels,
 		screened_d2 = malloc(sizeof(double) * rows->n);
 		if (screened_d2 == NULL)
 			return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory while scoring");
-		st = gc_cpu_label_rows(rows, 0, centroids, s->k, s->frame->offset,
+		st = gc_cpu_label_rows(rows, 0, centroids, s->k, NULL,
 							   s->params->cpu_threads, s->next_labels, screened_d2,
 							   NULL, &s->poll, NULL, err);
 		if (st != GC_OK)

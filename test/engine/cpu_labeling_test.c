@@ -118,8 +118,10 @@ check_labels(const Shape *s, int recipe)
 	for (int j = 0; j < s->d; j++)
 		offset[j] = x[j];		/* any centre: here the first row */
 	load_chunked(&rows, x, hashes, s->n, s->d, s->n / 3 + 1);
+	/* centred on the first row, then on the centroids' median (offset NULL) */
 	for (int threads = 1; threads <= 5; threads += 2)
 		for (int64_t first = 0; first < s->n; first += s->n / 2 + 1)
+			for (int centre = 0; centre < 2; centre++)
 		{
 			GcPoll		poll = {NULL, 0};
 			GcError		err = {0};
@@ -128,10 +130,11 @@ check_labels(const Shape *s, int recipe)
 
 			for (int64_t i = 0; i < s->n; i++)
 				labels[i] = -7;
-			snprintf(config, sizeof config, "%s recipe %d, n %lld d %d k %d, %d threads, from row %lld",
-					 s->name, recipe, (long long) s->n, s->d, s->k, threads, (long long) first);
-			check(gc_cpu_label_rows(&rows, first, c, s->k, offset, threads, labels, d2, NULL, &poll,
-									&rechecked, &err) == GC_OK, "labels rows", config);
+			snprintf(config, sizeof config, "%s recipe %d, n %lld d %d k %d, %d threads, from row %lld, %s",
+					 s->name, recipe, (long long) s->n, s->d, s->k, threads, (long long) first,
+					 centre ? "median centre" : "first row centre");
+			check(gc_cpu_label_rows(&rows, first, c, s->k, centre ? NULL : offset, threads, labels,
+									d2, NULL, &poll, &rechecked, &err) == GC_OK, "labels rows", config);
 			for (int64_t i = 0; i < s->n; i++)
 			{
 				double		want2;
@@ -153,6 +156,68 @@ check_labels(const Shape *s, int recipe)
 	free(offset);
 	free(labels);
 	free(d2);
+}
+
+/*
+ * Rows of small values and a few huge ones (as KDD's byte counts): the
+ * box's centre lies far from most rows, whose screens' bounds then doubt
+ * many centroids; centred on the centroids' median, few rows need more
+ * than one exact distance, and every label is still the reference's
+ */
+static void
+check_wide_range(void)
+{
+	int64_t		n = 6000;
+	int			d = 6,
+				k = 40;
+	double	   *x = malloc(sizeof(double) * n * d);
+	double	   *c = malloc(sizeof(double) * k * d);
+	double	   *box = malloc(sizeof(double) * d);
+	int32_t    *labels = malloc(sizeof(int32_t) * n);
+	uint64_t   *hashes = calloc(n, sizeof(uint64_t));
+	int64_t		rechecked[2] = {0, 0},
+				wrong = 0;
+	GcRows		rows;
+
+	for (int64_t i = 0; i < n; i++)
+		for (int j = 0; j < d; j++)
+			x[i * d + j] = uniform() * 20 + (j == 0 && i % 500 == 0 ? 7e8 : 0.0);
+	for (int c0 = 0; c0 < k; c0++)
+		memcpy(c + (size_t) c0 * d, x + (int64_t) c0 * 149 * d, sizeof(double) * d);
+	for (int j = 0; j < d; j++)
+	{
+		double		lo = INFINITY,
+					hi = -INFINITY;
+
+		for (int64_t i = 0; i < n; i++)
+		{
+			lo = fmin(lo, x[i * d + j]);
+			hi = fmax(hi, x[i * d + j]);
+		}
+		box[j] = lo / 2 + hi / 2;
+	}
+	load_chunked(&rows, x, hashes, n, d, n);
+	for (int centre = 0; centre < 2; centre++)
+	{
+		GcPoll		poll = {NULL, 0};
+		GcError		err = {0};
+
+		gc_cpu_label_rows(&rows, 0, c, k, centre ? NULL : box, 2, labels, NULL, NULL, &poll,
+						  &rechecked[centre], &err);
+		for (int64_t i = 0; i < n; i++)
+			wrong += labels[i] != gc_nearest_centroid(x + i * d, c, k, d, NULL);
+	}
+	printf("wide range: %lld rows rechecked centred on the box, %lld on the centroids' median\n",
+		   (long long) rechecked[0], (long long) rechecked[1]);
+	check(wrong == 0, "every label is the reference's", "wide range");
+	check(rechecked[1] * 10 < rechecked[0] && rechecked[1] < n / 100,
+		  "the median centre leaves few rows in doubt", "wide range");
+	gc_rows_release(&rows);
+	free(hashes);
+	free(x);
+	free(c);
+	free(box);
+	free(labels);
 }
 
 /*
@@ -310,6 +375,7 @@ main(int argc, char **argv)
 	for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++)
 		for (int recipe = 0; recipe <= 6; recipe++)
 			check_labels(&shapes[s], recipe);
+	check_wide_range();
 	check_fit(5000, 16, 20);
 	check_fit(3000, 64, 7);
 	check_update(4000, 19, 12, 1);
