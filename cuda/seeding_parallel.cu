@@ -409,12 +409,14 @@ first_centre(CudaSession *s, ParallelBuffers *b, uint64_t seed, CandidateList *l
 
 /*
  * The candidates weighted by their rows, those of weight zero dropped,
- * reclustered by greedy k-means++ on the device
+ * reclustered by greedy k-means++ on the device; the weights' wall time
+ * into *weights_ms
  */
 static GcStatus
 recluster(CudaSession *s, const GcKmeansParams *params, ParallelBuffers *b, uint64_t seed,
-		  const CandidateList *list, int64_t *chosen, GcError *err)
+		  const CandidateList *list, int64_t *chosen, double *weights_ms, GcError *err)
 {
+	double		t0 = gc_now_ms();
 	GcKmeansParams rparams = gc_parallel_recluster_params(params);
 	unsigned long long *weight = (unsigned long long *) malloc(sizeof(unsigned long long) * list->count);
 	int64_t    *kept = (int64_t *) malloc(sizeof(int64_t) * list->count);
@@ -447,6 +449,7 @@ recluster(CudaSession *s, const GcKmeansParams *params, ParallelBuffers *b, uint
 		if (e != cudaSuccess)
 			status = gc_cuda_fail(err, e, "weighting the k-means|| candidates", __FILE__, __LINE__);
 	}
+	*weights_ms = gc_now_ms() - t0;
 	for (int64_t c = 0; status == GC_OK && c < list->count; c++)
 		if (weight[c] > 0)
 		{
@@ -543,11 +546,21 @@ gc_seed_kmeans_parallel_cuda(CudaSession *s, const GcKmeansParams *params, uint6
 {
 	ParallelBuffers b = {0};
 	CandidateList list = {0};
+	double		t0 = gc_now_ms(),
+				t1,
+				weights_ms = 0.0;
 	GcStatus	status = run_rounds(s, params, seed, &b, &list, err);
 
+	t1 = gc_now_ms();
 	if (status == GC_OK)
-		status = recluster(s, params, &b, seed, &list, chosen, err);
+		status = recluster(s, params, &b, seed, &list, chosen, &weights_ms, err);
 	(void) cudaStreamSynchronize(s->stream);
+	if (params->phases != NULL)
+	{
+		params->phases->rounds_ms += t1 - t0;
+		params->phases->weights_ms += weights_ms;
+		params->phases->recluster_ms += gc_now_ms() - t1 - weights_ms;
+	}
 	free_buffers(&b);
 	free(list.rows);
 	return status;

@@ -91,6 +91,18 @@ typedef enum GcPhase
 typedef void (*GcProgressFn) (void *arg, GcPhase phase, int iteration,
 							  double shift, double inertia);
 
+/*
+ * Where k-means|| seeding spends its time (summed over restarts): its
+ * rounds (the first centre included), the candidates' weights, and the
+ * recluster of the weighted candidates to k (engine/seeding_parallel.c)
+ */
+typedef struct GcSeedingPhases
+{
+	double		rounds_ms;
+	double		weights_ms;
+	double		recluster_ms;
+} GcSeedingPhases;
+
 typedef struct GcKmeansParams
 {
 	int			k;
@@ -128,6 +140,8 @@ typedef struct GcKmeansParams
 	 * ignore it.
 	 */
 	int			shards;
+	/* k-means|| adds the wall time of its phases here; NULL: not timed */
+	GcSeedingPhases *phases;
 	bool		(*interrupted) (void);	/* polled in long loops */
 	GcProgressFn progress;		/* NULL: none */
 	void	   *progress_arg;
@@ -146,6 +160,7 @@ typedef struct GcKmeansTimings
 {
 	double		transfer_ms;
 	double		seeding_ms;
+	GcSeedingPhases seeding;	/* of which k-means||'s phases, wall time */
 	double		check_ms;		/* the check of reduced precision (precision_check.c) */
 	double		iterations_ms;	/* everything after seeding, scoring included */
 	double		labeling_ms;	/* of which labeling, where measured (GPU) */

@@ -29,13 +29,16 @@
 
 
 /*
- * Write the initial centroids of one restart into centroids
+ * Write the initial centroids of one restart into centroids; k-means||
+ * adds its phases' times to phases
  */
 static GcStatus
 initial_centroids(const GcKmeansBackend *backend, void *session,
-				  const GcRows *rows, const GcKmeansParams *params,
-				  uint64_t seed, double *centroids, GcError *err)
+				  const GcRows *rows, const GcKmeansParams *asked,
+				  uint64_t seed, double *centroids, GcSeedingPhases *phases, GcError *err)
 {
+	GcKmeansParams timed = *asked;
+	const GcKmeansParams *params = &timed;
 	int			k = params->k,
 				d = rows->d;
 	int64_t    *chosen;
@@ -43,6 +46,7 @@ initial_centroids(const GcKmeansBackend *backend, void *session,
 	GcStatus	status = GC_OK;
 	GcPoll		poll = {params->interrupted, 0};
 
+	timed.phases = phases;
 	/* k d values into fresh memory: seconds of page faults for the widest */
 	if (method == GC_INIT_GIVEN)
 		return gc_copy_polled(centroids, params->init_centroids, sizeof(double) * k * d, &poll) ?
@@ -226,6 +230,7 @@ gc_kmeans_fit_flat(const GcKmeansBackend *backend, GcRows *rows,
 	result->timings.labeling_ms = result->timings.update_ms = 0.0;
 	result->timings.steps_ms = result->timings.scoring_ms = 0.0;
 	result->timings.check_ms = 0.0;
+	memset(&result->timings.seeding, 0, sizeof(result->timings.seeding));
 	result->inertia = INFINITY;
 	result->init = gc_init_name(params, rows->n, d);
 	memset(&result->check, 0, sizeof(result->check));
@@ -244,7 +249,7 @@ gc_kmeans_fit_flat(const GcKmeansBackend *backend, GcRows *rows,
 						   isfinite(result->inertia) ? result->inertia : NAN);
 		t0 = gc_now_ms();
 		status = initial_centroids(backend, session, rows, params,
-								   params->seed + r, work, err);
+								   params->seed + r, work, &result->timings.seeding, err);
 		result->timings.seeding_ms += gc_now_ms() - t0;
 		if (status != GC_OK)
 			break;

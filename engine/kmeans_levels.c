@@ -90,6 +90,9 @@ add_timings(GcKmeansTimings *sum, const GcKmeansTimings *t)
 {
 	sum->transfer_ms += t->transfer_ms;
 	sum->seeding_ms += t->seeding_ms;
+	sum->seeding.rounds_ms += t->seeding.rounds_ms;
+	sum->seeding.weights_ms += t->seeding.weights_ms;
+	sum->seeding.recluster_ms += t->seeding.recluster_ms;
 	sum->check_ms += t->check_ms;
 	sum->iterations_ms += t->iterations_ms;
 	sum->labeling_ms += t->labeling_ms;

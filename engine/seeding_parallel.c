@@ -364,25 +364,39 @@ nearest_passes(const GcParallelOps *ops, void **shards, int nshards, const GcRow
 	return GC_OK;
 }
 
+/* Each candidate's weight: the shards' rows nearest to it, into weight (count, zeroed) */
+static GcStatus
+candidate_weights(const GcParallelOps *ops, void **shards, int nshards, int64_t count,
+				  int64_t **weight, GcError *err)
+{
+	GcStatus	status = GC_OK;
+
+	*weight = calloc(count > 0 ? count : 1, sizeof(int64_t));
+	if (*weight == NULL)
+		return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for seeding");
+	for (int i = 0; status == GC_OK && i < nshards; i++)
+		status = ops->weights(shards[i], *weight, err);
+	return status;
+}
+
 /*
- * The candidates weighted by the shards' rows, those of weight zero
- * dropped, reclustered to k by greedy k-means++
+ * The candidates of weight above zero, weighted, reclustered to k by
+ * greedy k-means++
  */
 static GcStatus
-recluster(const GcParallelOps *ops, void **shards, int nshards, const GcRows *rows,
-		  const GcRowList *cand_rows, const GcFrame *frame, const GcKmeansParams *asked,
-		  uint64_t seed, int64_t *chosen, GcError *err)
+recluster(const GcRows *rows, const GcRowList *cand_rows, const int64_t *weight,
+		  const GcFrame *frame, const GcKmeansParams *asked, uint64_t seed, int64_t *chosen,
+		  GcError *err)
 {
 	GcKmeansParams params = gc_parallel_recluster_params(asked);
 	int64_t		count = cand_rows->count;
-	int64_t    *weight = calloc(count, sizeof(int64_t));
 	int64_t    *kept = malloc(sizeof(int64_t) * count);
 	int64_t    *picks = malloc(sizeof(int64_t) * params.k);
 	GcRows		cand;
 	GcStatus	status;
 	bool		cand_ready = false;
 
-	if (weight == NULL || kept == NULL || picks == NULL)
+	if (kept == NULL || picks == NULL)
 		status = gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for seeding");
 	else
 		status = gc_rows_init(&cand, rows->d, malloc, free, err);
@@ -391,8 +405,6 @@ recluster(const GcParallelOps *ops, void **shards, int nshards, const GcRows *ro
 		int64_t		nkept = 0;
 
 		cand_ready = true;
-		for (int i = 0; status == GC_OK && i < nshards; i++)
-			status = ops->weights(shards[i], weight, err);
 		gc_rows_set_weighted(&cand);
 		for (int64_t c = 0; c < count && status == GC_OK; c++)
 		{
@@ -418,10 +430,19 @@ recluster(const GcParallelOps *ops, void **shards, int nshards, const GcRows *ro
 	}
 	if (cand_ready)
 		gc_rows_release(&cand);
-	free(weight);
 	free(kept);
 	free(picks);
 	return status;
+}
+
+/* The wall time since *since added to *phase; *since moved on */
+static void
+phase_done(double *phase, double *since)
+{
+	double		now = gc_now_ms();
+
+	*phase += now - *since;
+	*since = now;
 }
 
 GcStatus
@@ -432,6 +453,9 @@ gc_seed_kmeans_parallel_shards(const GcParallelOps *ops, void **shards, int nsha
 {
 	GcRowList	cand = {0};
 	double	   *batch = NULL;
+	int64_t    *weight = NULL;
+	GcSeedingPhases spent = {0};
+	double		since = gc_now_ms();
 	gc_u128		potential = 0;
 	uint64_t	best = GC_RACE_NONE;
 	GcStatus	status = GC_OK;
@@ -465,10 +489,22 @@ gc_seed_kmeans_parallel_shards(const GcParallelOps *ops, void **shards, int nsha
 			status = nearest_passes(ops, shards, nshards, rows, &cand, first,
 									cand.count - first, &batch, &potential, err);
 	}
+	phase_done(&spent.rounds_ms, &since);
 	if (status == GC_OK)
-		status = recluster(ops, shards, nshards, rows, &cand, frame, params, seed, chosen, err);
+		status = candidate_weights(ops, shards, nshards, cand.count, &weight, err);
+	phase_done(&spent.weights_ms, &since);
+	if (status == GC_OK)
+		status = recluster(rows, &cand, weight, frame, params, seed, chosen, err);
+	phase_done(&spent.recluster_ms, &since);
+	if (params->phases != NULL)
+	{
+		params->phases->rounds_ms += spent.rounds_ms;
+		params->phases->weights_ms += spent.weights_ms;
+		params->phases->recluster_ms += spent.recluster_ms;
+	}
 	free(cand.rows);
 	free(batch);
+	free(weight);
 	return status;
 }
 

@@ -383,6 +383,32 @@ test_quality(void)
 	free(x);
 }
 
+/* A k-means|| fit reports the wall time of its phases, within its seeding's */
+static void
+test_phases(void)
+{
+	double		centres[30 * 4];
+	double	   *x = make_data(4000, 4, 30, 2.0, centres, NULL);
+	GcRows		rows;
+	GcKmeansParams params = parallel_params(30);
+	GcKmeansResult result = {0};
+	GcError		err = {0};
+	const GcSeedingPhases *p = &result.timings.seeding;
+
+	load_weighted(&rows, x, 4000, 4, NULL, NULL, plain_alloc, free);
+	params.n_init = 2;
+	result.centroids = malloc(sizeof(double) * 30 * 4);
+	result.sizes = malloc(sizeof(int64_t) * 30);
+	check(gc_kmeans_fit(&gc_kmeans_cpu_backend, &rows, &params, &result, &err) == GC_OK &&
+		  p->rounds_ms > 0 && p->weights_ms >= 0 && p->recluster_ms > 0 &&
+		  p->rounds_ms + p->weights_ms + p->recluster_ms <= result.timings.seeding_ms,
+		  "k-means||'s phases timed, within the seeding's time", "phases");
+	gc_rows_release(&rows);
+	free(result.centroids);
+	free(result.sizes);
+	free(x);
+}
+
 /* init auto: greedy k-means++ up to n k d = 2^34, k-means|| above */
 static void
 test_rule(void)
@@ -705,10 +731,13 @@ gpu_bench(double *x, int64_t n, int d, int k, int ninit, char **inits)
 			printf("fit failed: %s\n", err.message);
 		else
 			printf("{\"n\": %lld, \"d\": %d, \"k\": %d, \"init\": \"%s\", \"ran\": \"%s\", "
-				   "\"seeding_ms\": %.1f, \"iterations\": %d, \"iterations_ms\": %.1f, "
+				   "\"seeding_ms\": %.1f, \"rounds_ms\": %.1f, \"weights_ms\": %.1f, "
+				   "\"recluster_ms\": %.1f, \"iterations\": %d, \"iterations_ms\": %.1f, "
 				   "\"transfer_ms\": %.1f, \"kernel\": \"%s\", \"exact_checked\": %.4f, "
 				   "\"inertia\": %.10g}\n",
 				   (long long) n, d, k, inits[i], result.init, result.timings.seeding_ms,
+				   result.timings.seeding.rounds_ms, result.timings.seeding.weights_ms,
+				   result.timings.seeding.recluster_ms,
 				   result.iterations, result.timings.iterations_ms, result.timings.transfer_ms,
 				   result.kernel ? result.kernel : "?", result.exact_fraction, result.inertia);
 		fflush(stdout);
@@ -757,6 +786,7 @@ main(int argc, char **argv)
 	}
 #endif
 	test_rule();
+	test_phases();
 	test_against_naive();
 	test_order_independence();
 	test_duplicates();

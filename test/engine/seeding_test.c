@@ -839,10 +839,13 @@ fit_file(const char *path, int k, int n_init, uint64_t seed, int candidates, dou
 	}
 	printf("{\"n\": %lld, \"d\": %d, \"k\": %d, \"n_init\": %d, \"seed\": %llu, \"candidates\": %d, "
 		   "\"init\": \"%s\", \"inertia\": %.17g, \"iterations\": %d, \"seeding_ms\": %.1f, "
+		   "\"rounds_ms\": %.1f, \"weights_ms\": %.1f, \"recluster_ms\": %.1f, "
 		   "\"iterations_ms\": %.1f}\n",
 		   (long long) rows.n, d, k, n_init, (unsigned long long) seed,
 		   gc_seed_candidates(&params, rows.n, rows.d), result.init, result.inertia, result.iterations,
-		   result.timings.seeding_ms, result.timings.iterations_ms);
+		   result.timings.seeding_ms, result.timings.seeding.rounds_ms,
+		   result.timings.seeding.weights_ms, result.timings.seeding.recluster_ms,
+		   result.timings.iterations_ms);
 	for (int c = 0; c < k; c++)
 	{
 		printf("centroid");
