@@ -16,10 +16,10 @@
  *	- gains: each row adds w (D^2 - min(D^2, |x - c|^2)), quantised, for
  *	  every candidate, reading itself once for BATCHED_GROUP of them (the
  *	  distances summed in dimension order, stopped once all pass D^2,
- *	  which decides as the whole sums do), a block's rows
- *	  summed exactly into one 128-bit partial per candidate, and one warp
- *	  per candidate sums the partials; the host reads the gains and
- *	  chooses the picks (gc_batched_choose);
+ *	  which decides as the whole sums do), the groups in blocks side by
+ *	  side, a block's rows summed exactly into one 128-bit partial per
+ *	  candidate, and one warp per candidate sums the partials; the host
+ *	  reads the gains and chooses the picks (gc_batched_choose);
  *	- lower: each row's D^2 falls to its exact distance to the nearest
  *	  pick where closer (set at step 0's pick), and the picks are marked.
  *
@@ -42,6 +42,7 @@
 #define BATCHED_THREADS 256
 #define BATCHED_BLOCKS 1024		/* most blocks, and gain partials per candidate */
 #define BATCHED_GROUP 8			/* candidates (or picks) per read of a row */
+#define BATCHED_GROUP_BLOCKS 65535	/* most groups side by side: the grid's second index */
 
 /* Device buffers of one batched seeding */
 typedef struct BatchedBuffers
@@ -137,7 +138,9 @@ group_sqdist(const double *__restrict__ x, const double *const *centre, int g, i
 /*
  * Per block, per candidate c of count: the sum over the block's rows of
  * w (q(D^2) - q(min(D^2, |x - c|^2))), into partials[block * count + c];
- * BATCHED_GROUP candidates per read of the rows
+ * BATCHED_GROUP candidates per read of the rows.  The grid's first index
+ * spans the rows, its second the groups of candidates, so that the
+ * groups run side by side where the rows are few (the recluster's)
  */
 __global__ void
 __launch_bounds__(BATCHED_THREADS)
@@ -148,7 +151,7 @@ batched_gains_kernel(const double *__restrict__ x64, const double *__restrict__ 
 {
 	__shared__ gc_u128 warp_sums[BATCHED_THREADS / 32][BATCHED_GROUP];
 
-	for (int c0 = 0; c0 < count; c0 += BATCHED_GROUP)
+	for (int c0 = blockIdx.y * BATCHED_GROUP; c0 < count; c0 += gridDim.y * BATCHED_GROUP)
 	{
 		int			g = count - c0 < BATCHED_GROUP ? count - c0 : BATCHED_GROUP;
 		const double *centre[BATCHED_GROUP];
@@ -317,7 +320,10 @@ run_step(const double *x64, const uint64_t *hashes, const double *weights, int64
 	{
 		GC_CUDA_TRY(cudaMemcpyAsync(b->drawn, h->drawn_ll, sizeof(long long) * count,
 									cudaMemcpyHostToDevice, stream), err);
-		batched_gains_kernel<<<nblocks, BATCHED_THREADS, 0, stream>>>(
+		int			groups = (count + BATCHED_GROUP - 1) / BATCHED_GROUP;
+		dim3		gains_grid(nblocks, groups < BATCHED_GROUP_BLOCKS ? groups : BATCHED_GROUP_BLOCKS);
+
+		batched_gains_kernel<<<gains_grid, BATCHED_THREADS, 0, stream>>>(
 			x64, weights, b->mind2, n, d, b->drawn, count, inertia_exp, b->partials);
 		GC_CUDA_LAUNCHED("batched_gains", err);
 		batched_sum_kernel<<<(count + 7) / 8, BATCHED_THREADS, 0, stream>>>(
