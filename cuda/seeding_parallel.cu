@@ -481,7 +481,7 @@ recluster(CudaSession *s, const GcKmeansParams *params, ParallelBuffers *b, uint
 		if (e != cudaSuccess)
 			status = gc_cuda_fail(err, e, "uploading the k-means|| candidates", __FILE__, __LINE__);
 	}
-	if (status == GC_OK && gc_batched_applies(rparams.k))
+	if (status == GC_OK && gc_batched_recluster(rparams.k, nkept))
 		status = launch_batched_kmeanspp(b->c64, b->cand_hashes, b->cand_weights, nkept, s->d,
 										 &rparams, seed, s->frame->inertia_exp, s->stream,
 										 picks, err);

@@ -132,6 +132,11 @@ extern GcStatus gc_seed_kmeans_parallel_cpu(const GcRows *rows, const GcFrame *f
 
 /* whether k-means|| reclusters by batched greedy k-means++ at k */
 extern bool gc_batched_applies(int k);
+/*
+ * whether it does so over these candidates (weighted, distinct): not
+ * where fewer than k remain, which greedy k-means++ takes every one of
+ */
+extern bool gc_batched_recluster(int k, int64_t candidates);
 /* the rows step t picks */
 extern int	gc_batched_picks(int k, int t);
 /*

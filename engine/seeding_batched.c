@@ -54,6 +54,12 @@ gc_batched_applies(int k)
 	return k >= GC_BATCHED_MIN_K;
 }
 
+bool
+gc_batched_recluster(int k, int64_t candidates)
+{
+	return gc_batched_applies(k) && candidates >= k;
+}
+
 int
 gc_batched_picks(int k, int t)
 {

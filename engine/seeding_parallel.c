@@ -421,7 +421,7 @@ recluster(const GcRows *rows, const GcRowList *cand_rows, const int64_t *weight,
 				kept[nkept++] = cand_rows->rows[c];
 			}
 		}
-		if (status == GC_OK && gc_batched_applies(params.k))
+		if (status == GC_OK && gc_batched_recluster(params.k, nkept))
 			status = gc_seed_batched_cpu(&cand, frame, &params, seed, picks, err);
 		else if (status == GC_OK)
 			status = gc_seed_kmeanspp_cpu(&cand, frame, &params, seed, picks, err);

@@ -578,6 +578,42 @@ test_duplicates(void)
 	gc_rows_release(&rows);
 }
 
+/*
+ * Fewer distinct rows than k at a batched k (each row twice): the
+ * recluster takes greedy's way, and every distinct row is chosen
+ */
+static void
+test_batched_duplicates(void)
+{
+	int			distinct = 3000,
+				k = GC_BATCHED_MIN_K;
+	double	   *x = malloc(sizeof(double) * 2 * distinct * 2);
+	char	   *seen = calloc(distinct, 1);
+	int64_t    *chosen = malloc(sizeof(int64_t) * k);
+	GcRows		rows;
+	GcKmeansParams params = parallel_params(k);
+	bool		ok,
+				all = true;
+
+	for (int i = 0; i < 2 * distinct; i++)
+	{
+		x[i * 2] = (double) (i % distinct);
+		x[i * 2 + 1] = (double) ((i % distinct) % 7);
+	}
+	load_weighted(&rows, x, 2 * distinct, 2, NULL, NULL, plain_alloc, free);
+	ok = seed_cpu(&rows, &params, 3, chosen) == GC_OK;
+	for (int c = 0; ok && c < k; c++)
+		seen[(int) gc_rows_get(&rows, chosen[c])[0]] = 1;
+	for (int i = 0; i < distinct; i++)
+		all &= seen[i] != 0;
+	check(ok && all && !gc_batched_recluster(k, distinct) && gc_batched_recluster(k, k),
+		  "3,000 distinct rows, k = 4,096: all of them chosen", "batched duplicates");
+	gc_rows_release(&rows);
+	free(x);
+	free(seen);
+	free(chosen);
+}
+
 static int	polls;
 
 static bool
@@ -790,6 +826,7 @@ main(int argc, char **argv)
 	test_against_naive();
 	test_order_independence();
 	test_duplicates();
+	test_batched_duplicates();
 	test_cancel();
 	test_quality();
 	test_batched();
