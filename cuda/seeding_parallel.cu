@@ -359,7 +359,7 @@ sample_round(CudaSession *s, const GcKmeansParams *params, ParallelBuffers *b,
 	GC_CUDA_TRY(cudaMemsetAsync(b->sampled_count, 0, sizeof(unsigned int), s->stream), err);
 	parallel_sample_kernel<<<PARALLEL_BLOCKS, PARALLEL_THREADS, 0, s->stream>>>(
 		s->hashes, s->weights, b->mind2, s->n, seed, round,
-		GC_PARALLEL_OVERSAMPLING * params->k, phi, b->sampled, b->sampled_count);
+		gc_parallel_ell(params->k), phi, b->sampled, b->sampled_count);
 	GC_CUDA_LAUNCHED("parallel_sample", err);
 	GC_CUDA_TRY(cudaMemcpyAsync(&count, b->sampled_count, sizeof(count),
 								cudaMemcpyDeviceToHost, s->stream), err);

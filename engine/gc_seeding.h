@@ -90,7 +90,7 @@ extern const GcKmeansppOps gc_kmeanspp_cpu_ops;
  * & Vassilvitskii, "Scalable K-Means++", VLDB 2012).  One row is drawn as
  * k-means++'s first centre; then each round samples every row
  * independently with probability min(1, l w D^2 / phi), l =
- * GC_PARALLEL_OVERSAMPLING k, phi the potential sum w D^2 (exact, in
+ * gc_parallel_ell(k), phi the potential sum w D^2 (exact, in
  * units of 2^-frame->inertia_exp), by comparing the row's seeded draw
  * (stream gc_parallel_stream(round)) with it: a round's samples depend on
  * the rows' values and the seed only, and are kept in the order of their
@@ -102,12 +102,27 @@ extern const GcKmeansppOps gc_kmeanspp_cpu_ops;
  */
 #define GC_PARALLEL_ROUNDS 5
 #define GC_PARALLEL_MAX_ROUNDS 32
+/*
+ * l / k: 1 below GC_BATCHED_MIN_K centres, GC_PARALLEL_OVERSAMPLING_LARGE_K
+ * from there (with the batched recluster, whose init name says so), where
+ * the rounds' labelings and the recluster's gains, both in proportion to
+ * the candidates, cost many Lloyd iterations (doc/performance.md, "Large
+ * k").  CPU fits at k = 4,096 (default tol, 2 to 4 seeds), inertia
+ * against l = k: 0.84 on 60,000 x 8 in 4,096 blobs, 0.996 on 60,000 rows
+ * of KDD Cup 99, 1.002 on birch1 and birch2, 1.002 on 40,000 x 4
+ * uniform; l = 0.4 k: 1.11 on KDD (4 rounds of 0.5 k: 1.28), and 2 rounds
+ * of k: 5.1 on the blobs.  The recluster's trials matter more: one per
+ * pick (plain k-means++) 1.78 on the blobs and 1.20 on KDD.
+ */
 #define GC_PARALLEL_OVERSAMPLING 1.0
+#define GC_PARALLEL_OVERSAMPLING_LARGE_K 0.6
 
 /* the seeding params->init asks for on n rows of d: AUTO resolved */
 extern GcInit gc_seed_method(const GcKmeansParams *params, int64_t n, int d);
 /* "k-means++", "greedy k-means++", "k-means||", "random" or "given" */
 extern const char *gc_init_name(const GcKmeansParams *params, int64_t n, int d);
+/* l, the rows a round samples in expectation (at most), for k centres */
+extern double gc_parallel_ell(int k);
 /* whether k-means|| samples another round, after round rounds */
 extern bool gc_parallel_more_rounds(int round, int64_t candidates, int k,
 									unsigned __int128 potential);

@@ -11,9 +11,11 @@
  * The first centre is k-means++'s first draw (the race of stream 0 over
  * the rows' weights).  Each round then samples every row independently,
  * with probability min(1, l w D^2 / phi) (gc_parallel_sampled: the row's
- * seeded draw against it, multiplied out), where l = k (2k took 0.69 s
- * against 0.44 s on the H100, for no better fits:
- * bench/results/seeding-parallel-h100.md), D^2 is the row's exact
+ * seeded draw against it, multiplied out), where l = gc_parallel_ell(k):
+ * k (2k took 0.69 s against 0.44 s on the H100, for no better fits:
+ * bench/results/seeding-parallel-h100.md), and less from
+ * GC_BATCHED_MIN_K, where the candidates' count sets the seeding's cost
+ * (gc_seeding.h; doc/performance.md, "Large k"), D^2 is the row's exact
  * squared distance to the nearest candidate so far and phi the potential
  * sum w D^2, summed exactly as the inertia is (128-bit
  * integers in units of 2^-inertia_exp) and turned into a double the same
@@ -65,6 +67,13 @@ struct GcParallelShard
 	double	   *d2;				/* n, and their distances */
 	GcPoll		poll;			/* the interrupt hook, polled by work */
 };
+
+double
+gc_parallel_ell(int k)
+{
+	return (gc_batched_applies(k) ? GC_PARALLEL_OVERSAMPLING_LARGE_K :
+			GC_PARALLEL_OVERSAMPLING) * k;
+}
 
 bool
 gc_parallel_more_rounds(int round, int64_t candidates, int k, gc_u128 potential)
@@ -285,7 +294,7 @@ shard_sample(void *shard, uint64_t seed, int round, double phi, GcRowList *sampl
 {
 	GcParallelShard *sh = shard;
 	const GcRows *rows = sh->rows;
-	double		ell = GC_PARALLEL_OVERSAMPLING * sh->params->k;
+	double		ell = gc_parallel_ell(sh->params->k);
 
 	for (int ci = 0; ci < rows->nchunks; ci++)
 	{

@@ -144,7 +144,7 @@ naive_parallel(const GcRows *rows, const GcFrame *frame, const GcKmeansParams *p
 		for (int64_t i = 0; i < n; i++)
 			if (gc_unit_draw(gc_rows_hash(rows, i), seed, gc_parallel_stream(round + 1)) *
 				gc_inertia_value(phi, frame) <
-				GC_PARALLEL_OVERSAMPLING * params->k * (mind2[i] * gc_rows_weight(rows, i)))
+				gc_parallel_ell(params->k) * (mind2[i] * gc_rows_weight(rows, i)))
 			{
 				batch[2 * m] = gc_rows_hash(rows, i);
 				batch[2 * m + 1] = (uint64_t) i;
@@ -430,6 +430,10 @@ test_rule(void)
 	check(gc_seed_method(&p, 100, 2) == GC_INIT_KMEANS_PARALLEL, "kmeans|| asked for runs", "rule");
 	check(gc_parallel_recluster_params(&p).init_candidates == 2 + (int) floor(log(1000.0)),
 		  "the recluster is greedy with 2 + ln k candidates", "rule");
+	check(gc_parallel_ell(1000) == 1000.0 && gc_parallel_ell(GC_BATCHED_MIN_K - 1) ==
+		  GC_BATCHED_MIN_K - 1 && gc_parallel_ell(GC_BATCHED_MIN_K) ==
+		  GC_PARALLEL_OVERSAMPLING_LARGE_K * GC_BATCHED_MIN_K,
+		  "l = k, less from the batched recluster's k", "rule");
 }
 
 /* Lloyd's to convergence from the rows chosen: the fit's inertia */
