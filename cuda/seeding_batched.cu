@@ -42,7 +42,6 @@
 #define BATCHED_THREADS 256
 #define BATCHED_BLOCKS 1024		/* most blocks, and gain partials per candidate */
 #define BATCHED_GROUP 8			/* candidates (or picks) per read of a row */
-#define BATCHED_GROUP_BLOCKS 65535	/* most groups side by side: the grid's second index */
 
 /* Device buffers of one batched seeding */
 typedef struct BatchedBuffers
@@ -139,8 +138,9 @@ group_sqdist(const double *__restrict__ x, const double *const *centre, int g, i
  * Per block, per candidate c of count: the sum over the block's rows of
  * w (q(D^2) - q(min(D^2, |x - c|^2))), into partials[block * count + c];
  * BATCHED_GROUP candidates per read of the rows.  The grid's first index
- * spans the rows, its second the groups of candidates, so that the
- * groups run side by side where the rows are few (the recluster's)
+ * spans the groups of candidates, its second the blocks of rows: the
+ * groups run side by side where the rows are few (the recluster's), and
+ * the blocks that read the same rows run together, from the L2 cache
  */
 __global__ void
 __launch_bounds__(BATCHED_THREADS)
@@ -150,52 +150,48 @@ batched_gains_kernel(const double *__restrict__ x64, const double *__restrict__ 
 					 gc_u128 *__restrict__ partials)
 {
 	__shared__ gc_u128 warp_sums[BATCHED_THREADS / 32][BATCHED_GROUP];
+	int			c0 = blockIdx.x * BATCHED_GROUP;
+	int			g = count - c0 < BATCHED_GROUP ? count - c0 : BATCHED_GROUP;
+	const double *centre[BATCHED_GROUP];
+	gc_u128		gain[BATCHED_GROUP];
 
-	for (int c0 = blockIdx.y * BATCHED_GROUP; c0 < count; c0 += gridDim.y * BATCHED_GROUP)
+#pragma unroll
+	for (int u = 0; u < BATCHED_GROUP; u++)
 	{
-		int			g = count - c0 < BATCHED_GROUP ? count - c0 : BATCHED_GROUP;
-		const double *centre[BATCHED_GROUP];
-		gc_u128		gain[BATCHED_GROUP];
+		centre[u] = x64 + (int64_t) drawn[c0 + (u < g ? u : 0)] * d;
+		gain[u] = 0;
+	}
+	for (int64_t i = (int64_t) blockIdx.y * blockDim.x + threadIdx.x; i < n;
+		 i += (int64_t) gridDim.y * blockDim.x)
+	{
+		double		m = mind2[i];
+		double		s[BATCHED_GROUP];
+		gc_u128		w = (gc_u128) (weights != NULL ? (unsigned long long) weights[i] : 1ULL),
+					q = gc_quantize_wide(m, inertia_exp);
 
+		if (!group_sqdist(x64 + i * d, centre, g, d, m, s))
+			continue;
 #pragma unroll
 		for (int u = 0; u < BATCHED_GROUP; u++)
-		{
-			centre[u] = x64 + (int64_t) drawn[c0 + (u < g ? u : 0)] * d;
-			gain[u] = 0;
-		}
-		for (int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; i < n;
-			 i += (int64_t) gridDim.x * blockDim.x)
-		{
-			double		m = mind2[i];
-			double		s[BATCHED_GROUP];
-			gc_u128		w = (gc_u128) (weights != NULL ? (unsigned long long) weights[i] : 1ULL),
-						q = gc_quantize_wide(m, inertia_exp);
-
-			if (!group_sqdist(x64 + i * d, centre, g, d, m, s))
-				continue;
+			if (u < g && s[u] < m)
+				gain[u] += (q - gc_quantize_wide(s[u], inertia_exp)) * w;
+	}
 #pragma unroll
-			for (int u = 0; u < BATCHED_GROUP; u++)
-				if (u < g && s[u] < m)
-					gain[u] += (q - gc_quantize_wide(s[u], inertia_exp)) * w;
-		}
-#pragma unroll
-		for (int u = 0; u < BATCHED_GROUP; u++)
-		{
-			gc_u128		v = gc_warp_sum_u128(gain[u]);
+	for (int u = 0; u < BATCHED_GROUP; u++)
+	{
+		gc_u128		v = gc_warp_sum_u128(gain[u]);
 
-			if ((threadIdx.x & 31) == 0)
-				warp_sums[threadIdx.x >> 5][u] = v;
-		}
-		__syncthreads();
-		if (threadIdx.x < g)
-		{
-			gc_u128		v = 0;
+		if ((threadIdx.x & 31) == 0)
+			warp_sums[threadIdx.x >> 5][u] = v;
+	}
+	__syncthreads();
+	if (threadIdx.x < g)
+	{
+		gc_u128		v = 0;
 
-			for (int w = 0; w < BATCHED_THREADS / 32; w++)
-				v += warp_sums[w][threadIdx.x];
-			partials[(int64_t) blockIdx.x * count + c0 + threadIdx.x] = v;
-		}
-		__syncthreads();
+		for (int w = 0; w < BATCHED_THREADS / 32; w++)
+			v += warp_sums[w][threadIdx.x];
+		partials[(int64_t) blockIdx.y * count + c0 + threadIdx.x] = v;
 	}
 }
 
@@ -320,8 +316,7 @@ run_step(const double *x64, const uint64_t *hashes, const double *weights, int64
 	{
 		GC_CUDA_TRY(cudaMemcpyAsync(b->drawn, h->drawn_ll, sizeof(long long) * count,
 									cudaMemcpyHostToDevice, stream), err);
-		int			groups = (count + BATCHED_GROUP - 1) / BATCHED_GROUP;
-		dim3		gains_grid(nblocks, groups < BATCHED_GROUP_BLOCKS ? groups : BATCHED_GROUP_BLOCKS);
+		dim3		gains_grid((count + BATCHED_GROUP - 1) / BATCHED_GROUP, nblocks);
 
 		batched_gains_kernel<<<gains_grid, BATCHED_THREADS, 0, stream>>>(
 			x64, weights, b->mind2, n, d, b->drawn, count, inertia_exp, b->partials);
