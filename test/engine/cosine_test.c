@@ -361,48 +361,62 @@ test_gpu(int64_t n, int d, int k, double sigma, const char *what)
 }
 #endif
 
+#ifdef GC_WITH_CUDA
+/* GPU case which (0: d = 8, register kernel; 1: tensor path; 2: tiled kernel), where a GPU is usable */
+static void
+test_gpu_case(int which)
+{
+	static const struct
+	{
+		int64_t		n;
+		int			d,
+					k;
+		double		sigma;
+		const char *what;
+	}			gpu_cases[] = {
+		{20000, 8, 16, 0.3, "d = 8, register kernel"},
+		{20000, 64, 128, 0.3, "d = 64, k = 128, tensor path"},
+		{5000, 300, 10, 0.5, "d = 300, tiled kernel"},
+	};
+	char		why[256];
+
+	if (!gc_cuda_use_device(0, why, sizeof(why)))
+	{
+		printf("no GPU: %s (GPU cosine checks not run)\n", why);
+		return;
+	}
+	test_gpu(gpu_cases[which].n, gpu_cases[which].d, gpu_cases[which].k,
+			 gpu_cases[which].sigma, gpu_cases[which].what);
+}
+
+static void
+test_gpu_register(void)
+{
+	test_gpu_case(0);
+}
+
+static void
+test_gpu_tensor(void)
+{
+	test_gpu_case(1);
+}
+
+static void
+test_gpu_tiled(void)
+{
+	test_gpu_case(2);
+}
+#endif
+
 int
 main(int argc, char **argv)
 {
-	select_cases(argc > 1 ? argv[1] : NULL);
-	if (case_selected())
-		test_normalize();
-	if (case_selected())
-		test_cpu();
-	if (case_selected())
-		test_stream();
-	if (case_selected())
-		test_no_direction();
+	static void (*const cases[]) (void) = {
+		test_normalize, test_cpu, test_stream, test_no_direction,
 #ifdef GC_WITH_CUDA
-	{
-		static const struct
-		{
-			int64_t		n;
-			int			d,
-						k;
-			double		sigma;
-			const char *what;
-		}			gpu_cases[] = {
-			{20000, 8, 16, 0.3, "d = 8, register kernel"},
-			{20000, 64, 128, 0.3, "d = 64, k = 128, tensor path"},
-			{5000, 300, 10, 0.5, "d = 300, tiled kernel"},
-		};
-		char		why[256];
-		bool		usable = gc_cuda_use_device(0, why, sizeof(why));
-
-		for (size_t c = 0; c < sizeof(gpu_cases) / sizeof(gpu_cases[0]); c++)
-			if (case_selected() && usable)
-				test_gpu(gpu_cases[c].n, gpu_cases[c].d, gpu_cases[c].k, gpu_cases[c].sigma,
-						 gpu_cases[c].what);
-		if (!usable)
-			printf("no GPU: %s (GPU cosine checks not run)\n", why);
-	}
+		test_gpu_register, test_gpu_tensor, test_gpu_tiled,
 #endif
-	if (!cases_end())
-	{
-		printf("no case %s\n", argv[1]);
-		return 2;
-	}
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed != 0;
+	};
+
+	return run_cases(argc, argv, cases, sizeof(cases) / sizeof(cases[0]));
 }

@@ -61,6 +61,22 @@ cases_end(void)
 	return case_wanted < case_next;
 }
 
+int
+run_cases(int argc, char **argv, void (*const cases[]) (void), int ncases)
+{
+	select_cases(argc > 1 ? argv[1] : NULL);
+	for (int c = 0; c < ncases; c++)
+		if (case_selected())
+			cases[c]();
+	if (!cases_end())
+	{
+		printf("no case %s\n", argv[1]);
+		return 2;
+	}
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed != 0;
+}
+
 double
 uniform(void)
 {

@@ -34,6 +34,12 @@ extern void check(int ok, const char *what, const char *config);
 extern void select_cases(const char *arg);
 extern bool case_selected(void);
 extern bool cases_end(void);
+/*
+ * A test program's main over its cases, in order: argv[1] selects them
+ * as select_cases does; ends with "N passed, N failed" and returns the
+ * exit status (2 where argv[1] named no case)
+ */
+extern int	run_cases(int argc, char **argv, void (*const cases[]) (void), int ncases);
 
 /* A seeded generator: uniform in [0, 1) and standard normal */
 extern uint64_t rng_state;

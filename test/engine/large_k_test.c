@@ -291,34 +291,29 @@ test_gpu(void)
 }
 #endif
 
+#ifdef GC_WITH_CUDA
+/* The GPU's models, where a GPU is usable */
+static void
+test_gpu_if_usable(void)
+{
+	char		why[256];
+
+	if (gc_cuda_use_device(0, why, sizeof(why)))
+		test_gpu();
+	else
+		printf("no GPU: %s (GPU large-k checks not run)\n", why);
+}
+#endif
+
 int
 main(int argc, char **argv)
 {
-	select_cases(argc > 1 ? argv[1] : NULL);
-	if (case_selected())
-		test_shares();
-	if (case_selected())
-		test_balance();
-	if (case_selected())
-		test_two_level();
+	static void (*const cases[]) (void) = {
+		test_shares, test_balance, test_two_level,
 #ifdef GC_WITH_CUDA
-	{
-		char		why[256];
-
-		if (case_selected())
-		{
-			if (gc_cuda_use_device(0, why, sizeof(why)))
-				test_gpu();
-			else
-				printf("no GPU: %s (GPU large-k checks not run)\n", why);
-		}
-	}
+		test_gpu_if_usable,
 #endif
-	if (!cases_end())
-	{
-		printf("no case %s\n", argv[1]);
-		return 2;
-	}
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed != 0;
+	};
+
+	return run_cases(argc, argv, cases, sizeof(cases) / sizeof(cases[0]));
 }
