@@ -135,11 +135,23 @@ typedef struct GcKmeansParams
 	int			levels;
 	int			refine_iter;
 	/*
-	 * Sharded fits (engine/kmeans_shards.c): the sessions the rows are
-	 * split among, each a contiguous range; 0 or 1: one.  Other backends
-	 * ignore it.
+	 * Sharded fits (engine/kmeans_shards.c); other backends ignore these
+	 * but devices.  shards: the contiguous ranges the rows are split
+	 * among (0 or 1: as few as lanes and lane_rows allow).  lanes: the
+	 * threads that run them, each over its own run of shards (0 or 1:
+	 * the calling thread alone); lane i's sessions open on devices[i]
+	 * where devices is set (lanes entries), else on the calling thread's
+	 * device.  lane_rows: most rows a lane's sessions hold at once (0: no
+	 * bound); past it a lane keeps as many shards as fit less two in
+	 * sessions of their own, and streams the others through two sessions
+	 * (rebind_rows), so shards are made at most lane_rows / 2 rows.  The
+	 * model is the same, to the bit, whatever these are.
 	 */
 	int			shards;
+	int			lanes;
+	int64_t		lane_rows;
+	/* the devices of a fit: a GPU session runs on devices[0]; NULL: the calling thread's */
+	const int  *devices;
 	/* k-means|| adds the wall time of its phases here; NULL: not timed */
 	GcSeedingPhases *phases;
 	bool		(*interrupted) (void);	/* polled in long loops */
@@ -388,14 +400,28 @@ typedef struct GcKmeansBackend
 	GcStatus	(*kmeanspp_shard) (void *session, const GcKmeansParams *params,
 								   int64_t row_base, void **shard,
 								   const struct GcKmeansppOps **ops, GcError *err);
+	/*
+	 * A session of a streamed shard (engine/kmeans_shards.c) moved onto
+	 * view's rows, no more than it was opened with, sharing its frame:
+	 * the GPU starts their upload on the session's stream, which the
+	 * session's next pass waits for.  labels (view->n, kept by the caller
+	 * between passes, -1 where none) are the rows' last labels, from
+	 * which the next step_partial counts changes and into which it writes
+	 * its own; its sums start afresh.  A seeding shard opened on the
+	 * session holds what it needs of the rows once the session moves on.
+	 * NULL where the backend cannot stream.
+	 */
+	GcStatus	(*rebind_rows) (void *session, const GcRows *view, int32_t *labels,
+								GcError *err);
 } GcKmeansBackend;
 
 extern const GcKmeansBackend gc_kmeans_cpu_backend;
 
 /*
  * One fit over params->shards CPU sessions, each over a contiguous range
- * of the rows (engine/kmeans_shards.c): the same model, to the bit, as
- * gc_kmeans_cpu_backend's, whatever the number of shards
+ * of the rows, on params->lanes threads, some streamed past lane_rows
+ * (engine/kmeans_shards.c): the same model, to the bit, as
+ * gc_kmeans_cpu_backend's, whatever the shards, lanes and bound
  */
 extern const GcKmeansBackend gc_kmeans_cpu_sharded_backend;
 

@@ -38,7 +38,9 @@ typedef struct CpuSession
 	const GcFrame *frame;
 	const GcKmeansParams *params;
 	int			k;
+	int64_t		capacity;		/* rows it was opened with: most a rebind takes */
 	int32_t    *labels;			/* n, -1 before the first iteration */
+	int32_t    *bound_labels;	/* a streamed shard's labels, kept by the caller (NULL: none) */
 	int32_t    *next_labels;	/* n: the screened pass's labels (cpu_labeling.c) */
 	long long  *sums;			/* k * d fixed-point sums */
 	long long  *counts;			/* k: weight of each cluster (rows, unweighted) */
@@ -212,6 +214,7 @@ cpu_open(const GcRows *rows, const GcFrame *frame,
 	s->params = params;
 	s->k = k;
 	s->poll.interrupted = params->interrupted;
+	s->capacity = rows->n;
 	s->labels = malloc(sizeof(int32_t) * rows->n);
 	/* without it (a narrow store, or no memory) each row is scanned alone */
 	if (gc_cpu_labeling_applies(rows))
@@ -521,6 +524,8 @@ cpu_step_partial(void *session, int64_t pruned_rows, long long *sums, long long 
 						  s->quantize_in_vectors);
 		}
 	}
+	if (s->bound_labels)
+		memcpy(s->bound_labels, s->labels, sizeof(int32_t) * rows->n);
 	status->changed = changed;
 	status->shift_sum = 0;
 	status->pruned_work = (double) pruned_work;
@@ -538,6 +543,24 @@ cpu_load_centroids(void *session, const double *centroids, GcError *err)
 	if (!gc_copy_polled(s->centroids, centroids, sizeof(double) * s->k * s->rows->d, &s->poll))
 		return gc_fail(err, GC_INTERRUPTED, "interrupted in iteration %d", s->iteration + 1);
 	s->iteration++;
+	return GC_OK;
+}
+
+/*
+ * A streamed shard's session moved onto view's rows (engine/kmeans_shards.c):
+ * their last labels copied in, to be copied back by the next step
+ */
+static GcStatus
+cpu_rebind_rows(void *session, const GcRows *view, int32_t *labels, GcError *err)
+{
+	CpuSession *s = session;
+
+	if (view->n > s->capacity)
+		return gc_fail(err, GC_ERR_RANGE, "a shard of %lld rows is past its session's %lld",
+					   (long long) view->n, (long long) s->capacity);
+	s->rows = view;
+	s->bound_labels = labels;
+	memcpy(s->labels, labels, sizeof(int32_t) * view->n);
 	return GC_OK;
 }
 
@@ -672,4 +695,5 @@ const GcKmeansBackend gc_kmeans_cpu_backend = {
 	.score_sum = cpu_score_sum,
 	.parallel_shard = cpu_parallel_shard,
 	.kmeanspp_shard = cpu_kmeanspp_shard,
+	.rebind_rows = cpu_rebind_rows,
 };

@@ -2,9 +2,11 @@
  *
  * kmeans_shards.c
  *	  A sharded k-means backend: one fit whose rows are split into
- *	  contiguous ranges (shards), each run by its own session of a child
- *	  backend, giving the same model, to the bit, as one session over all
- *	  the rows.  It is the base of one fit over several devices.
+ *	  contiguous ranges (shards), each run by a session of a child
+ *	  backend, on one or several threads (lanes, one a device), some
+ *	  shards streamed through a pair of sessions when a lane cannot hold
+ *	  them all, giving the same model, to the bit, as one session over all
+ *	  the rows.
  *
  * Why it is exact: a step's centroid update reads only integer sums (each
  * row's quantised values times its weight, gc_quantize) and integer
@@ -12,7 +14,7 @@
  * the shards' partial sums (GcKmeansBackend.step_partial), added here,
  * equal the sums one session makes, and the centroids follow from them
  * by the one update both compute (centroid_update.c), then go back to
- * every shard (load_centroids).  The inertia is an exact 128-bit sum of
+ * every session (load_centroids).  The inertia is an exact 128-bit sum of
  * quantised distances, which the shards' partial sums (score_sum) add up
  * to as well.  Pruned labeling gives Lloyd's labels, so a shard prunes
  * its own share of the driver's pruned prefix.
@@ -22,20 +24,38 @@
  * bounding box and frame, and its row i is parent row first + i, draw
  * hashes included.  Labels and distances come back in row order.
  *
+ * Lanes (params->lanes): lane l owns a contiguous run of shards and opens
+ * their sessions with a copy of the params naming its device
+ * (devices[l]).  A step or a scoring pass runs every lane at once, lane 0
+ * on the calling thread, the others on threads of their own; each adds
+ * its shards' integers into its own totals, which are added here once
+ * every lane is done, so the model does not depend on the lanes.  Lane 0
+ * polls the interrupt hook; the others poll a flag that a lane's failure
+ * or stop raises, so every lane returns before the pass does.
+ *
+ * Streaming (params->lane_rows): a lane whose shards do not fit keeps
+ * the first ones that do, less two, in sessions of their own, and passes
+ * the rest through two sessions, each moved onto its next shard's rows
+ * (rebind_rows) while the other computes: on the GPU the upload of one
+ * overlaps the other's labeling.  A streamed shard's labels wait on the
+ * host between passes, so changes are counted as an unsplit fit counts
+ * them.
+ *
  * k-means|| runs its passes in the shards (the child's parallel_shard,
  * engine/seeding_parallel.c): race keys, potentials, samples and
  * candidate weights add up to the unsplit pass's.  So does k-means++
  * (kmeanspp_shard, engine/seeding.c): each step's races and greedy
- * potentials.  Batched k-means++ is not split yet: it runs on the CPU
- * reference over the parent store (the child's seeding gives the same
- * rows); random and given initialisation need no backend.  The check of
- * reduced precision and row ordering are not offered (the CPU's labels
- * are exact and it does not reorder).
+ * potentials.  Seeding runs on the calling thread, a streamed shard's
+ * part opened on a session just moved onto it.  Batched k-means++ is not
+ * split yet: it runs on the CPU reference over the parent store (the
+ * child's seeding gives the same rows); random and given initialisation
+ * need no backend.  The check of reduced precision and row ordering are
+ * not offered (the CPU's labels are exact and it does not reorder).
  *
  * gc_kmeans_cuda_sharded_backend (cuda/kmeans_cuda.cu) is this backend
- * over GPU sessions (gc_kmeans_shards_open), all on the calling thread's
- * device; they label every row by Lloyd's labeling (pruned_rows saves no
- * work there) and seed on the CPU reference over every row.
+ * over GPU sessions (gc_kmeans_shards_open), each on its lane's device;
+ * they label every row by Lloyd's labeling (pruned_rows saves no work
+ * there) and seed on the CPU reference over every row.
  *
  * IDENTIFICATION
  *	  engine/kmeans_shards.c
@@ -45,9 +65,45 @@
 #include "gc_engine.h"
 #include "gc_math.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 
-typedef struct ShardSession
+typedef struct ShardSession ShardSession;
+
+/* One lane: its run of shards, its sessions, its pass's totals */
+typedef struct ShardLane
+{
+	ShardSession *owner;
+	GcKmeansParams params;		/* the fit's, on the lane's device, polling its hook */
+	int			first_shard;	/* shards first_shard .. end_shard - 1 */
+	int			end_shard;
+	int			resident;		/* of which the first resident have sessions of their own */
+	void	   *pool[2];		/* the others stream through these (NULL: none) */
+	long long  *sums;			/* k * d: the pass's sums over the lane's shards */
+	long long  *counts;			/* k */
+	long long  *part_sums;		/* k * d: one shard's */
+	long long  *part_counts;	/* k */
+	int64_t    *sizes;			/* k: the scoring pass's sizes */
+	int64_t    *part_sizes;		/* k: one shard's */
+	gc_u128		inertia_sum;	/* the scoring pass's */
+	GcStepStatus step;			/* the step's, added over the lane's shards */
+	GcStatus	status;			/* the pass's */
+	GcError		err;
+	pthread_t	thread;			/* lanes past the first: the pass's thread */
+	bool		started;		/* whether it started */
+} ShardLane;
+
+/* The pass every lane runs */
+typedef struct ShardPass
+{
+	bool		scoring;		/* score_sum; else step_partial */
+	int64_t		pruned_rows;	/* a step: the driver's pruned prefix */
+	const double *centroids;	/* scoring */
+	int32_t    *labels;			/* scoring, optional */
+	double	   *distances;		/* scoring, optional */
+} ShardPass;
+
+struct ShardSession
 {
 	const GcKmeansBackend *child;
 	const GcRows *rows;			/* the parent store */
@@ -57,18 +113,30 @@ typedef struct ShardSession
 	int			nshards;
 	int64_t    *first;			/* nshards + 1: shard i is rows first[i] .. first[i + 1] - 1 */
 	GcRows	   *views;			/* nshards: each shard's rows */
-	void	  **sessions;		/* nshards: each shard's child session */
+	void	  **sessions;		/* nshards: each resident shard's child session, else NULL */
+	int32_t    *labels;			/* n: the streamed shards' last labels (NULL: none streamed) */
+	int			nlanes;
+	ShardLane  *lanes;			/* nlanes */
+	ShardPass	pass;			/* the pass the lanes run */
+	bool		stop;			/* a lane stopped: the others stop too (atomic) */
 	long long  *sums;			/* k * d: the step's sums over every shard */
 	long long  *counts;			/* k */
-	long long  *part_sums;		/* k * d: one shard's */
-	long long  *part_counts;	/* k */
-	int64_t    *part_sizes;		/* k: one shard's sizes, scoring */
 	double	   *centroids;		/* k * d: the restart's current centroids */
 	double	   *mean;			/* d: one updated centroid */
 	GcPoll		poll;
-} ShardSession;
+};
 
 static void shards_close(void *session);
+
+/* The sharded session whose lane runs on this thread (lanes past the first) */
+static __thread ShardSession *lane_owner;
+
+/* The interrupt hook of lanes past the first: whether another lane stopped */
+static bool
+lane_stopped(void)
+{
+	return lane_owner != NULL && __atomic_load_n(&lane_owner->stop, __ATOMIC_RELAXED);
+}
 
 /*
  * A view of rows first .. first + count - 1 of rows: chunks pointing
@@ -123,8 +191,133 @@ make_view(const GcRows *rows, int64_t first, int64_t count, GcRows *view, GcErro
 }
 
 /*
- * Open one session of child per shard, over params->shards (at least 1,
- * at most n) contiguous ranges of about equal rows
+ * How many shards: params->shards, at least one a lane, and under a
+ * lane_rows bound small enough that two fit a lane; at most n
+ */
+static int
+shard_count(const GcRows *rows, const GcKmeansParams *params, int nlanes)
+{
+	int64_t		count = params->shards > nlanes ? params->shards : nlanes;
+
+	if (params->lane_rows > 0)
+	{
+		int64_t		most = params->lane_rows / 2 > 0 ? params->lane_rows / 2 : 1;
+		int64_t		needed = (rows->n + most - 1) / most;
+
+		count = needed > count ? needed : count;
+	}
+	if (count > rows->n)
+		count = rows->n > 0 ? rows->n : 1;
+	return (int) count;
+}
+
+/* Shard i's rows */
+static int64_t
+shard_rows(const ShardSession *s, int i)
+{
+	return s->first[i + 1] - s->first[i];
+}
+
+/* The session of shard i of lane (a pool session for a streamed shard) */
+static void *
+shard_session(const ShardLane *lane, int i)
+{
+	int			streamed = i - lane->first_shard - lane->resident;
+
+	return streamed < 0 ? lane->owner->sessions[i] : lane->pool[streamed % 2];
+}
+
+/* Shard i's pool session moved onto its rows, with its last labels */
+static GcStatus
+bind_streamed(ShardLane *lane, int i, GcError *err)
+{
+	ShardSession *s = lane->owner;
+
+	return s->child->rebind_rows(shard_session(lane, i), &s->views[i],
+								 s->labels + s->first[i], err);
+}
+
+/*
+ * Lane's shards and sessions: the resident ones, then the two a streamed
+ * run passes through, opened over its largest shard
+ */
+static GcStatus
+open_lane(ShardSession *s, ShardLane *lane, GcError *err)
+{
+	int			count = lane->end_shard - lane->first_shard;
+	int64_t		largest = 0;
+	int			widest = -1;
+	GcStatus	status = GC_OK;
+
+	lane->resident = count;
+	if (s->params->lane_rows > 0)
+	{
+		for (int i = lane->first_shard; i < lane->end_shard; i++)
+			largest = shard_rows(s, i) > largest ? shard_rows(s, i) : largest;
+		/* more than fit: all but two of those that fit keep a session */
+		if (count > s->params->lane_rows / largest)
+			lane->resident = (int) (s->params->lane_rows / largest) - 2;
+		lane->resident = lane->resident > 0 ? lane->resident : 0;
+	}
+	if (lane->resident < count && s->child->rebind_rows == NULL)
+		return gc_fail(err, GC_ERR_RANGE, "the %s backend cannot stream shards", s->child->name);
+	for (int i = lane->first_shard; status == GC_OK && i < lane->end_shard; i++)
+	{
+		if (i - lane->first_shard < lane->resident)
+			status = s->child->open(&s->views[i], s->frame, &lane->params, &s->sessions[i], err);
+		else if (widest < 0 || shard_rows(s, i) > shard_rows(s, widest))
+			widest = i;
+	}
+	for (int p = 0; status == GC_OK && p < 2 && lane->resident < count; p++)
+		status = s->child->open(&s->views[widest], s->frame, &lane->params, &lane->pool[p], err);
+	return status;
+}
+
+/* The lanes' runs of shards and their sessions, each with its totals */
+static GcStatus
+open_lanes(ShardSession *s, GcError *err)
+{
+	int			k = s->k,
+				d = s->rows->d;
+	GcStatus	status = GC_OK;
+
+	for (int l = 0; l < s->nlanes && status == GC_OK; l++)
+	{
+		ShardLane  *lane = &s->lanes[l];
+
+		lane->owner = s;
+		lane->params = *s->params;
+		lane->params.shards = lane->params.lanes = 1;
+		lane->params.lane_rows = 0;
+		lane->params.devices = s->params->devices ? s->params->devices + l : NULL;
+		if (l > 0)
+			lane->params.interrupted = lane_stopped;
+		lane->first_shard = (int) ((int64_t) s->nshards * l / s->nlanes);
+		lane->end_shard = (int) ((int64_t) s->nshards * (l + 1) / s->nlanes);
+		lane->sums = malloc(sizeof(long long) * k * d);
+		lane->counts = malloc(sizeof(long long) * k);
+		lane->part_sums = malloc(sizeof(long long) * k * d);
+		lane->part_counts = malloc(sizeof(long long) * k);
+		lane->sizes = malloc(sizeof(int64_t) * k);
+		lane->part_sizes = malloc(sizeof(int64_t) * k);
+		if (lane->sums == NULL || lane->counts == NULL || lane->part_sums == NULL ||
+			lane->part_counts == NULL || lane->sizes == NULL || lane->part_sizes == NULL)
+			return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for the sharded session");
+		status = open_lane(s, lane, err);
+		if (status == GC_OK && lane->resident < lane->end_shard - lane->first_shard &&
+			s->labels == NULL)
+		{
+			s->labels = malloc(sizeof(int32_t) * (s->rows->n > 0 ? s->rows->n : 1));
+			if (s->labels == NULL)
+				return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for the shards' labels");
+		}
+	}
+	return status;
+}
+
+/*
+ * Open the shards' sessions of child: as many shards and lanes as
+ * params ask (shard_count), contiguous ranges of about equal rows
  */
 static GcStatus
 shards_open_child(const GcKmeansBackend *child, const GcRows *rows, const GcFrame *frame,
@@ -133,32 +326,29 @@ shards_open_child(const GcKmeansBackend *child, const GcRows *rows, const GcFram
 	ShardSession *s = calloc(1, sizeof(ShardSession));
 	int			k = params->k,
 				d = rows->d;
-	int			nshards = params->shards > 1 ? params->shards : 1;
+	int			nlanes = params->lanes > 1 ? params->lanes : 1;
+	int			nshards = shard_count(rows, params, nlanes);
 	GcStatus	status = GC_OK;
 
 	if (s == NULL)
 		return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for the sharded session");
-	if (nshards > rows->n)
-		nshards = rows->n > 0 ? (int) rows->n : 1;
 	s->child = child;
 	s->rows = rows;
 	s->frame = frame;
 	s->params = params;
 	s->k = k;
+	s->nlanes = nlanes < nshards ? nlanes : nshards;
 	s->poll.interrupted = params->interrupted;
 	s->first = malloc(sizeof(int64_t) * (nshards + 1));
 	s->views = calloc(nshards, sizeof(GcRows));
 	s->sessions = calloc(nshards, sizeof(void *));
+	s->lanes = calloc(s->nlanes, sizeof(ShardLane));
 	s->sums = malloc(sizeof(long long) * k * d);
 	s->counts = malloc(sizeof(long long) * k);
-	s->part_sums = malloc(sizeof(long long) * k * d);
-	s->part_counts = malloc(sizeof(long long) * k);
-	s->part_sizes = malloc(sizeof(int64_t) * k);
 	s->centroids = malloc(sizeof(double) * k * d);
 	s->mean = malloc(sizeof(double) * d);
-	if (s->first == NULL || s->views == NULL || s->sessions == NULL || s->sums == NULL ||
-		s->counts == NULL || s->part_sums == NULL || s->part_counts == NULL ||
-		s->part_sizes == NULL || s->centroids == NULL || s->mean == NULL)
+	if (s->first == NULL || s->views == NULL || s->sessions == NULL || s->lanes == NULL ||
+		s->sums == NULL || s->counts == NULL || s->centroids == NULL || s->mean == NULL)
 	{
 		shards_close(s);
 		return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for the sharded session");
@@ -167,11 +357,11 @@ shards_open_child(const GcKmeansBackend *child, const GcRows *rows, const GcFram
 		s->first[i] = rows->n * i / nshards;
 	for (int i = 0; status == GC_OK && i < nshards; i++)
 	{
-		status = make_view(rows, s->first[i], s->first[i + 1] - s->first[i], &s->views[i], err);
+		status = make_view(rows, s->first[i], shard_rows(s, i), &s->views[i], err);
 		s->nshards = i + 1;
-		if (status == GC_OK)
-			status = child->open(&s->views[i], frame, params, &s->sessions[i], err);
 	}
+	if (status == GC_OK)
+		status = open_lanes(s, err);
 	if (status != GC_OK)
 	{
 		shards_close(s);
@@ -186,6 +376,20 @@ shards_close(void *session)
 {
 	ShardSession *s = session;
 
+	for (int l = 0; s->lanes && l < s->nlanes; l++)
+	{
+		ShardLane  *lane = &s->lanes[l];
+
+		for (int p = 0; p < 2; p++)
+			if (lane->pool[p])
+				s->child->close(lane->pool[p]);
+		free(lane->sums);
+		free(lane->counts);
+		free(lane->part_sums);
+		free(lane->part_counts);
+		free(lane->sizes);
+		free(lane->part_sizes);
+	}
 	for (int i = 0; i < s->nshards; i++)
 	{
 		if (s->sessions[i])
@@ -195,123 +399,166 @@ shards_close(void *session)
 	free(s->first);
 	free(s->views);
 	free(s->sessions);
+	free(s->labels);
+	free(s->lanes);
 	free(s->sums);
 	free(s->counts);
-	free(s->part_sums);
-	free(s->part_counts);
-	free(s->part_sizes);
 	free(s->centroids);
 	free(s->mean);
 	free(s);
 }
 
+/* Every session of every lane, resident and pool, in turn */
+typedef GcStatus (*SessionFn) (ShardSession *s, void *session, void *arg, GcError *err);
+
+static GcStatus
+for_each_session(ShardSession *s, SessionFn fn, void *arg, GcError *err)
+{
+	GcStatus	status = GC_OK;
+
+	for (int l = 0; status == GC_OK && l < s->nlanes; l++)
+	{
+		ShardLane  *lane = &s->lanes[l];
+
+		for (int i = lane->first_shard; status == GC_OK && i < lane->first_shard + lane->resident; i++)
+			status = fn(s, s->sessions[i], arg, err);
+		for (int p = 0; status == GC_OK && p < 2 && lane->pool[p]; p++)
+			status = fn(s, lane->pool[p], arg, err);
+	}
+	return status;
+}
+
 /*
- * k-means++ over the shards (engine/seeding.c): each child runs both
- * passes of every step over its rows, the keys and potentials combined
- * here; on the CPU reference over every row where the child offers no
- * shards
+ * Each shard's seeding part, on the calling thread, into parts (nshards,
+ * NULL where not opened): k-means|| where pops is given (the child's
+ * table of passes into *pops), else k-means++ (into *kops)
  */
+static GcStatus
+open_seed_parts(ShardSession *s, const GcKmeansParams *params, void **parts,
+				const GcParallelOps **pops, const GcKmeansppOps **kops, GcError *err)
+{
+	GcStatus	status = GC_OK;
+
+	for (int l = 0; status == GC_OK && l < s->nlanes; l++)
+	{
+		ShardLane  *lane = &s->lanes[l];
+
+		for (int i = lane->first_shard; status == GC_OK && i < lane->end_shard; i++)
+		{
+			void	   *session = shard_session(lane, i);
+
+			if (i - lane->first_shard >= lane->resident &&
+				(status = bind_streamed(lane, i, err)) != GC_OK)
+				break;
+			status = pops ?
+				s->child->parallel_shard(session, params, s->first[i], &parts[i], pops, err) :
+				s->child->kmeanspp_shard(session, params, s->first[i], &parts[i], kops, err);
+		}
+	}
+	return status;
+}
+
+/*
+ * k-means|| (parallel) or k-means++ over the shards' seeding parts:
+ * each child runs the passes over its rows, the keys, potentials, sums
+ * and samples combined by the engine's seeding (seeding_parallel.c,
+ * seeding.c)
+ */
+static GcStatus
+seed_over_shards(ShardSession *s, const GcKmeansParams *params, bool parallel, uint64_t seed,
+				 int64_t *chosen, GcError *err)
+{
+	const GcParallelOps *pops = NULL;
+	const GcKmeansppOps *kops = NULL;
+	void	  **parts = calloc(s->nshards, sizeof(void *));
+	GcStatus	status;
+
+	if (parts == NULL)
+		return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for seeding");
+	status = open_seed_parts(s, params, parts, parallel ? &pops : NULL, &kops, err);
+	if (status == GC_OK && parallel)
+		status = gc_seed_kmeans_parallel_shards(pops, parts, s->nshards, s->rows, s->frame,
+												params, seed, chosen, err);
+	else if (status == GC_OK)
+		status = gc_seed_kmeanspp_shards(kops, parts, s->nshards, s->rows, s->frame,
+										 params, seed, chosen, err);
+	for (int i = 0; i < s->nshards; i++)
+		if (parts[i])
+			(pops ? pops->close : kops->close) (parts[i]);
+	free(parts);
+	return status;
+}
+
+/* k-means++ over the shards; on the CPU reference over every row where the child offers no shards */
 static GcStatus
 shards_seed_kmeanspp(void *session, const GcKmeansParams *params, uint64_t seed,
 					 int64_t *chosen, GcError *err)
 {
 	ShardSession *s = session;
-	const GcKmeansppOps *ops = NULL;
-	void	  **parts;
-	int			opened = 0;
-	GcStatus	status = GC_OK;
 
 	if (s->child->kmeanspp_shard == NULL)
 		return gc_seed_kmeanspp_cpu(s->rows, s->frame, params, seed, chosen, err);
-	parts = calloc(s->nshards, sizeof(void *));
-	if (parts == NULL)
-		return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for seeding");
-	/* one backend's shards: one table of passes */
-	for (; status == GC_OK && opened < s->nshards; opened++)
-		status = s->child->kmeanspp_shard(s->sessions[opened], params, s->first[opened],
-										  &parts[opened], &ops, err);
-	if (status == GC_OK)
-		status = gc_seed_kmeanspp_shards(ops, parts, s->nshards, s->rows, s->frame,
-										 params, seed, chosen, err);
-	for (int i = 0; i < opened; i++)
-		if (parts[i])
-			ops->close(parts[i]);
-	free(parts);
-	return status;
+	return seed_over_shards(s, params, false, seed, chosen, err);
 }
 
-/*
- * k-means|| over the shards (engine/seeding_parallel.c): each child runs
- * the passes over its rows, the sums and samples added up here; on the
- * CPU reference over every row where the child offers no shards
- */
+/* k-means|| over the shards; on the CPU reference over every row where the child offers no shards */
 static GcStatus
 shards_seed_kmeans_parallel(void *session, const GcKmeansParams *params, uint64_t seed,
 							int64_t *chosen, GcError *err)
 {
 	ShardSession *s = session;
-	const GcParallelOps *ops = NULL;
-	void	  **parts;
-	int			opened = 0;
-	GcStatus	status = GC_OK;
 
 	if (s->child->parallel_shard == NULL)
 		return gc_seed_kmeans_parallel_cpu(s->rows, s->frame, params, seed, chosen, err);
-	parts = calloc(s->nshards, sizeof(void *));
-	if (parts == NULL)
-		return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for seeding");
-	/* one backend's shards: one table of passes */
-	for (; status == GC_OK && opened < s->nshards; opened++)
-		status = s->child->parallel_shard(s->sessions[opened], params, s->first[opened],
-										  &parts[opened], &ops, err);
-	if (status == GC_OK)
-		status = gc_seed_kmeans_parallel_shards(ops, parts, s->nshards, s->rows, s->frame,
-												params, seed, chosen, err);
-	for (int i = 0; i < opened; i++)
-		if (parts[i])
-			ops->close(parts[i]);
-	free(parts);
+	return seed_over_shards(s, params, true, seed, chosen, err);
+}
+
+/* One session's restart: its plan folded into the fit's */
+static GcStatus
+begin_session(ShardSession *s, void *session, void *arg, GcError *err)
+{
+	GcRestartPlan *plan = arg;
+	GcRestartPlan part = {0};
+	GcStatus	status = s->child->begin(session, s->centroids, &part, err);
+
+	plan->kernel = part.kernel;
+	plan->can_prune &= part.can_prune;
 	return status;
 }
 
-/* A restart from centroids in every shard; pruning where every shard can */
+/*
+ * A restart from centroids in every session, the streamed shards' labels
+ * unknown; pruning where every session can
+ */
 static GcStatus
 shards_begin(void *session, const double *centroids, GcRestartPlan *plan, GcError *err)
 {
 	ShardSession *s = session;
 
 	memcpy(s->centroids, centroids, sizeof(double) * s->k * s->rows->d);
+	for (int64_t i = 0; s->labels && i < s->rows->n; i++)
+		s->labels[i] = -1;
 	plan->can_prune = true;
-	for (int i = 0; i < s->nshards; i++)
-	{
-		GcRestartPlan part = {0};
-		GcStatus	status = s->child->begin(s->sessions[i], centroids, &part, err);
-
-		if (status != GC_OK)
-			return status;
-		plan->kernel = part.kernel;
-		plan->can_prune &= part.can_prune;
-	}
-	return GC_OK;
+	return for_each_session(s, begin_session, plan, err);
 }
 
-/* Pruning's buffers in every shard: available where every shard has them */
+/* One session's pruning buffers: available where every session has them */
+static GcStatus
+prepare_session(ShardSession *s, void *session, void *arg, GcError *err)
+{
+	bool	   *available = arg;
+	bool		part = false;
+	GcStatus	status = s->child->prepare_pruning(session, &part, err);
+
+	*available &= part;
+	return status;
+}
+
 static GcStatus
 shards_prepare_pruning(void *session, bool *available, GcError *err)
 {
-	ShardSession *s = session;
-
 	*available = true;
-	for (int i = 0; i < s->nshards; i++)
-	{
-		bool		part = false;
-		GcStatus	status = s->child->prepare_pruning(s->sessions[i], &part, err);
-
-		if (status != GC_OK)
-			return status;
-		*available &= part;
-	}
-	return GC_OK;
+	return for_each_session(session, prepare_session, available, err);
 }
 
 /* Shard i's share of the driver's pruned prefix of pruned_rows rows */
@@ -319,15 +566,150 @@ static int64_t
 shard_pruned_rows(const ShardSession *s, int i, int64_t pruned_rows)
 {
 	int64_t		rows = pruned_rows - s->first[i];
-	int64_t		count = s->first[i + 1] - s->first[i];
 
-	return rows < 0 ? 0 : rows > count ? count : rows;
+	return rows < 0 ? 0 : rows > shard_rows(s, i) ? shard_rows(s, i) : rows;
+}
+
+/* Shard i's share of the pass, added into lane's totals */
+static GcStatus
+shard_pass(ShardLane *lane, int i, const ShardPass *pass)
+{
+	ShardSession *s = lane->owner;
+	void	   *session = shard_session(lane, i);
+	size_t		kd = (size_t) s->k * s->rows->d;
+	GcStatus	st;
+
+	if (pass->scoring)
+	{
+		gc_u128		part = 0;
+
+		st = s->child->score_sum(session, pass->centroids,
+								 pass->labels ? pass->labels + s->first[i] : NULL,
+								 pass->distances ? pass->distances + s->first[i] : NULL,
+								 lane->part_sizes, &part, &lane->err);
+		for (int c = 0; st == GC_OK && c < s->k; c++)
+			lane->sizes[c] += lane->part_sizes[c];
+		lane->inertia_sum += part;
+	}
+	else
+	{
+		GcStepStatus part = {0};
+		GcStepStatus *step = &lane->step;
+
+		st = s->child->step_partial(session, shard_pruned_rows(s, i, pass->pruned_rows),
+									lane->part_sums, lane->part_counts, &part, &lane->err);
+		if (st != GC_OK)
+			return st;
+		for (size_t v = 0; v < kd; v++)
+			lane->sums[v] += lane->part_sums[v];
+		for (int c = 0; c < s->k; c++)
+			lane->counts[c] += lane->part_counts[c];
+		step->changed += part.changed;
+		step->pruned_work += part.pruned_work;
+		step->distances += part.distances;
+		step->rechecked += part.rechecked;
+		step->exact_checked += part.exact_checked;
+		step->labeling_ms += part.labeling_ms;
+		step->update_ms += part.update_ms;
+		step->kernel = part.kernel;
+	}
+	return st;
 }
 
 /*
- * One iteration: every shard labels its rows and sums them, the sums are
- * added in shard order, the centroids updated from them as one session
- * updates them, and handed to every shard
+ * Lane's share of the pass: its resident shards, then its streamed ones,
+ * each pool session moved onto the shard after next once it is done, so
+ * that one's upload overlaps the other's pass; a failure stops the others
+ */
+static GcStatus
+lane_pass(ShardLane *lane)
+{
+	ShardSession *s = lane->owner;
+	size_t		kd = (size_t) s->k * s->rows->d;
+	int			streamed = lane->end_shard - lane->first_shard - lane->resident;
+	GcStatus	st = GC_OK;
+
+	memset(lane->sums, 0, sizeof(long long) * kd);
+	memset(lane->counts, 0, sizeof(long long) * s->k);
+	memset(lane->sizes, 0, sizeof(int64_t) * s->k);
+	memset(&lane->step, 0, sizeof(lane->step));
+	lane->inertia_sum = 0;
+	for (int j = 0; st == GC_OK && j < 2 && j < streamed; j++)
+		st = bind_streamed(lane, lane->first_shard + lane->resident + j, &lane->err);
+	for (int i = lane->first_shard; st == GC_OK && i < lane->end_shard; i++)
+	{
+		int			j = i - lane->first_shard - lane->resident;
+
+		st = shard_pass(lane, i, &s->pass);
+		if (st == GC_OK && j >= 0 && j + 2 < streamed)
+			st = bind_streamed(lane, i + 2, &lane->err);
+	}
+	if (st != GC_OK)
+		__atomic_store_n(&s->stop, true, __ATOMIC_RELAXED);
+	lane->status = st;
+	return st;
+}
+
+/* A lane past the first, on a thread of its own */
+static void *
+lane_main(void *arg)
+{
+	ShardLane  *lane = arg;
+
+	lane_owner = lane->owner;
+	lane_pass(lane);
+	return NULL;
+}
+
+/*
+ * s->pass on every lane at once, lane 0 on the calling thread (a lane
+ * whose thread would not start runs there after it); the first lane's
+ * failure, other than a stop it caused, into err
+ */
+static GcStatus
+run_lanes(ShardSession *s, GcError *err)
+{
+	const ShardLane *failed = NULL;
+
+	s->stop = false;
+	for (int l = 1; l < s->nlanes; l++)
+		s->lanes[l].started = gc_thread_create(&s->lanes[l].thread, lane_main,
+												&s->lanes[l]) == 0;
+	lane_pass(&s->lanes[0]);
+	for (int l = 1; l < s->nlanes; l++)
+	{
+		if (s->lanes[l].started)
+			(void) pthread_join(s->lanes[l].thread, NULL);
+		else
+			lane_pass(&s->lanes[l]);
+	}
+	for (int l = 0; l < s->nlanes; l++)
+	{
+		const ShardLane *lane = &s->lanes[l];
+
+		if (lane->status != GC_OK &&
+			(failed == NULL || (failed->status == GC_INTERRUPTED &&
+								lane->status != GC_INTERRUPTED)))
+			failed = lane;
+	}
+	if (failed == NULL)
+		return GC_OK;
+	*err = failed->err;
+	return failed->status;
+}
+
+/* The centroids the next step labels against, in one session */
+static GcStatus
+load_session(ShardSession *s, void *session, void *arg, GcError *err)
+{
+	(void) arg;
+	return s->child->load_centroids(session, s->centroids, err);
+}
+
+/*
+ * One iteration: every lane labels its shards' rows and sums them, the
+ * lanes' sums are added, the centroids updated from them as one session
+ * updates them, and handed to every session
  */
 static GcStatus
 shards_step(void *session, int64_t pruned_rows, GcStepStatus *status, GcError *err)
@@ -336,37 +718,33 @@ shards_step(void *session, int64_t pruned_rows, GcStepStatus *status, GcError *e
 	size_t		kd = (size_t) s->k * s->rows->d;
 	GcStatus	st;
 
+	s->pass = (ShardPass) {.pruned_rows = pruned_rows};
+	if ((st = run_lanes(s, err)) != GC_OK)
+		return st;
 	memset(s->sums, 0, sizeof(long long) * kd);
 	memset(s->counts, 0, sizeof(long long) * s->k);
 	memset(status, 0, sizeof(*status));
-	for (int i = 0; i < s->nshards; i++)
+	for (int l = 0; l < s->nlanes; l++)
 	{
-		GcStepStatus part = {0};
+		const ShardLane *lane = &s->lanes[l];
 
-		st = s->child->step_partial(s->sessions[i], shard_pruned_rows(s, i, pruned_rows),
-									s->part_sums, s->part_counts, &part, err);
-		if (st != GC_OK)
-			return st;
 		for (size_t v = 0; v < kd; v++)
-			s->sums[v] += s->part_sums[v];
+			s->sums[v] += lane->sums[v];
 		for (int c = 0; c < s->k; c++)
-			s->counts[c] += s->part_counts[c];
-		status->changed += part.changed;
-		status->pruned_work += part.pruned_work;
-		status->distances += part.distances;
-		status->rechecked += part.rechecked;
-		status->exact_checked += part.exact_checked;
-		status->labeling_ms += part.labeling_ms;
-		status->update_ms += part.update_ms;
-		status->kernel = part.kernel;
+			s->counts[c] += lane->counts[c];
+		status->changed += lane->step.changed;
+		status->pruned_work += lane->step.pruned_work;
+		status->distances += lane->step.distances;
+		status->rechecked += lane->step.rechecked;
+		status->exact_checked += lane->step.exact_checked;
+		status->labeling_ms += lane->step.labeling_ms;
+		status->update_ms += lane->step.update_ms;
+		status->kernel = lane->step.kernel;
 	}
 	if (!gc_kmeans_update_centroids(s->frame, s->params->metric, s->k, s->sums, s->counts,
 									s->centroids, s->mean, &s->poll, &status->shift_sum))
 		return gc_fail(err, GC_INTERRUPTED, "interrupted while updating centroids");
-	for (int i = 0; i < s->nshards; i++)
-		if ((st = s->child->load_centroids(s->sessions[i], s->centroids, err)) != GC_OK)
-			return st;
-	return GC_OK;
+	return for_each_session(s, load_session, NULL, err);
 }
 
 static GcStatus
@@ -374,12 +752,13 @@ shards_end(void *session, double *centroids, GcError *err)
 {
 	ShardSession *s = session;
 
+	(void) err;
 	memcpy(centroids, s->centroids, sizeof(double) * s->k * s->rows->d);
 	return GC_OK;
 }
 
 /*
- * Every shard's sizes and inertia sum added up; labels and distances
+ * Every lane's sizes and inertia sum added up; labels and distances
  * written by each shard into its range
  */
 static GcStatus
@@ -388,21 +767,18 @@ shards_score(void *session, const double *centroids, int32_t *labels,
 {
 	ShardSession *s = session;
 	gc_u128		total = 0;
+	GcStatus	st;
 
+	s->pass = (ShardPass) {.scoring = true, .centroids = centroids, .labels = labels,
+	.distances = distances};
+	if ((st = run_lanes(s, err)) != GC_OK)
+		return st;
 	memset(sizes, 0, sizeof(int64_t) * s->k);
-	for (int i = 0; i < s->nshards; i++)
+	for (int l = 0; l < s->nlanes; l++)
 	{
-		gc_u128		part = 0;
-		GcStatus	st = s->child->score_sum(s->sessions[i], centroids,
-											 labels ? labels + s->first[i] : NULL,
-											 distances ? distances + s->first[i] : NULL,
-											 s->part_sizes, &part, err);
-
-		if (st != GC_OK)
-			return st;
 		for (int c = 0; c < s->k; c++)
-			sizes[c] += s->part_sizes[c];
-		total += part;
+			sizes[c] += s->lanes[l].sizes[c];
+		total += s->lanes[l].inertia_sum;
 	}
 	*inertia = gc_inertia_value(total, s->frame);
 	return GC_OK;

@@ -4,13 +4,17 @@
  *	  Engine tests of sharded k-means (engine/kmeans_shards.c) without a
  *	  server: a fit whose rows are split into S CPU sessions gives the
  *	  plain CPU fit's model to the bit (centroids, labels, distances,
- *	  sizes, inertia, iterations) for S = 1, 2, 3 and 7, on blobs, rows
- *	  that repeat, weighted rows, k near n, more shards than rows, a
- *	  narrow store, the cosine metric, each seeding (k-means++ and
- *	  k-means|| run in the shards, their seeds alone too) and pruned
- *	  labeling; a sharded fit interrupted at any of its polls returns
- *	  interrupted, leaking nothing.  Built with CUDA and given a device,
- *	  GPU sessions as 1, 2 and 3 shards give the plain CPU fit's model too.
+ *	  sizes, inertia, iterations) for S = 1, 2, 3 and 7, with shards
+ *	  streamed through two sessions (some resident, or none), and on 2 and
+ *	  3 lanes (threads), resident and streamed, on blobs, rows that
+ *	  repeat, weighted rows, k near n, more shards than rows, a narrow
+ *	  store, the cosine metric, each seeding (k-means++ and k-means|| run
+ *	  in the shards, their seeds alone too) and pruned labeling; a sharded
+ *	  fit interrupted at any of its polls, on one lane or three, resident
+ *	  or streamed, returns interrupted, leaking nothing.  Built with CUDA
+ *	  and given a device, GPU sessions as 1, 2 and 3 resident shards,
+ *	  streamed shards, and two lanes (devices 0 and 1, or 0 twice) give
+ *	  the plain CPU fit's model too (the last case).
  *
  *	  shards_test              run the checks, ending with "N passed, N failed"
  *	  shards_test N            the Nth case alone
@@ -75,9 +79,22 @@ case_rows(const ShardCase *c, GcRows *rows)
 	}
 }
 
-/* A fit of the case on backend with shards shards; distances kept in *distances */
+/*
+ * How a sharded fit splits its rows: shards, lanes (on devices, where
+ * set) and the rows a lane may hold, as a share of the rows (0: all)
+ */
+typedef struct Layout
+{
+	int			shards;
+	int			lanes;
+	double		lane_share;
+	const int  *devices;
+} Layout;
+
+/* A fit of the case on backend laid out as layout (NULL: plain); distances kept in *distances */
 static Fit
-case_fit(const ShardCase *c, const GcKmeansBackend *backend, int shards, double **distances)
+case_fit(const ShardCase *c, const GcKmeansBackend *backend, const Layout *layout,
+		 double **distances)
 {
 	GcRows		rows;
 	GcKmeansParams params = c->params;
@@ -85,7 +102,13 @@ case_fit(const ShardCase *c, const GcKmeansBackend *backend, int shards, double 
 	Fit			f;
 
 	case_rows(c, &rows);
-	params.shards = shards;
+	if (layout)
+	{
+		params.shards = layout->shards;
+		params.lanes = layout->lanes;
+		params.lane_rows = (int64_t) ceil(c->n * layout->lane_share);
+		params.devices = layout->devices;
+	}
 	f = new_fit(params.k, &rows);
 	*distances = malloc(sizeof(double) * c->n);
 	f.result.distances = *distances;
@@ -97,26 +120,28 @@ case_fit(const ShardCase *c, const GcKmeansBackend *backend, int shards, double 
 }
 
 /*
- * Every output of backend's fits over each of the nshards shard counts
- * equals the plain CPU fit's, to the bit (distances where same_distances)
+ * Every output of backend's fits laid out as each of the nlayouts
+ * layouts equals the plain CPU fit's, to the bit (distances where
+ * same_distances)
  */
 static void
-check_case_on(const ShardCase *c, const GcKmeansBackend *backend, const int *shard_counts,
-			  int nshards, bool same_distances)
+check_case_on(const ShardCase *c, const GcKmeansBackend *backend, const Layout *layouts,
+			  int nlayouts, bool same_distances)
 {
 	double	   *ref_distances;
-	Fit			ref = case_fit(c, &gc_kmeans_cpu_backend, 0, &ref_distances);
+	Fit			ref = case_fit(c, &gc_kmeans_cpu_backend, NULL, &ref_distances);
 	int			k = c->params.k;
 
 	check(ref.status == GC_OK, "plain fit ok", c->name);
-	for (int s = 0; s < nshards; s++)
+	for (int s = 0; s < nlayouts; s++)
 	{
-		char		config[160];
+		char		config[200];
 		double	   *distances;
-		Fit			f = case_fit(c, backend, shard_counts[s], &distances);
+		Fit			f = case_fit(c, backend, &layouts[s], &distances);
 
-		snprintf(config, sizeof(config), "%s, %d %s shards", c->name, shard_counts[s],
-				 backend->name);
+		snprintf(config, sizeof(config), "%s, %d %s shards, %d lanes, lanes hold %.2f",
+				 c->name, layouts[s].shards, backend->name, layouts[s].lanes,
+				 layouts[s].lane_share);
 		check(f.status == GC_OK, "sharded fit ok", config);
 		check(memcmp(ref.labels, f.labels, sizeof(int32_t) * c->n) == 0, "labels equal", config);
 		check(memcmp(ref.centroids, f.centroids, sizeof(double) * k * c->d) == 0,
@@ -137,13 +162,23 @@ check_case_on(const ShardCase *c, const GcKmeansBackend *backend, const int *sha
 	free(ref_distances);
 }
 
-/* Every output of the CPU sharded fits equals the plain CPU fit's, to the bit */
+/*
+ * Every output of the CPU sharded fits equals the plain CPU fit's, to the
+ * bit: resident shards on one lane, streamed shards (some resident, or
+ * none, the shards made to the bound), and shards on 2 and 3 lanes,
+ * resident and streamed
+ */
 static void
 check_case(const ShardCase *c)
 {
-	static const int shard_counts[] = {1, 2, 3, 7};
+	static const Layout layouts[] = {
+		{1, 1, 0.0}, {2, 1, 0.0}, {3, 1, 0.0}, {7, 1, 0.0},
+		{7, 1, 4.0 / 7}, {0, 1, 0.25},
+		{3, 2, 0.0}, {7, 3, 0.0}, {7, 3, 2.0 / 7}, {0, 2, 0.2},
+	};
 
-	check_case_on(c, &gc_kmeans_cpu_sharded_backend, shard_counts, 4, true);
+	check_case_on(c, &gc_kmeans_cpu_sharded_backend, layouts,
+				  sizeof(layouts) / sizeof(layouts[0]), true);
 }
 
 /* Lloyd from seed 3: what the cases change from */
@@ -163,16 +198,31 @@ base_params(int k, GcInit init)
 	return p;
 }
 
+/* A case over n rows of d around k centres, spread sigma, seeded by init (free_case frees it) */
+static ShardCase
+blob_case(const char *name, int64_t n, int d, int k, double sigma, GcInit init)
+{
+	double	   *centres = malloc(sizeof(double) * k * d);
+	ShardCase	c = {name, make_data(n, d, k, sigma, centres, NULL), n, d, STORE_DOUBLE,
+	base_params(k, init)};
+
+	free(centres);
+	return c;
+}
+
+static void
+free_case(ShardCase *c)
+{
+	free((double *) c->x);
+}
+
 /* Rows around k centres, fitted with each seeding */
 static void
 test_blobs(void)
 {
-	int64_t		n = 6000;
 	int			d = 6,
 				k = 12;
-	double	   *centres = malloc(sizeof(double) * k * d);
-	double	   *x = make_data(n, d, k, 12.0, centres, NULL);
-	ShardCase	c = {"blobs k-means++", x, n, d, STORE_DOUBLE, base_params(k, GC_INIT_KMEANSPP)};
+	ShardCase	c = blob_case("blobs k-means++", 6000, d, k, 12.0, GC_INIT_KMEANSPP);
 
 	check_case(&c);
 	c.name = "blobs greedy k-means++, 3 restarts";
@@ -198,7 +248,7 @@ test_blobs(void)
 	check_case(&c);
 	c.name = "blobs given";
 	c.params = base_params(k, GC_INIT_GIVEN);
-	c.params.init_centroids = x + 100 * d;	/* rows 100 .. 100 + k - 1 */
+	c.params.init_centroids = c.x + 100 * d;	/* rows 100 .. 100 + k - 1 */
 	check_case(&c);
 	c.name = "blobs pruned";
 	c.params = base_params(k, GC_INIT_RANDOM);
@@ -210,8 +260,7 @@ test_blobs(void)
 	c.name = "blobs narrow";
 	c.storage = STORE_NARROW;
 	check_case(&c);
-	free(centres);
-	free(x);
+	free_case(&c);
 }
 
 /* Rows that repeat, and weighted rows */
@@ -262,22 +311,16 @@ test_few_rows(void)
 static void
 test_cosine(void)
 {
-	int64_t		n = 3000;
-	int			d = 10,
-				k = 9;
-	double	   *centres = malloc(sizeof(double) * k * d);
-	double	   *x = make_data(n, d, k, 30.0, centres, NULL);
-	ShardCase	c = {"cosine", x, n, d, STORE_DOUBLE, base_params(k, GC_INIT_KMEANSPP)};
+	ShardCase	c = blob_case("cosine", 3000, 10, 9, 30.0, GC_INIT_KMEANSPP);
 
-	for (int64_t i = 0; i < n; i++)
-		gc_unit_normalize(x + i * d, d);
+	for (int64_t i = 0; i < c.n; i++)
+		gc_unit_normalize((double *) c.x + i * c.d, c.d);
 	c.params.metric = GC_METRIC_COSINE;
 	check_case(&c);
 	c.name = "cosine k-means||";
 	c.params.init = GC_INIT_KMEANS_PARALLEL;
 	check_case(&c);
-	free(centres);
-	free(x);
+	free_case(&c);
 }
 
 /* Polls before the interrupt hook says stop (-1: never) */
@@ -291,55 +334,65 @@ stop_after_polls(void)
 
 /*
  * A sharded fit stopped at any of its polls (seeding in the shards, a
- * shard's step, scoring) returns interrupted and frees everything (the
- * leak check of engine-check-asan); past its last poll it finishes
+ * shard's step, scoring), on one lane or three, its shards resident or
+ * streamed, returns interrupted and frees everything (the leak check of
+ * engine-check-asan); past its last poll it finishes
  */
 static void
 test_interrupted(void)
 {
-	int64_t		n = 20000;
-	int			d = 32,
-				k = 40;
-	double	   *centres = malloc(sizeof(double) * k * d);
-	double	   *x = make_data(n, d, k, 40.0, centres, NULL);
-	ShardCase	c = {"interrupted", x, n, d, STORE_DOUBLE, base_params(k, GC_INIT_KMEANS_PARALLEL)};
-	int			stopped = 0,
-				finished = 0;
+	static const Layout layouts[] = {{3, 1, 0.0}, {7, 1, 2.0 / 7}, {7, 3, 2.0 / 7}};
+	ShardCase	c = blob_case("interrupted", 20000, 32, 40, 40.0, GC_INIT_KMEANS_PARALLEL);
 
 	c.params.interrupted = stop_after_polls;
 	c.params.max_iter = 10;
-	for (int after = 0; after < 60; after += 3)
+	for (size_t l = 0; l < sizeof(layouts) / sizeof(layouts[0]); l++)
 	{
-		double	   *distances;
-		Fit			f;
+		int			stopped = 0,
+					finished = 0;
+		char		config[80];
 
-		polls_left = after;
-		f = case_fit(&c, &gc_kmeans_cpu_sharded_backend, 3, &distances);
-		stopped += f.status == GC_INTERRUPTED;
-		finished += f.status == GC_OK;
-		free_fit(&f);
-		free(distances);
+		for (int after = 0; after < 60; after += 3)
+		{
+			double	   *distances;
+			Fit			f;
+
+			polls_left = after;
+			f = case_fit(&c, &gc_kmeans_cpu_sharded_backend, &layouts[l], &distances);
+			stopped += f.status == GC_INTERRUPTED;
+			finished += f.status == GC_OK;
+			free_fit(&f);
+			free(distances);
+		}
+		polls_left = -1;
+		snprintf(config, sizeof(config), "interrupted, %d shards, %d lanes",
+				 layouts[l].shards, layouts[l].lanes);
+		printf("%s: %d stopped, %d finished\n", config, stopped, finished);
+		check(stopped > 0 && finished > 0 && stopped + finished == 20,
+			  "every fit interrupted or finished, some interrupted", config);
 	}
-	polls_left = -1;
-	printf("interrupted: %d stopped, %d finished\n", stopped, finished);
-	check(stopped > 0 && finished > 0 && stopped + finished == 20,
-		  "every fit interrupted or finished, some interrupted", c.name);
-	free(centres);
-	free(x);
+	free_case(&c);
 }
 
 #ifdef GC_WITH_CUDA
 /*
- * GPU sessions as shards (all on device 0), labelling at float32 accuracy
- * (exact labels): centroids, labels, sizes, inertia and iterations equal
- * the plain CPU fit's to the bit (distances are the device's square
- * roots); small d by the SIMT labeler, d = 128 and k = 300 by the tensor
- * labeler
+ * GPU sessions as shards, labelling at float32 accuracy (exact labels):
+ * centroids, labels, sizes, inertia and iterations equal the plain CPU
+ * fit's to the bit (distances are the device's square roots); small d by
+ * the SIMT labeler, d = 128 and k = 300 by the tensor labeler.  Layouts:
+ * resident shards on device 0; streamed shards (one resident, or none);
+ * two lanes on devices 0 and 1 (device 0 twice on a one-GPU machine),
+ * resident and streamed.
  */
 static void
 test_gpu_shards(void)
 {
-	static const int shard_counts[] = {1, 2, 3};
+	static int	devices[2] = {0, 1};
+	static const Layout layouts[] = {
+		{1, 1, 0.0}, {2, 1, 0.0}, {3, 1, 0.0},
+		{6, 1, 3.0 / 6}, {0, 1, 0.25},
+		{4, 2, 0.0, devices}, {8, 2, 2.0 / 8, devices},
+	};
 	static const struct
 	{
 		const char *name;
@@ -351,27 +404,29 @@ test_gpu_shards(void)
 	}			shapes[] = {
 		{"gpu blobs 20k x 16, k 50", 20000, 16, 50, GC_INIT_KMEANSPP, 300},
 		{"gpu blobs 20k x 16, k 50, random", 20000, 16, 50, GC_INIT_RANDOM, 300},
+		{"gpu blobs 20k x 16, k 50, k-means||", 20000, 16, 50, GC_INIT_KMEANS_PARALLEL, 300},
 		{"gpu blobs 30k x 128, k 300", 30000, 128, 300, GC_INIT_KMEANSPP, 25},
 	};
 	char		why[256];
 
+	if (!gc_cuda_use_device(1, why, sizeof(why)))
+		devices[1] = 0;
 	if (!gc_cuda_use_device(0, why, sizeof(why)))
 	{
 		printf("gpu shards: no device (%s), skipped\n", why);
 		return;
 	}
+	printf("gpu shards: lanes on devices %d and %d\n", devices[0], devices[1]);
 	for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++)
 	{
-		double	   *centres = malloc(sizeof(double) * shapes[i].k * shapes[i].d);
-		double	   *x = make_data(shapes[i].n, shapes[i].d, shapes[i].k, 10.0, centres, NULL);
-		ShardCase	c = {shapes[i].name, x, shapes[i].n, shapes[i].d, STORE_DOUBLE,
-		base_params(shapes[i].k, shapes[i].init)};
+		ShardCase	c = blob_case(shapes[i].name, shapes[i].n, shapes[i].d, shapes[i].k, 10.0,
+								  shapes[i].init);
 
 		c.params.precision = GC_PRECISION_FLOAT32;
 		c.params.max_iter = shapes[i].max_iter;
-		check_case_on(&c, &gc_kmeans_cuda_sharded_backend, shard_counts, 3, false);
-		free(centres);
-		free(x);
+		check_case_on(&c, &gc_kmeans_cuda_sharded_backend, layouts,
+					  sizeof(layouts) / sizeof(layouts[0]), false);
+		free_case(&c);
 	}
 }
 #endif
@@ -379,26 +434,12 @@ test_gpu_shards(void)
 int
 main(int argc, char **argv)
 {
-	select_cases(argc > 1 ? argv[1] : NULL);
-	if (case_selected())
-		test_blobs();
-	if (case_selected())
-		test_repeats_and_weights();
-	if (case_selected())
-		test_few_rows();
-	if (case_selected())
-		test_cosine();
-	if (case_selected())
-		test_interrupted();
+	static void (*const cases[]) (void) = {
+		test_blobs, test_repeats_and_weights, test_few_rows, test_cosine, test_interrupted,
 #ifdef GC_WITH_CUDA
-	if (case_selected())
-		test_gpu_shards();
+		test_gpu_shards,
 #endif
-	if (!cases_end())
-	{
-		printf("no case %s\n", argv[1]);
-		return 2;
-	}
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed != 0;
+	};
+
+	return run_cases(argc, argv, cases, sizeof(cases) / sizeof(cases[0]));
 }
