@@ -48,7 +48,11 @@ extern size_t gc_pinned_cache_bytes;
 extern void gc_cuda_trim_pinned_cache(size_t limit);
 
 extern const GcKmeansBackend gc_kmeans_cuda_backend;
-/* One fit over several GPU sessions as shards (engine/kmeans_shards.c), all on the current device */
+/*
+ * One fit over several GPU sessions as shards (engine/kmeans_shards.c):
+ * lane i's on params->devices[i] (NULL: all on the current device), past
+ * params->lane_rows streamed
+ */
 extern const GcKmeansBackend gc_kmeans_cuda_sharded_backend;
 extern const struct GcPmBackend gc_pmedian_cuda_backend;
 

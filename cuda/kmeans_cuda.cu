@@ -14,8 +14,13 @@
  *	  rows with its labeler and exactly, and changes labeler on request.
  *	  As one shard of a sharded fit (engine/kmeans_shards.c;
  *	  gc_kmeans_cuda_sharded_backend) it labels and sums without updating
- *	  (step_partial), takes the fit's centroids (load_centroids) and
- *	  scores to the exact inertia sum (score_sum).
+ *	  (step_partial), takes the fit's centroids (load_centroids), scores
+ *	  to the exact inertia sum (score_sum), and, streamed, moves onto
+ *	  another shard's rows (rebind_rows: their upload queued on its
+ *	  stream, ahead of its next pass).  A session runs on the device it
+ *	  opened on (params->devices[0], else the opening thread's), made
+ *	  current on entry and the caller's put back on return, so a sharded
+ *	  fit's lanes may call it from threads of their own.
  *
  *	  Labeling is a labeler's (labeler_table.cu names them by GcKernel; each
  *	  owns its buffers in labeler_*.cu); the session holds what every
@@ -40,6 +45,33 @@
 #define SCORE_PARTIALS 1024
 
 static void cuda_close(void *session);
+
+/*
+ * An entry's device: the session's made current for the entry, the
+ * caller's put back at its end (CUDA's current device is per thread)
+ */
+class DeviceScope
+{
+  public:
+	explicit DeviceScope(int device) : previous(-1)
+	{
+		int			current;
+
+		error = cudaGetDevice(&current);
+		if (error == cudaSuccess && current != device &&
+			(error = cudaSetDevice(device)) == cudaSuccess)
+			previous = current;
+	}
+	~DeviceScope()
+	{
+		if (previous >= 0)
+			(void) cudaSetDevice(previous);
+	}
+	cudaError_t error;			/* of making it current (the open checks it) */
+
+  private:
+	int			previous;
+};
 
 /*
  * Allocate device memory and upload the rows chunk by chunk; the labeler
@@ -104,16 +136,29 @@ cuda_open(const GcRows *rows, const GcFrame *frame, const GcKmeansParams *params
 {
 	CudaSession *s = (CudaSession *) calloc(1, sizeof(CudaSession));
 	GcStatus	status;
+	cudaError_t e;
 
 	if (s == NULL)
 		return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for the GPU session");
+	e = params->devices ? cudaSuccess : cudaGetDevice(&s->device);
+	if (params->devices)
+		s->device = params->devices[0];
+	DeviceScope on(s->device);
+
+	if (e == cudaSuccess)
+		e = on.error;
+	if (e != cudaSuccess)
+	{
+		free(s);
+		return gc_cuda_fail(err, e, "choosing the session's device", __FILE__, __LINE__);
+	}
 	s->rows = rows;
 	s->frame = frame;
 	s->labeling_params = *params;
 	if (params->precision == GC_PRECISION_AUTO)
 		s->labeling_params.precision = gc_auto_precision(rows->d, params->k);
 	s->params = &s->labeling_params;
-	s->n = rows->n;
+	s->n = s->capacity = rows->n;
 	s->d = rows->d;
 	s->k = params->k;
 	/* centroid rows (and norms) of the tensor kernels: a multiple of their tile */
@@ -134,6 +179,7 @@ static void
 cuda_close(void *session)
 {
 	CudaSession *s = (CudaSession *) session;
+	DeviceScope on(s->device);
 
 	if (s->stream)
 		(void) cudaStreamSynchronize(s->stream);
@@ -189,6 +235,7 @@ cuda_seed_kmeanspp(void *session, const GcKmeansParams *params, uint64_t seed,
 				   int64_t *chosen, GcError *err)
 {
 	CudaSession *s = (CudaSession *) session;
+	DeviceScope on(s->device);
 	unsigned long long *race_host;
 	/* a step is n d units: poll after about GC_POLL_WORK_GPU of them */
 	int64_t		poll_steps = gc_poll_gpu_items(gc_gpu_pass_units(s->n, s->d), 1, s->k);
@@ -237,7 +284,10 @@ static GcStatus
 cuda_seed_kmeans_parallel(void *session, const GcKmeansParams *params, uint64_t seed,
 						  int64_t *chosen, GcError *err)
 {
-	return gc_seed_kmeans_parallel_cuda((CudaSession *) session, params, seed, chosen, err);
+	CudaSession *s = (CudaSession *) session;
+	DeviceScope on(s->device);
+
+	return gc_seed_kmeans_parallel_cuda(s, params, seed, chosen, err);
 }
 
 /* The labeler's copies of the centroids, after they changed */
@@ -354,6 +404,7 @@ static GcStatus
 cuda_begin(void *session, const double *centroids, GcRestartPlan *plan, GcError *err)
 {
 	CudaSession *s = (CudaSession *) session;
+	DeviceScope on(s->device);
 	GcStatus	status;
 
 	plan->can_prune = gc_kernel_is_simt(s->kernel);
@@ -374,6 +425,7 @@ static GcStatus
 cuda_prepare_pruning(void *session, bool *available, GcError *err)
 {
 	CudaSession *s = (CudaSession *) session;
+	DeviceScope on(s->device);
 
 	*available = true;
 	return gc_pruned_open(s, &s->pruned, err);
@@ -406,30 +458,36 @@ update_centroids(CudaSession *s, GcError *err)
 }
 
 /*
- * One iteration: labeling (pruned for the first pruned_rows points, Lloyd's
- * for the rest), the centroid update, and the status: the one read of the
- * iteration.  The labeler then says which kernel the next one takes.
+ * An iteration's labeling, pruned for the first pruned_rows points (0:
+ * none), by drift bounds where bounded, else Lloyd's, and the exact sums
+ * brought up to its labels: the sums carry over, so only points that
+ * change cluster update them, but a session moved onto other rows
+ * (rebind_rows) sums them afresh.  Phase events 0 and 1 bracket the
+ * labeling.
  */
 static GcStatus
-cuda_step(void *session, int64_t pruned_rows, GcStepStatus *out, GcError *err)
+label_and_accumulate(CudaSession *s, int64_t pruned_rows, bool bounded, GcStepStatus *out,
+					 GcError *err)
 {
-	CudaSession *s = (CudaSession *) session;
-	bool		pruned = pruned_rows > 0;
-	bool		bounded = !pruned && s->bounded != NULL && bounds_may_pay(s);
 	size_t		kd = (size_t) s->k * s->d;
 	GcStatus	labelled;
-	IterationStatus st;
-	float		label_ms,
-				update_ms;
 
 	s->iteration++;
 	out->kernel = gc_kernel_name(s->kernel);
 	GC_CUDA_TRY(cudaMemsetAsync(s->status, 0, sizeof(IterationStatus), s->stream), err);
-	/* the sums carry over: only points that change cluster update them */
-	GC_CUDA_TRY(cudaMemcpyAsync(s->old_labels, s->labels, sizeof(int32_t) * s->n,
-								cudaMemcpyDeviceToDevice, s->stream), err);
+	if (s->sums_stale)
+	{
+		GC_CUDA_TRY(cudaMemsetAsync(s->sums, 0, sizeof(unsigned long long) * (kd + s->k),
+									s->stream), err);
+		GC_CUDA_TRY(cudaMemsetAsync(s->old_labels, 0xff, sizeof(int32_t) * s->n, s->stream),
+					err);
+		s->sums_stale = false;
+	}
+	else
+		GC_CUDA_TRY(cudaMemcpyAsync(s->old_labels, s->labels, sizeof(int32_t) * s->n,
+									cudaMemcpyDeviceToDevice, s->stream), err);
 	GC_CUDA_TRY(cudaEventRecord(s->phase[0], s->stream), err);
-	if (pruned)
+	if (pruned_rows > 0)
 	{
 		gc_bounded_forget(s->bounded);
 		labelled = gc_pruned_label(s, s->pruned, pruned_rows, s->status, err);
@@ -438,16 +496,28 @@ cuda_step(void *session, int64_t pruned_rows, GcStepStatus *out, GcError *err)
 		labelled = gc_bounded_label(s, s->bounded, s->status, err);
 	else
 		labelled = gc_label_points(s, &s->status->changed, s->status, err);
-	if (labelled == GC_OK)
-		GC_CUDA_TRY(cudaEventRecord(s->phase[1], s->stream), err);
-	if (labelled != GC_OK ||
-		launch_accumulate_clusters(s->x64, s->weights, s->labels, s->old_labels, s->moved,
-								   s->moved_count, s->offset, s->scale, s->n,
-								   s->d, s->k, s->sums, s->sums + kd, s->stream,
-								   err) != GC_OK ||
-		update_centroids(s, err) != GC_OK ||
-		refresh_centroids(s, err) != GC_OK)
-		return err->status;
+	if (labelled != GC_OK)
+		return labelled;
+	GC_CUDA_TRY(cudaEventRecord(s->phase[1], s->stream), err);
+	return launch_accumulate_clusters(s->x64, s->weights, s->labels, s->old_labels, s->moved,
+									  s->moved_count, s->offset, s->scale, s->n,
+									  s->d, s->k, s->sums, s->sums + kd, s->stream, err);
+}
+
+/*
+ * The end of a step labelled as label_and_accumulate's arguments say:
+ * phase event 2, the status read back (the one read of the iteration),
+ * the step's numbers into out, and the labeler's say on the next step's
+ * kernel
+ */
+static GcStatus
+finish_step(CudaSession *s, int64_t pruned_rows, bool bounded, GcStepStatus *out,
+			GcError *err)
+{
+	IterationStatus st;
+	float		label_ms,
+				update_ms;
+
 	GC_CUDA_TRY(cudaEventRecord(s->phase[2], s->stream), err);
 	GC_CUDA_TRY(cudaMemcpyAsync(s->status_host, s->status, sizeof(IterationStatus),
 								cudaMemcpyDeviceToHost, s->stream), err);
@@ -459,7 +529,7 @@ cuda_step(void *session, int64_t pruned_rows, GcStepStatus *out, GcError *err)
 	out->changed = (int64_t) st.changed;
 	out->shift_sum = st.shift_sum;
 	out->pruned_work = (double) st.work;
-	out->distances = pruned ?
+	out->distances = pruned_rows > 0 ?
 		(double) st.work + (double) (s->n - pruned_rows) * s->k :
 		bounded ? (double) st.work : (double) s->n * s->k;
 	out->rechecked = (double) (gc_kernel_is_screen(s->kernel) ? st.screened : st.doubtful);
@@ -472,61 +542,89 @@ cuda_step(void *session, int64_t pruned_rows, GcStepStatus *out, GcError *err)
 }
 
 /*
+ * One iteration: labeling (pruned for the first pruned_rows points, Lloyd's
+ * for the rest), the centroid update, and the status.  The labeler then
+ * says which kernel the next one takes.
+ */
+static GcStatus
+cuda_step(void *session, int64_t pruned_rows, GcStepStatus *out, GcError *err)
+{
+	CudaSession *s = (CudaSession *) session;
+	DeviceScope on(s->device);
+	bool		bounded = pruned_rows == 0 && s->bounded != NULL && bounds_may_pay(s);
+	GcStatus	status;
+
+	if ((status = label_and_accumulate(s, pruned_rows, bounded, out, err)) != GC_OK ||
+		(status = update_centroids(s, err)) != GC_OK ||
+		(status = refresh_centroids(s, err)) != GC_OK)
+		return status;
+	return finish_step(s, pruned_rows, bounded, out, err);
+}
+
+/*
  * A sharded fit's step (engine/kmeans_shards.c): Lloyd's labeling of every
  * row with the session's labeler (pruned_rows only saves work, and pruned
  * labeling gives Lloyd's labels), the exact sums brought up to the new
  * labels as step brings them, and copied out: the integers the CPU's
- * step_partial makes for the same labels.  The centroids stay; the sums
- * keep following the labels until the next begin.
+ * step_partial makes for the same labels; a streamed shard's labels go
+ * back to its caller.  The centroids stay; the sums keep following the
+ * labels until the next begin or rebind.
  */
 static GcStatus
 cuda_step_partial(void *session, int64_t pruned_rows, long long *sums, long long *counts,
 				  GcStepStatus *out, GcError *err)
 {
 	CudaSession *s = (CudaSession *) session;
+	DeviceScope on(s->device);
 	size_t		kd = (size_t) s->k * s->d;
-	IterationStatus st;
-	float		label_ms,
-				update_ms;
+	GcStatus	status;
 
 	(void) pruned_rows;
-	s->iteration++;
-	out->kernel = gc_kernel_name(s->kernel);
-	GC_CUDA_TRY(cudaMemsetAsync(s->status, 0, sizeof(IterationStatus), s->stream), err);
-	GC_CUDA_TRY(cudaMemcpyAsync(s->old_labels, s->labels, sizeof(int32_t) * s->n,
-								cudaMemcpyDeviceToDevice, s->stream), err);
-	GC_CUDA_TRY(cudaEventRecord(s->phase[0], s->stream), err);
-	if (gc_label_points(s, &s->status->changed, s->status, err) != GC_OK)
-		return err->status;
-	GC_CUDA_TRY(cudaEventRecord(s->phase[1], s->stream), err);
-	if (launch_accumulate_clusters(s->x64, s->weights, s->labels, s->old_labels, s->moved,
-								   s->moved_count, s->offset, s->scale, s->n,
-								   s->d, s->k, s->sums, s->sums + kd, s->stream,
-								   err) != GC_OK)
-		return err->status;
+	if ((status = label_and_accumulate(s, 0, false, out, err)) != GC_OK)
+		return status;
 	/* unsigned on the device, two's complement: the same 64 bits */
 	GC_CUDA_TRY(cudaMemcpyAsync(sums, s->sums, sizeof(long long) * kd,
 								cudaMemcpyDeviceToHost, s->stream), err);
 	GC_CUDA_TRY(cudaMemcpyAsync(counts, s->sums + kd, sizeof(long long) * s->k,
 								cudaMemcpyDeviceToHost, s->stream), err);
-	GC_CUDA_TRY(cudaEventRecord(s->phase[2], s->stream), err);
-	GC_CUDA_TRY(cudaMemcpyAsync(s->status_host, s->status, sizeof(IterationStatus),
-								cudaMemcpyDeviceToHost, s->stream), err);
-	GC_CUDA_TRY(cudaStreamSynchronize(s->stream), err);
-	st = *s->status_host;
-	GC_CUDA_TRY(cudaEventElapsedTime(&label_ms, s->phase[0], s->phase[1]), err);
-	GC_CUDA_TRY(cudaEventElapsedTime(&update_ms, s->phase[1], s->phase[2]), err);
+	if (s->bound_labels)
+		GC_CUDA_TRY(cudaMemcpyAsync(s->bound_labels, s->labels, sizeof(int32_t) * s->n,
+									cudaMemcpyDeviceToHost, s->stream), err);
+	return finish_step(s, 0, false, out, err);
+}
 
-	out->changed = (int64_t) st.changed;
-	out->shift_sum = 0;
-	out->pruned_work = 0;
-	out->distances = (double) s->n * s->k;
-	out->rechecked = (double) (gc_kernel_is_screen(s->kernel) ? st.screened : st.doubtful);
-	out->exact_checked = (double) st.doubtful;
-	out->labeling_ms = label_ms;
-	out->update_ms = update_ms;
-	if (s->labeler->review)
-		return hand_over(s, s->labeler->review(s, s->labeler_state, &st), err);
+/*
+ * A streamed shard's session moved onto view's rows: their upload, the
+ * centring and the labeler's copies queued on the session's stream (from
+ * page-locked chunks without waiting; pageable ones are staged first),
+ * and the rows' last labels, from which the next step counts changes;
+ * that step sums the rows afresh
+ */
+static GcStatus
+cuda_rebind_rows(void *session, const GcRows *view, int32_t *labels, GcError *err)
+{
+	CudaSession *s = (CudaSession *) session;
+	DeviceScope on(s->device);
+
+	if (view->n > s->capacity)
+		return gc_fail(err, GC_ERR_RANGE, "a shard of %lld rows is past its session's %lld",
+					   (long long) view->n, (long long) s->capacity);
+	s->rows = view;
+	s->n = view->n;
+	s->bound_labels = labels;
+	s->sums_stale = true;
+	gc_bounded_forget(s->bounded);
+	if (gc_upload_rows(view, s->x64, s->hashes, s->weights, s->x32, s->stream, err) != GC_OK ||
+		launch_centre_rows(s->x64, s->offset, s->n, s->d, s->x32, s->stream, err) != GC_OK)
+		return err->status;
+	if (s->labeler_state && s->labeler->close)
+		s->labeler->close(s->labeler_state);
+	s->labeler_state = NULL;
+	if ((s->labeler->open && s->labeler->open(s, &s->labeler_state, err) != GC_OK) ||
+		refresh_centroids(s, err) != GC_OK)
+		return err->status;
+	GC_CUDA_TRY(cudaMemcpyAsync(s->labels, labels, sizeof(int32_t) * s->n,
+								cudaMemcpyHostToDevice, s->stream), err);
 	return GC_OK;
 }
 
@@ -540,6 +638,7 @@ static GcStatus
 cuda_load_centroids(void *session, const double *centroids, GcError *err)
 {
 	CudaSession *s = (CudaSession *) session;
+	DeviceScope on(s->device);
 	size_t		kd = (size_t) s->k * s->d;
 
 	GC_CUDA_TRY(cudaMemcpyAsync(s->c64, centroids, sizeof(double) * kd,
@@ -559,6 +658,7 @@ static GcStatus
 cuda_order_rows(void *session, bool by_work, GcError *err)
 {
 	CudaSession *s = (CudaSession *) session;
+	DeviceScope on(s->device);
 
 	gc_bounded_forget(s->bounded);
 	return gc_pruned_order_rows(s, s->pruned, by_work, err);
@@ -568,6 +668,7 @@ static GcStatus
 cuda_end(void *session, double *centroids, GcError *err)
 {
 	CudaSession *s = (CudaSession *) session;
+	DeviceScope on(s->device);
 	GcStatus	status;
 
 	if ((status = gc_pruned_order_rows(s, s->pruned, false, err)) != GC_OK)
@@ -587,6 +688,7 @@ cuda_score_sum(void *session, const double *centroids, int32_t *labels,
 			   double *distances, int64_t *sizes, gc_u128 *inertia_sum, GcError *err)
 {
 	CudaSession *s = (CudaSession *) session;
+	DeviceScope on(s->device);
 	gc_u128		partials[SCORE_PARTIALS];
 	gc_u128		total = 0;
 	unsigned long long *device_sizes = s->sums;	/* free between iterations */
@@ -649,6 +751,7 @@ static GcStatus
 cuda_set_precision(void *session, GcPrecision precision, GcError *err)
 {
 	CudaSession *s = (CudaSession *) session;
+	DeviceScope on(s->device);
 
 	s->labeling_params.precision = precision;
 	if (s->labeler_state && s->labeler->close)
@@ -743,6 +846,7 @@ cuda_label_sample(void *session, const double *centroids, const int64_t *sample,
 				  int32_t *labels, int32_t *exact, GcError *err)
 {
 	CudaSession *s = (CudaSession *) session;
+	DeviceScope on(s->device);
 	SampleBuffers b = {NULL, NULL, NULL, NULL, NULL};
 	GcStatus	status;
 
@@ -784,6 +888,7 @@ extern "C" const GcKmeansBackend gc_kmeans_cuda_backend = {
 	cuda_score_sum,
 	NULL,						/* k-means|| over shards: the CPU's over every row */
 	NULL,						/* k-means++ over shards: likewise */
+	cuda_rebind_rows,
 };
 
 /* The sharded backend's session with GPU sessions as its shards */
@@ -794,7 +899,10 @@ cuda_shards_open(const GcRows *rows, const GcFrame *frame, const GcKmeansParams 
 	return gc_kmeans_shards_open(&gc_kmeans_cuda_backend, rows, frame, params, session, err);
 }
 
-/* The CPU sharded backend's entries, opening GPU shards; the driver polls between steps */
+/*
+ * The CPU sharded backend's entries, opening GPU shards, each on its
+ * lane's device; the driver polls between steps
+ */
 static GcKmeansBackend
 cuda_sharded_backend(void)
 {

@@ -44,6 +44,10 @@ typedef struct CudaSession
 	int			d;
 	int			k;
 	int			kpad;			/* k rounded up to GC_TENSOR_ROW_ALIGN */
+	int			device;			/* the device it runs on, whichever thread calls */
+	int64_t		capacity;		/* rows its buffers hold: most a rebind takes */
+	int32_t    *bound_labels;	/* a streamed shard's labels, kept by the caller (NULL: none) */
+	bool		sums_stale;		/* rebound: the next step sums its rows afresh */
 	cudaStream_t stream;
 	double	   *x64;			/* n * d, as given */
 	double	   *weights;		/* n whole-number weights; NULL when unweighted */

@@ -390,7 +390,7 @@ test_gpu_shards(void)
 	static int	devices[2] = {0, 1};
 	static const Layout layouts[] = {
 		{1, 1, 0.0}, {2, 1, 0.0}, {3, 1, 0.0},
-		{6, 1, 3.0 / 6}, {0, 1, 0.25},
+		{6, 1, 0.55}, {0, 1, 0.25},
 		{4, 2, 0.0, devices}, {8, 2, 2.0 / 8, devices},
 	};
 	static const struct
