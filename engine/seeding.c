@@ -21,7 +21,10 @@
  *
  * A step makes two passes over the rows: the first folds the previous
  * step's winner into D^2 and runs the candidates' races, the second
- * computes every row's distances to all candidates at once.  Both are
+ * computes every row's distances to all candidates at once, and keeps
+ * them where they take at most a quarter of the rows' memory: the next
+ * step's first pass then takes the winner's from them, reading no row
+ * (the same exact sums, so the same draws).  Both are
  * written over a shard of the rows (GcKmeansppOps), and
  * gc_seed_kmeanspp_shards combines the shards' least keys and potential
  * sums into the unsplit pass's: the CPU reference is its one-shard case,
@@ -133,6 +136,8 @@ typedef struct RacePass
 	int			t;				/* the step */
 	int			candidates;
 	const double *previous;		/* the previous step's centre, NULL at step 0 */
+	const double *known;		/* NULL, or row i's distance to it at known[i * stride] */
+	int			known_stride;
 	int			inertia_exp;
 	double	   *mind2;
 	uint64_t   *best;			/* workers x GC_MAX_INIT_CANDIDATES lowest keys */
@@ -185,12 +190,19 @@ race_block(void *ctx, int worker, const GcChunk *chunk, int64_t first, int64_t c
 			double		d2;
 
 			/*
+			 * the previous step's potential pass measured it: the row is not
+			 * read again
+			 */
+			if (pass->known != NULL)
+				d2 = pass->known[(size_t) row * pass->known_stride];
+
+			/*
 			 * wide rows: four rows' distances at a time (a full sum decides
 			 * as a bounded one does); narrow ones: the bounded scan, which
 			 * stops early where rows are far apart (step 1 has no D^2 yet:
 			 * nothing bounds its sum)
 			 */
-			if (d < WIDE_ROWS_MIN_D)
+			else if (d < WIDE_ROWS_MIN_D)
 				d2 = gc_sqdist_within(chunk->values + (size_t) i * d, pass->previous, d,
 									  pass->t == 1 ? DBL_MAX : pass->mind2[row]);
 			else
@@ -231,10 +243,12 @@ race_block(void *ctx, int worker, const GcChunk *chunk, int64_t first, int64_t c
  */
 static GcStatus
 race_pass(const GcRows *rows, int64_t row_base, uint64_t seed, int threads,
-		  int t, int candidates, const double *previous, int inertia_exp,
-		  double *mind2, uint64_t *best, GcPoll *poll, GcError *err)
+		  int t, int candidates, const double *previous, const double *known,
+		  int known_stride, int inertia_exp, double *mind2, uint64_t *best, GcPoll *poll,
+		  GcError *err)
 {
-	RacePass	pass = {rows, row_base, seed, t, candidates, previous, inertia_exp, mind2, NULL};
+	RacePass	pass = {rows, row_base, seed, t, candidates, previous, known, known_stride,
+		inertia_exp, mind2, NULL};
 	GcCpuPass	run = {.rows = rows, .row_units = rows->d + 8 * candidates, .fn = race_block,
 		.ctx = &pass};
 	GcStatus	status;
@@ -266,6 +280,7 @@ typedef struct PotentialPass
 	int			npanels;		/* panels of 8 candidates */
 	const double *panels;		/* npanels x d x 8: candidate l's coordinate j */
 	const double *mind2;
+	double	   *d2;				/* NULL, or n x candidates: each row's exact distances */
 	gc_u128    *potential;		/* workers x GC_MAX_INIT_CANDIDATES */
 } PotentialPass;
 
@@ -363,6 +378,9 @@ potential_block(void *ctx, int worker, const GcChunk *chunk, int64_t first, int6
 				/* most candidates leave D^2 as it is: its term, once */
 				gc_u128		kept = gc_quantize_wide(mind2, pass->frame->inertia_exp) * w;
 
+				for (int l = 0; pass->d2 != NULL && l < 8 && p * 8 + l < pass->candidates; l++)
+					pass->d2[(size_t) row * pass->candidates + p * 8 + l] = lanes[r * 8 + l];
+
 				for (int l = 0; l < 8 && p * 8 + l < pass->candidates; l++)
 					/* min(D^2, |x - c|^2) */
 					potential[p * 8 + l] += lanes[r * 8 + l] < mind2 ?
@@ -379,11 +397,11 @@ potential_block(void *ctx, int worker, const GcChunk *chunk, int64_t first, int6
  */
 static GcStatus
 potential_pass(const GcRows *rows, const GcFrame *frame, int candidates, int threads,
-			   const double *const *centre, const double *mind2,
+			   const double *const *centre, const double *mind2, double *d2,
 			   gc_u128 *potential, GcPoll *poll, GcError *err)
 {
 	int			d = rows->d;
-	PotentialPass pass = {rows, frame, candidates, (candidates + 7) / 8, NULL, mind2, NULL};
+	PotentialPass pass = {rows, frame, candidates, (candidates + 7) / 8, NULL, mind2, d2, NULL};
 	GcCpuPass	run = {.rows = rows, .row_units = (int64_t) candidates * d, .fn = potential_block,
 		.ctx = &pass};
 	double	   *panels;
@@ -425,6 +443,11 @@ struct GcKmeansppShard
 	const GcFrame *frame;
 	const GcKmeansParams *params;
 	double	   *mind2;			/* n: squared distance to the nearest centre */
+	/* the last potential pass's candidates and distances (kept_candidates 0: none) */
+	int			kept_candidates;
+	int			kept_capacity;	/* candidates kept_values and kept_d2 hold */
+	double	   *kept_values;	/* kept_candidates x d */
+	double	   *kept_d2;		/* n x kept_candidates */
 	GcPoll		poll;
 };
 
@@ -455,29 +478,68 @@ gc_kmeanspp_shard_close(void *shard)
 	GcKmeansppShard *sh = shard;
 
 	free(sh->mind2);
+	free(sh->kept_values);
+	free(sh->kept_d2);
 	free(sh);
 }
 
-/* Pass one of step t over the shard's rows (race_pass) */
+/*
+ * Pass one of step t over the shard's rows (race_pass); where the previous
+ * centre is one of the last potential pass's candidates (the greedy step's
+ * winner), its distances are those the pass kept
+ */
 static GcStatus
 shard_race(void *shard, uint64_t seed, int t, int candidates, const double *previous,
 		   uint64_t *best, GcError *err)
 {
 	GcKmeansppShard *sh = shard;
+	int			d = sh->rows->d;
+	const double *known = NULL;
 
+	for (int j = 0; previous != NULL && j < sh->kept_candidates; j++)
+		if (memcmp(sh->kept_values + (size_t) j * d, previous, sizeof(double) * d) == 0)
+		{
+			known = sh->kept_d2 + j;
+			break;
+		}
 	return race_pass(sh->rows, sh->row_base, seed, sh->params->cpu_threads, t, candidates,
-					 previous, sh->frame->inertia_exp, sh->mind2, best, &sh->poll, err);
+					 previous, known, sh->kept_candidates, sh->frame->inertia_exp, sh->mind2,
+					 best, &sh->poll, err);
 }
 
-/* Pass two of a greedy step over the shard's rows (potential_pass) */
+/*
+ * Pass two of a greedy step over the shard's rows (potential_pass),
+ * keeping the rows' distances to the candidates where they take at most a
+ * quarter of the rows' memory: the next race then reads no row
+ */
 static GcStatus
 shard_potentials(void *shard, int candidates, const double *const *centre,
 				 unsigned __int128 *potential, GcError *err)
 {
 	GcKmeansppShard *sh = shard;
+	int			d = sh->rows->d;
 
+	sh->kept_candidates = 0;
+	if (4 * candidates <= d && sh->rows->n > 0)
+	{
+		if (sh->kept_capacity == 0)
+		{
+			sh->kept_values = malloc(sizeof(double) * candidates * d);
+			sh->kept_d2 = malloc(sizeof(double) * candidates * sh->rows->n);
+			if (sh->kept_values != NULL && sh->kept_d2 != NULL)
+				sh->kept_capacity = candidates;
+		}
+		/* every greedy step has as many candidates */
+		if (candidates <= sh->kept_capacity)
+		{
+			sh->kept_candidates = candidates;
+			for (int j = 0; j < candidates; j++)
+				memcpy(sh->kept_values + (size_t) j * d, centre[j], sizeof(double) * d);
+		}
+	}
 	return potential_pass(sh->rows, sh->frame, candidates, sh->params->cpu_threads, centre,
-						  sh->mind2, potential, &sh->poll, err);
+						  sh->mind2, sh->kept_candidates ? sh->kept_d2 : NULL, potential,
+						  &sh->poll, err);
 }
 
 const GcKmeansppOps gc_kmeanspp_cpu_ops = {

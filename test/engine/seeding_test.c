@@ -244,7 +244,7 @@ seeding_cost(const GcRows *rows, const int64_t *chosen, int k)
 static void
 test_against_naive(void)
 {
-	static const int shapes[][3] = {{300, 2, 12}, {200, 7, 9}, {150, 33, 5}};
+	static const int shapes[][3] = {{300, 2, 12}, {200, 7, 9}, {150, 33, 5}, {120, 300, 6}};
 
 	for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++)
 	{
