@@ -5,21 +5,23 @@
  *	  GC_BATCHED_MIN_K centres, choosing the same rows as the CPU
  *	  reference (engine/seeding_batched.c, which describes the algorithm).
  *
- * A step is a few kernels and two short reads of the host:
+ * A step is a few kernels, and the host reads nothing until the last
+ * step's picks:
  *
  *	- keys: every row not yet picked bids gc_race_key(u(row, seed,
  *	  gc_seed_stream(t, 0)), w D^2) with its own index below the bid (the
  *	  CPU's keys, bit for bit); picked rows bid GC_RACE_NONE;
  *	- a radix sort of the keys (they are distinct but for GC_RACE_NONE):
  *	  the first b L are the step's candidates, in key order, as
- *	  gc_batched_select gives them; the host reads those keys;
+ *	  gc_batched_select gives them;
  *	- gains: each row adds w (D^2 - min(D^2, |x - c|^2)), quantised, for
  *	  every candidate, reading itself once for BATCHED_GROUP of them (the
  *	  distances summed in dimension order, stopped once all pass D^2,
  *	  which decides as the whole sums do), the groups in blocks side by
  *	  side, a block's rows summed exactly into one 128-bit partial per
- *	  candidate, and one warp per candidate sums the partials; the host
- *	  reads the gains and chooses the picks (gc_batched_choose);
+ *	  candidate, and one warp per candidate sums the partials; a thread
+ *	  per group chooses its pick (gc_batched_best, as gc_batched_choose
+ *	  does);
  *	- lower: each row's D^2 falls to its exact distance to the nearest
  *	  pick where closer (set at step 0's pick), and the picks are marked.
  *
@@ -51,7 +53,7 @@ typedef struct BatchedBuffers
 	unsigned long long *keys;	/* n: the step's race */
 	unsigned long long *sorted; /* n: the keys in order */
 	long long  *drawn;			/* the step's candidates (most b L) */
-	long long  *picks;			/* the step's picks (most b) */
+	long long  *picks;			/* every step's picks, in order (k) */
 	gc_u128    *partials;		/* blocks x b L gain partials */
 	gc_u128    *gains;			/* b L */
 	void	   *sort_scratch;
@@ -254,6 +256,24 @@ batched_lower_kernel(const double *__restrict__ x64, int64_t n, int d,
 		taken[picks[j]] = 1;
 }
 
+/* The step's count candidates: the rows of its count lowest keys, in key order */
+__global__ void
+batched_draw_kernel(const unsigned long long *__restrict__ sorted, int count,
+					long long *__restrict__ drawn)
+{
+	for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < count; j += gridDim.x * blockDim.x)
+		drawn[j] = (long long) (uint32_t) sorted[j];
+}
+
+/* The step's b picks: each group's candidate of the highest gain (the first on ties) */
+__global__ void
+batched_choose_kernel(const long long *__restrict__ drawn, const gc_u128 *__restrict__ gains,
+					  int b, int candidates, long long *__restrict__ picks)
+{
+	for (int g = blockIdx.x * blockDim.x + threadIdx.x; g < b; g += gridDim.x * blockDim.x)
+		picks[g] = drawn[candidates > 1 ? gc_batched_best(gains, g, candidates) : g];
+}
+
 static void
 free_buffers(BatchedBuffers *b)
 {
@@ -269,35 +289,20 @@ free_buffers(BatchedBuffers *b)
 	(void) cudaGetLastError();
 }
 
-/* Host copies of a step's candidates, gains and picks */
-typedef struct StepHost
-{
-	unsigned long long *keys;
-	int64_t    *drawn;
-	long long  *drawn_ll;
-	gc_u128    *gains;
-	long long  *picks_ll;
-} StepHost;
-
-/* Copy count elements of size bytes from the device and wait */
-static GcStatus
-read_back(void *dst, const void *src, size_t bytes, cudaStream_t stream, GcError *err)
-{
-	GC_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream), err);
-	GC_CUDA_TRY(cudaStreamSynchronize(stream), err);
-	return GC_OK;
-}
-
-/* Step t: the race, the candidates, their gains, the picks (into picks, host) */
+/*
+ * Step t, done picks before it: the race, the candidates, their gains,
+ * the step's picks into b->picks + done, D^2 lowered; on the device alone
+ */
 static GcStatus
 run_step(const double *x64, const uint64_t *hashes, const double *weights, int64_t n, int d,
 		 const GcKmeansParams *params, uint64_t seed, int inertia_exp, cudaStream_t stream,
-		 BatchedBuffers *b, StepHost *h, int t, int done, int grid, int nblocks,
-		 int64_t *picks, GcError *err)
+		 BatchedBuffers *b, int t, int done, int grid, int nblocks, GcError *err)
 {
 	int			np = gc_batched_picks(params->k, t);
 	int			candidates = t == 0 ? 1 : gc_batched_candidates(params, n - done, np);
 	int			count = np * candidates;
+	long long  *picks = b->picks + done;
+	dim3		gains_grid((count + BATCHED_GROUP - 1) / BATCHED_GROUP, nblocks);
 
 	batched_keys_kernel<<<grid, BATCHED_THREADS, 0, stream>>>(
 		hashes, weights, b->mind2, b->taken, n, gc_draw_key(seed, gc_seed_stream(t, 0)),
@@ -305,45 +310,32 @@ run_step(const double *x64, const uint64_t *hashes, const double *weights, int64
 	GC_CUDA_LAUNCHED("batched_keys", err);
 	GC_CUDA_TRY(cub::DeviceRadixSort::SortKeys(b->sort_scratch, b->sort_bytes, b->keys, b->sorted,
 											   (int) n, 0, 64, stream), err);
-	if (read_back(h->keys, b->sorted, sizeof(unsigned long long) * count, stream, err) != GC_OK)
-		return err->status;
-	for (int j = 0; j < count; j++)
-	{
-		h->drawn[j] = (int64_t) (uint32_t) h->keys[j];
-		h->drawn_ll[j] = (long long) h->drawn[j];
-	}
+	batched_draw_kernel<<<(count + BATCHED_THREADS - 1) / BATCHED_THREADS, BATCHED_THREADS, 0,
+		stream>>>(b->sorted, count, b->drawn);
+	GC_CUDA_LAUNCHED("batched_draw", err);
 	if (candidates > 1)
 	{
-		GC_CUDA_TRY(cudaMemcpyAsync(b->drawn, h->drawn_ll, sizeof(long long) * count,
-									cudaMemcpyHostToDevice, stream), err);
-		dim3		gains_grid((count + BATCHED_GROUP - 1) / BATCHED_GROUP, nblocks);
-
 		batched_gains_kernel<<<gains_grid, BATCHED_THREADS, 0, stream>>>(
 			x64, weights, b->mind2, n, d, b->drawn, count, inertia_exp, b->partials);
 		GC_CUDA_LAUNCHED("batched_gains", err);
 		batched_sum_kernel<<<(count + 7) / 8, BATCHED_THREADS, 0, stream>>>(
 			b->partials, nblocks, count, b->gains);
 		GC_CUDA_LAUNCHED("batched_sum", err);
-		if (read_back(h->gains, b->gains, sizeof(gc_u128) * count, stream, err) != GC_OK)
-			return err->status;
 	}
-	gc_batched_choose(h->drawn, h->gains, np, candidates, picks);
-	for (int j = 0; j < np; j++)
-		h->picks_ll[j] = (long long) picks[j];
-	GC_CUDA_TRY(cudaMemcpyAsync(b->picks, h->picks_ll, sizeof(long long) * np,
-								cudaMemcpyHostToDevice, stream), err);
+	batched_choose_kernel<<<(np + BATCHED_THREADS - 1) / BATCHED_THREADS, BATCHED_THREADS, 0,
+		stream>>>(b->drawn, b->gains, np, candidates, picks);
+	GC_CUDA_LAUNCHED("batched_choose", err);
 	batched_lower_kernel<<<grid, BATCHED_THREADS, 0, stream>>>(
-		x64, n, d, b->picks, np, t == 0, done + np < params->k, b->mind2, b->taken);
+		x64, n, d, picks, np, t == 0, done + np < params->k, b->mind2, b->taken);
 	GC_CUDA_LAUNCHED("batched_lower", err);
-	/* the host buffers are read by the copies above before the next step writes them */
-	GC_CUDA_TRY(cudaStreamSynchronize(stream), err);
 	return GC_OK;
 }
 
+/* Every step on the device, then their k picks read into chosen */
 static GcStatus
 run_steps(const double *x64, const uint64_t *hashes, const double *weights, int64_t n, int d,
 		  const GcKmeansParams *params, uint64_t seed, int inertia_exp, cudaStream_t stream,
-		  BatchedBuffers *b, StepHost *h, int64_t *chosen, GcError *err)
+		  BatchedBuffers *b, long long *picks, int64_t *chosen, GcError *err)
 {
 	int			most = gc_batched_picks(params->k, 1) + 1;
 	int64_t		blocks = (n + BATCHED_THREADS - 1) / BATCHED_THREADS;
@@ -355,7 +347,7 @@ run_steps(const double *x64, const uint64_t *hashes, const double *weights, int6
 	ALLOC_OR_RETURN(b->keys, (size_t) n);
 	ALLOC_OR_RETURN(b->sorted, (size_t) n);
 	ALLOC_OR_RETURN(b->drawn, (size_t) most * GC_MAX_INIT_CANDIDATES);
-	ALLOC_OR_RETURN(b->picks, (size_t) most);
+	ALLOC_OR_RETURN(b->picks, (size_t) params->k);
 	ALLOC_OR_RETURN(b->partials, (size_t) grid * most * GC_MAX_INIT_CANDIDATES);
 	ALLOC_OR_RETURN(b->gains, (size_t) most * GC_MAX_INIT_CANDIDATES);
 	GC_CUDA_TRY(cub::DeviceRadixSort::SortKeys(NULL, b->sort_bytes, b->keys, b->sorted, (int) n,
@@ -367,11 +359,16 @@ run_steps(const double *x64, const uint64_t *hashes, const double *weights, int6
 	{
 		if (params->interrupted && params->interrupted())
 			return gc_fail(err, GC_INTERRUPTED, "interrupted during seeding");
-		if (run_step(x64, hashes, weights, n, d, params, seed, inertia_exp, stream, b, h, t,
-					 done, grid, grid, chosen + done, err) != GC_OK)
+		if (run_step(x64, hashes, weights, n, d, params, seed, inertia_exp, stream, b, t, done,
+					 grid, grid, err) != GC_OK)
 			return err->status;
 		done += gc_batched_picks(params->k, t);
 	}
+	GC_CUDA_TRY(cudaMemcpyAsync(picks, b->picks, sizeof(long long) * params->k,
+								cudaMemcpyDeviceToHost, stream), err);
+	GC_CUDA_TRY(cudaStreamSynchronize(stream), err);
+	for (int c = 0; c < params->k; c++)
+		chosen[c] = (int64_t) picks[c];
 	return GC_OK;
 }
 
@@ -380,30 +377,18 @@ launch_batched_kmeanspp(const double *x64, const uint64_t *hashes, const double 
 						int64_t n, int d, const GcKmeansParams *params, uint64_t seed,
 						int inertia_exp, cudaStream_t stream, int64_t *chosen, GcError *err)
 {
-	size_t		most = (size_t) gc_batched_picks(params->k, 1) + 1;
-	size_t		drawn = most * GC_MAX_INIT_CANDIDATES;
 	BatchedBuffers b;
-	StepHost	h;
+	long long  *picks = (long long *) malloc(sizeof(long long) * params->k);
 	GcStatus	status;
 
 	memset(&b, 0, sizeof(b));
-	h.keys = (unsigned long long *) malloc(sizeof(unsigned long long) * drawn);
-	h.drawn = (int64_t *) malloc(sizeof(int64_t) * drawn);
-	h.drawn_ll = (long long *) malloc(sizeof(long long) * drawn);
-	h.gains = (gc_u128 *) calloc(drawn, sizeof(gc_u128));
-	h.picks_ll = (long long *) malloc(sizeof(long long) * most);
-	if (h.keys == NULL || h.drawn == NULL || h.drawn_ll == NULL || h.gains == NULL ||
-		h.picks_ll == NULL)
+	if (picks == NULL)
 		status = gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for seeding");
 	else
-		status = run_steps(x64, hashes, weights, n, d, params, seed, inertia_exp, stream, &b, &h,
-						   chosen, err);
+		status = run_steps(x64, hashes, weights, n, d, params, seed, inertia_exp, stream, &b,
+						   picks, chosen, err);
 	(void) cudaStreamSynchronize(stream);
 	free_buffers(&b);
-	free(h.keys);
-	free(h.drawn);
-	free(h.drawn_ll);
-	free(h.gains);
-	free(h.picks_ll);
+	free(picks);
 	return status;
 }

@@ -433,4 +433,20 @@ gc_quantize_wide(double x, int unit_exp)
 	return mantissa >> (-shift);
 }
 
+/*
+ * Batched greedy k-means++'s pick of group g (engine/seeding_batched.c):
+ * of its candidates drawn, the index of the highest gain, the first on
+ * ties
+ */
+GC_HD int
+gc_batched_best(const gc_u128 *gains, int g, int candidates)
+{
+	int			best = g * candidates;
+
+	for (int j = best + 1; j < (g + 1) * candidates; j++)
+		if (gains[j] > gains[best])
+			best = j;
+	return best;
+}
+
 #endif							/* GC_MATH_H */

@@ -175,14 +175,7 @@ gc_batched_choose(const int64_t *drawn, const gc_u128 *gains, int b, int candida
 				  int64_t *picks)
 {
 	for (int g = 0; g < b; g++)
-	{
-		int			best = g * candidates;
-
-		for (int j = best + 1; j < (g + 1) * candidates; j++)
-			if (gains[j] > gains[best])
-				best = j;
-		picks[g] = drawn[best];
-	}
+		picks[g] = drawn[gc_batched_best(gains, g, candidates)];
 }
 
 /* What the CPU's steps keep between them */
