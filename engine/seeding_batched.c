@@ -6,12 +6,13 @@
  *	  pieces both share (the steps, the draw of a step's candidates, the
  *	  choice of its picks).
  *
- * k-means|| (seeding_parallel.c) reclusters its ~5k weighted candidates
- * to k; greedy k-means++ (seeding.c) does it in k sequential steps, which
- * on the GPU are bound by their launches' latency (65,536 steps at k =
- * 65,536: 19 s of a 1M x 64 fit's seeding on an H200).  From
- * GC_BATCHED_MIN_K centres the recluster instead picks them in
- * GC_BATCHED_STEPS + 1 steps over the candidates (weighted rows):
+ * k-means|| (seeding_parallel.c) reclusters its weighted candidates
+ * (about 5 gc_parallel_ell(k)) to k; greedy k-means++ (seeding.c) does
+ * it in k sequential steps, which on the GPU are bound by their launches'
+ * latency (65,536 steps at k = 65,536: 19 s of a 1M x 64 fit's seeding
+ * on an H200).  From GC_BATCHED_MIN_K centres the recluster instead
+ * picks them in GC_BATCHED_STEPS + 1 steps over the candidates (weighted
+ * rows):
  *
  *	- step 0 picks one row by the race over the weights (as k-means++'s
  *	  first draw);
