@@ -12,9 +12,9 @@
  *	  in the shards, their seeds alone too) and pruned labeling; a sharded
  *	  fit interrupted at any of its polls, on one lane or three, resident
  *	  or streamed, returns interrupted, leaking nothing.  Built with CUDA
- *	  and given a device, GPU sessions as 1, 2 and 3 resident shards,
- *	  streamed shards, and two lanes (devices 0 and 1, or 0 twice) give
- *	  the plain CPU fit's model too (the last case).
+ *	  and given a device, GPU sessions give the plain CPU fit's model too:
+ *	  as 1, 2 and 3 resident shards (case 5), streamed (case 6), and on
+ *	  two lanes, devices 0 and 1, or 0 twice (case 7).
  *
  *	  shards_test              run the checks, ending with "N passed, N failed"
  *	  shards_test N            the Nth case alone
@@ -375,24 +375,19 @@ test_interrupted(void)
 }
 
 #ifdef GC_WITH_CUDA
+/* Lanes' devices: 0 and 1, or 0 twice on a machine of one GPU */
+static int	gpu_devices[2] = {0, 1};
+
 /*
- * GPU sessions as shards, labelling at float32 accuracy (exact labels):
- * centroids, labels, sizes, inertia and iterations equal the plain CPU
- * fit's to the bit (distances are the device's square roots); small d by
- * the SIMT labeler, d = 128 and k = 300 by the tensor labeler.  Layouts:
- * resident shards on device 0; streamed shards (one resident, or none);
- * two lanes on devices 0 and 1 (device 0 twice on a one-GPU machine),
- * resident and streamed.
+ * GPU sessions as shards laid out as each of layouts, labelling at
+ * float32 accuracy (exact labels): centroids, labels, sizes, inertia and
+ * iterations equal the plain CPU fit's to the bit (distances are the
+ * device's square roots); small d by the SIMT labeler (each seeding),
+ * d = 128 and k = 300 by the tensor labeler
  */
 static void
-test_gpu_shards(void)
+check_gpu_layouts(const Layout *layouts, int nlayouts)
 {
-	static int	devices[2] = {0, 1};
-	static const Layout layouts[] = {
-		{1, 1, 0.0}, {2, 1, 0.0}, {3, 1, 0.0},
-		{6, 1, 0.55}, {0, 1, 0.25},
-		{4, 2, 0.0, devices}, {8, 2, 2.0 / 8, devices},
-	};
 	static const struct
 	{
 		const char *name;
@@ -410,13 +405,12 @@ test_gpu_shards(void)
 	char		why[256];
 
 	if (!gc_cuda_use_device(1, why, sizeof(why)))
-		devices[1] = 0;
+		gpu_devices[1] = 0;
 	if (!gc_cuda_use_device(0, why, sizeof(why)))
 	{
 		printf("gpu shards: no device (%s), skipped\n", why);
 		return;
 	}
-	printf("gpu shards: lanes on devices %d and %d\n", devices[0], devices[1]);
 	for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++)
 	{
 		ShardCase	c = blob_case(shapes[i].name, shapes[i].n, shapes[i].d, shapes[i].k, 10.0,
@@ -424,10 +418,37 @@ test_gpu_shards(void)
 
 		c.params.precision = GC_PRECISION_FLOAT32;
 		c.params.max_iter = shapes[i].max_iter;
-		check_case_on(&c, &gc_kmeans_cuda_sharded_backend, layouts,
-					  sizeof(layouts) / sizeof(layouts[0]), false);
+		check_case_on(&c, &gc_kmeans_cuda_sharded_backend, layouts, nlayouts, false);
 		free_case(&c);
 	}
+}
+
+/* 1, 2 and 3 resident shards on device 0 */
+static void
+test_gpu_shards(void)
+{
+	static const Layout layouts[] = {{1, 1, 0.0}, {2, 1, 0.0}, {3, 1, 0.0}};
+
+	check_gpu_layouts(layouts, sizeof(layouts) / sizeof(layouts[0]));
+}
+
+/* Streamed shards on device 0: one of six resident, and none of eight */
+static void
+test_gpu_streamed(void)
+{
+	static const Layout layouts[] = {{6, 1, 0.55}, {0, 1, 0.25}};
+
+	check_gpu_layouts(layouts, sizeof(layouts) / sizeof(layouts[0]));
+}
+
+/* Two lanes on devices 0 and 1 (0 twice with one GPU): resident, and all streamed */
+static void
+test_gpu_lanes(void)
+{
+	static const Layout layouts[] = {{4, 2, 0.0, gpu_devices}, {8, 2, 2.0 / 8, gpu_devices}};
+
+	check_gpu_layouts(layouts, sizeof(layouts) / sizeof(layouts[0]));
+	printf("gpu lanes on devices %d and %d\n", gpu_devices[0], gpu_devices[1]);
 }
 #endif
 
@@ -437,7 +458,7 @@ main(int argc, char **argv)
 	static void (*const cases[]) (void) = {
 		test_blobs, test_repeats_and_weights, test_few_rows, test_cosine, test_interrupted,
 #ifdef GC_WITH_CUDA
-		test_gpu_shards,
+		test_gpu_shards, test_gpu_streamed, test_gpu_lanes,
 #endif
 	};
 
