@@ -310,6 +310,9 @@ open_lanes(ShardSession *s, GcError *err)
 			s->labels = malloc(sizeof(int32_t) * (s->rows->n > 0 ? s->rows->n : 1));
 			if (s->labels == NULL)
 				return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for the shards' labels");
+			/* unknown until a step: seeding moves sessions onto shards before any */
+			for (int64_t i = 0; i < s->rows->n; i++)
+				s->labels[i] = -1;
 		}
 	}
 	return status;
