@@ -22,7 +22,7 @@
  * A step makes two passes over the rows: the first folds the previous
  * step's winner into D^2 and runs the candidates' races, the second
  * computes every row's distances to all candidates at once, and keeps
- * them where they take at most a quarter of the rows' memory: the next
+ * them where they take at most an eighth of the rows' memory: the next
  * step's first pass then takes the winner's from them, reading no row
  * (the same exact sums, so the same draws).  Both are
  * written over a shard of the rows (GcKmeansppOps), and
@@ -509,8 +509,9 @@ shard_race(void *shard, uint64_t seed, int t, int candidates, const double *prev
 
 /*
  * Pass two of a greedy step over the shard's rows (potential_pass),
- * keeping the rows' distances to the candidates where they take at most a
- * quarter of the rows' memory: the next race then reads no row
+ * keeping the rows' distances to the candidates where they take at most an
+ * eighth of the rows' memory (below, the race's bounded scan costs less than
+ * keeping them: 200k x 32): the next race then reads no row
  */
 static GcStatus
 shard_potentials(void *shard, int candidates, const double *const *centre,
@@ -520,7 +521,7 @@ shard_potentials(void *shard, int candidates, const double *const *centre,
 	int			d = sh->rows->d;
 
 	sh->kept_candidates = 0;
-	if (4 * candidates <= d && sh->rows->n > 0)
+	if (8 * candidates <= d && sh->rows->n > 0)
 	{
 		if (sh->kept_capacity == 0)
 		{
