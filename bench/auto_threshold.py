@@ -18,13 +18,18 @@ client, the same kmeans_gpu fit:
 
 Each fit's work is n * k * d (n_init is 1), the quantity auto compares with
 GC_AUTO_GPU_MIN_WORK_COLD (no context yet) and GC_AUTO_GPU_MIN_WORK_WARM (a
-context) in src/gpuclust.c.  It prints one JSON line per grid point (also in
+context) in src/device_choice.c.  It prints one JSON line per grid point (also in
 $OUT/auto_threshold.jsonl), then the crossovers: the largest work at which
 the CPU still won and the smallest at which the GPU won, cold and warm, and
-the thresholds to write into src/gpuclust.c (the geometric mean of the two,
+the thresholds to write into src/device_choice.c (the geometric mean of the two,
 rounded to one significant digit), with the measured CPU cost per row*k*d
 per iteration and the GPU's fixed costs.  CPU fits whose work passes
 2e8 are not run (they take seconds, and the GPU wins them by far).
+
+AUTO_CPU_THREADS (a comma list, default "0": the setting's default) runs
+the cpu and auto fits once per gpuclust.cpu_threads value, each line
+recording "threads"; the GPU fits are timed once per grid point, and the
+crossovers are printed per thread count.
 """
 import json, math, os, sys, time
 
@@ -37,6 +42,7 @@ NS = [1000, 4000, 16000] if QUICK else [1000, 4000, 16000, 64000]
 DS = [8, 32] if QUICK else [8, 32, 128]
 KS = [4, 16, 64] if QUICK else [4, 8, 16, 32, 64, 128, 256]
 CPU_MAX_WORK = 2e8
+THREADS = [int(t) for t in os.environ.get("AUTO_CPU_THREADS", "0").split(",")]
 OPTIONS = '{"max_iter": 20, "tol": 0, "init": "random", "seed": 1}'
 
 results = open(os.path.join(OUT, "auto_threshold.jsonl"), "a")
@@ -56,9 +62,10 @@ def fit(conn, table, k):
     return ms, int(row[0]), row[1], row[2]
 
 
-def session(device):
+def session(device, threads=0):
     conn = connect()
     conn.execute(f"SET gpuclust.device = {device}")
+    conn.execute(f"SET gpuclust.cpu_threads = {threads}")
     return conn
 
 
@@ -80,30 +87,33 @@ def main():
                 if k > n:
                     continue
                 work = n * k * d
-                rec = {"n": n, "d": d, "k": k, "work": work}
-                if work <= CPU_MAX_WORK:
-                    with session("cpu") as c:
-                        runs = [fit(c, table, k)]
-                        if runs[0][0] < 2000:
-                            runs.append(fit(c, table, k))
-                    rec["cpu_ms"] = min(r[0] for r in runs)
-                    rec["iterations"] = runs[0][1]
                 with session("gpu") as g:
                     cold = fit(g, table, k)
                     warm = min(fit(g, table, k)[0], fit(g, table, k)[0])
-                rec["gpu_cold_ms"], rec["gpu_warm_ms"] = cold[0], warm
-                rec.setdefault("iterations", cold[1])
-                with session("auto") as a:
-                    first, second = fit(a, table, k), fit(a, table, k)
-                rec["auto_cold"] = {"ms": first[0], "device": first[2], "reason": first[3]}
-                rec["auto_warm"] = {"ms": second[0], "device": second[2], "reason": second[3]}
-                line = json.dumps(rec)
-                print(line, flush=True)
-                results.write(line + "\n")
-                results.flush()
-                points.append(rec)
+                for threads in THREADS:
+                    rec = {"n": n, "d": d, "k": k, "work": work, "threads": threads}
+                    if work <= CPU_MAX_WORK:
+                        with session("cpu", threads) as c:
+                            runs = [fit(c, table, k)]
+                            if runs[0][0] < 2000:
+                                runs.append(fit(c, table, k))
+                        rec["cpu_ms"] = min(r[0] for r in runs)
+                        rec["iterations"] = runs[0][1]
+                    rec["gpu_cold_ms"], rec["gpu_warm_ms"] = cold[0], warm
+                    rec.setdefault("iterations", cold[1])
+                    with session("auto", threads) as a:
+                        first, second = fit(a, table, k), fit(a, table, k)
+                    rec["auto_cold"] = {"ms": first[0], "device": first[2], "reason": first[3]}
+                    rec["auto_warm"] = {"ms": second[0], "device": second[2], "reason": second[3]}
+                    line = json.dumps(rec)
+                    print(line, flush=True)
+                    results.write(line + "\n")
+                    results.flush()
+                    points.append(rec)
             setup.execute(f"DROP TABLE {table}")
-    summarize(points)
+    for threads in THREADS:
+        print(f"\n# gpuclust.cpu_threads = {threads}")
+        summarize([p for p in points if p["threads"] == threads])
 
 
 def crossover(points, gpu_key):

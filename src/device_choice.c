@@ -154,17 +154,20 @@ gc_use_cpu_device(GcDevice *device)
  * for creating its CUDA context (214-229 ms on an H100) and later ones do
  * not.
  *
- * Measured with bench/auto_threshold.py on an H100 (PostgreSQL 18, 84
- * fits: n 1,000-64,000, d 8-128, k 4-256, 20 iterations, 2026-11-23;
- * bench/results/auto-threshold-h100.txt): the CPU backend's exact Lloyd
- * iteration costs 0.98 ns per row x k x d there, a warm GPU fit of small
- * work about 2.9 ms, and the first GPU fit of a backend 145 ms more (the
- * context).  Cold, the CPU still won up to work 3.3e7 and the GPU won from
- * 8.2e6 (both sides are within 1.5x of each other between): the geometric
- * middle, 2e7.  Warm, the GPU won at every measured point from 3.2e4, the
- * smallest, where both take about 2 ms.
+ * Measured with bench/auto_threshold.py on an H200 (PostgreSQL 18, 84
+ * fits: n 1,000-64,000, d 8-128, k 4-256, 20 iterations, at 1, 2 and 8
+ * cpu_threads, 2026-11-29; bench/results/auto-threshold-h200.txt): the
+ * CPU backend's Lloyd iteration costs 0.27-0.30 ns per row x k x d there
+ * (fits this small gain little from threads), a warm GPU fit of small
+ * work about 2.7 ms, and the first GPU fit of a backend 145 ms more (the
+ * context).  Cold, the CPU still won up to work 1.3e8 and the GPU won from
+ * 8.2e6-1.6e7 (both within 1.5x of each other between): the geometric
+ * middle, 3e7 at 1 and 2 threads and 5e7 at 8, the default's count on a
+ * GPU server, which is taken.  Warm, the GPU won at every point from
+ * 3.2e4, the smallest, at 8 threads (at 1 and 2 the CPU won up to 2.6e5,
+ * where both take about 2-3 ms).
  */
-#define GC_AUTO_GPU_MIN_WORK_COLD 2e7
+#define GC_AUTO_GPU_MIN_WORK_COLD 5e7
 #define GC_AUTO_GPU_MIN_WORK_WARM 3e4
 
 /* The GPU (gpuclust.gpu_id) whose context this backend created; -1: none */
