@@ -17,7 +17,7 @@ EXTENSION = gpuclust gpuclust_pgvector
 DATA = $(wildcard sql/gpuclust--*.sql) $(wildcard sql/gpuclust_pgvector--*.sql)
 MODULE_big = gpuclust
 
-ENGINE_OBJS = engine/common.o engine/frame.o engine/nearest_centroid.o engine/rowstore.o engine/row_hashes.o engine/row_copies.o engine/tolerance.o engine/kmeans_fit.o engine/kmeans_levels.o engine/kmeans_balance.o engine/kmeans_hybrid.o engine/kmeans_cpu.o engine/kmeans_shards.o engine/centroid_update.o engine/cpu_labeling.o engine/cpu_threads.o \
+ENGINE_OBJS = engine/common.o engine/frame.o engine/nearest_centroid.o engine/rowstore.o engine/row_hashes.o engine/row_copies.o engine/tolerance.o engine/kmeans_fit.o engine/kmeans_levels.o engine/kmeans_balance.o engine/exact_lanes.o engine/kmeans_hybrid.o engine/kmeans_cpu.o engine/kmeans_shards.o engine/centroid_update.o engine/cpu_labeling.o engine/cpu_threads.o \
 	engine/seeding.o engine/seeding_parallel.o engine/seeding_batched.o engine/pmedian_fit.o engine/pmedian_improve.o engine/pmedian_cpu.o engine/pmedian_cpu_swap.o engine/pmedian_repair.o \
 	engine/stream_format.o engine/stream.o engine/precision_check.o
 GLUE_OBJS = src/gpuclust.o src/fit_memory.o src/device_choice.o src/cpu_threads_setting.o src/assign_rows.o src/assign_estimate.o src/interrupt.o src/input.o src/options.o src/small_groups.o src/argument_errors.o src/model.o \

@@ -22,6 +22,14 @@
  * row's alone, and pushed in row order; every sum runs in row order: the
  * result depends on the labels and the rows alone, not on the threads.
  *
+ * A candidate's distances to all k centroids come eight at a time
+ * (exact_lanes.c: gc_sqdist_exact's to the bit), and it keeps its
+ * GC_BALANCE_NEAREST nearest other clusters, by distance then index, so
+ * that looking again once its target has filled reads that list (the
+ * first with room is the nearest with room, the list holding every
+ * cluster nearer than it) and scans all k only when every cluster of the
+ * list has filled: the same target as a full scan, at a fraction of it.
+ *
  * IDENTIFICATION
  *	  engine/kmeans_balance.c
  *
@@ -29,11 +37,23 @@
  */
 #include "kmeans_stages.h"
 #include "cpu_threads.h"
+#include "exact_lanes.h"
+#include "gc_math.h"
 
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Clusters a candidate keeps, nearest first, for looking again */
+#define GC_BALANCE_NEAREST 16
+
+/* A cluster and a row's squared distance to it */
+typedef struct Near
+{
+	double		d2;
+	int			cluster;
+} Near;
 
 /* A row's move to a target cluster, and what it costs */
 typedef struct Move
@@ -54,12 +74,16 @@ typedef struct Balance
 	int64_t    *sizes;
 	int32_t    *labels;
 	bool		cosine;
-	bool		enforce;		/* this pass: rows of clusters over the bound, else moved ones */
-	const bool *moved;
 	int			threads;		/* params->cpu_threads */
 	GcPoll		poll;
-	double	   *x;				/* a row's values (GC_CPU_MAX_THREADS of them) */
-	Move	   *proposal;		/* n: each candidate's move (target -2: none) */
+	double	   *x;				/* four rows' values per thread (GC_CPU_MAX_THREADS) */
+	double	   *panels;			/* the centroids as lanes (gc_lane_panels) */
+	double	   *d2;				/* four rows' distances to the k centroids, per thread */
+	int			kpad;			/* k rounded up to the lanes */
+	int64_t    *slot;			/* n: a candidate's nearest list, -1: none */
+	Near	   *nearest;		/* candidates x GC_BALANCE_NEAREST, the unused d2 infinite */
+	double	   *own_d2;			/* candidates: the distance to the row's own cluster */
+	Move	   *proposal;		/* n: each candidate's move (rows with a slot) */
 	bool	   *changed;		/* k: clusters whose rows changed */
 	Move	   *heap;
 	int64_t		heap_count;
@@ -127,64 +151,151 @@ heap_pop(Balance *b)
 	return top;
 }
 
-static double
-sqdist(const double *x, const double *c, int d)
+/* Whether a sorts before b: nearer, or as near and of a lower index */
+static bool
+near_before(const Near *a, const Near *b)
 {
-	double		s = 0.0;
+	return a->d2 < b->d2 || (a->d2 == b->d2 && a->cluster < b->cluster);
+}
 
-	for (int j = 0; j < d; j++)
+/* The row's squared distances to every centroid into d2, its values read into x */
+static void
+row_distances(const Balance *b, int64_t row, double *x, double *d2)
+{
+	gc_rows_copy_row(b->rows, row, x);
+	for (int p = 0; p < b->kpad / GC_LANES; p++)
+		gc_sqdist_lanes(x, b->panels + (size_t) p * b->d * GC_LANES, b->d, d2 + p * GC_LANES);
+}
+
+/* Four rows' distances (d2: 4 x kpad), their values read into x (4 x d) */
+static void
+rows4_distances(const Balance *b, const int64_t *rows, double *x, double *d2)
+{
+	double		out[4 * GC_LANES];
+
+	for (int r = 0; r < 4; r++)
+		gc_rows_copy_row(b->rows, rows[r], x + (size_t) r * b->d);
+	for (int p = 0; p < b->kpad / GC_LANES; p++)
 	{
-		double		t = x[j] - c[j];
-
-		s += t * t;
+		gc_sqdist_lanes4(x, b->panels + (size_t) p * b->d * GC_LANES, b->d, out);
+		for (int r = 0; r < 4; r++)
+			memcpy(d2 + (size_t) r * b->kpad + p * GC_LANES, out + r * GC_LANES,
+				   sizeof(double) * GC_LANES);
 	}
-	return s;
+}
+
+/* A row's nearest clusters but its own, from its distances d2, into list */
+static void
+keep_nearest(const Balance *b, int own, const double *d2, Near *list)
+{
+	int			kept = 0;
+
+	for (int c = 0; c < b->k; c++)
+	{
+		Near		n = {d2[c], c};
+		int			i;
+
+		if (c == own || (kept == GC_BALANCE_NEAREST && !near_before(&n, &list[kept - 1])))
+			continue;
+		i = kept < GC_BALANCE_NEAREST ? kept++ : kept - 1;
+		for (; i > 0 && near_before(&n, &list[i - 1]); i--)
+			list[i] = list[i - 1];
+		list[i] = n;
+	}
+	for (int i = kept; i < GC_BALANCE_NEAREST; i++)
+		list[i] = (Near) {DBL_MAX, -1};
 }
 
 /*
  * Row's move to its nearest cluster with room other than its own (the
- * lowest index on ties), its values read into x
+ * lowest index on ties), from its distances d2
  */
 static void
-find_move(const Balance *b, int64_t row, double *x, Move *m)
+move_from_distances(const Balance *b, int64_t row, const double *d2, Move *m)
 {
 	int			own = b->labels[row];
 	double		best = DBL_MAX;
 	int			target = -1;
 
-	gc_rows_copy_row(b->rows, row, x);
 	for (int c = 0; c < b->k; c++)
 	{
-		double		s;
-
 		if (c == own || b->sizes[c] >= b->cap)
 			continue;
-		s = sqdist(x, b->centroids + (size_t) c * b->d, b->d);
-		if (s < best)
+		if (d2[c] < best)
 		{
-			best = s;
+			best = d2[c];
 			target = c;
 		}
 	}
 	m->row = row;
 	m->target = target;
-	m->penalty = best - sqdist(x, b->centroids + (size_t) own * b->d, b->d);
+	m->penalty = best - d2[own];
 }
 
-/* A block of rows: the move of each candidate of the pass, else none */
+/*
+ * A candidate's move found again after its target filled: from its list
+ * when a cluster of it has room, else by a full scan (on the calling
+ * thread's buffers)
+ */
+static void
+find_move_again(const Balance *b, Move *m)
+{
+	int64_t		slot = b->slot[m->row];
+	const Near *list = b->nearest + (size_t) slot * GC_BALANCE_NEAREST;
+
+	for (int i = 0; i < GC_BALANCE_NEAREST && list[i].cluster >= 0; i++)
+		if (b->sizes[list[i].cluster] < b->cap)
+		{
+			m->target = list[i].cluster;
+			m->penalty = list[i].d2 - b->own_d2[slot];
+			return;
+		}
+	row_distances(b, m->row, b->x, b->d2);
+	move_from_distances(b, m->row, b->d2, m);
+}
+
+/* A candidate's proposal and nearest clusters, from its distances d2 */
+static void
+propose(Balance *b, int64_t row, const double *d2)
+{
+	int64_t		slot = b->slot[row];
+
+	keep_nearest(b, b->labels[row], d2, b->nearest + (size_t) slot * GC_BALANCE_NEAREST);
+	b->own_d2[slot] = d2[b->labels[row]];
+	move_from_distances(b, row, d2, &b->proposal[row]);
+}
+
+/*
+ * A block of rows: the move of each candidate of the pass, four at a time
+ * (four chains of adds in flight), the last ones alone
+ */
 static void
 propose_block(void *ctx, int worker, const GcChunk *chunk, int64_t first, int64_t count)
 {
 	Balance    *b = ctx;
+	double	   *x = b->x + (size_t) worker * 4 * b->d;
+	double	   *d2 = b->d2 + (size_t) worker * 4 * b->kpad;
+	int64_t		group[4];
+	int			grouped = 0;
 
 	for (int64_t i = 0; i < count; i++)
 	{
 		int64_t		row = chunk->first_row + first + i;
 
-		if (b->enforce ? b->sizes[b->labels[row]] > b->cap : b->moved[row])
-			find_move(b, row, b->x + (size_t) worker * b->d, &b->proposal[row]);
-		else
-			b->proposal[row].target = -2;
+		if (b->slot[row] < 0)
+			continue;
+		group[grouped++] = row;
+		if (grouped < 4)
+			continue;
+		rows4_distances(b, group, x, d2);
+		for (int r = 0; r < 4; r++)
+			propose(b, group[r], d2 + (size_t) r * b->kpad);
+		grouped = 0;
+	}
+	for (int r = 0; r < grouped; r++)
+	{
+		row_distances(b, group[r], x, d2);
+		propose(b, group[r], d2);
 	}
 }
 
@@ -210,7 +321,7 @@ drain_heap(Balance *b, bool enforce, bool *moved)
 			continue;			/* no room anywhere: cannot happen while k cap >= n */
 		if (b->sizes[m.target] >= b->cap)
 		{
-			find_move(b, m.row, b->x, &m);
+			find_move_again(b, &m);
 			if (gc_poll(&b->poll, (int64_t) b->k * b->d))
 				return -1;
 			heap_push(b, m);
@@ -286,7 +397,7 @@ score_labels(Balance *b, double *distances, double *inertia)
 		double		d2;
 
 		gc_rows_copy_row(b->rows, i, b->x);
-		d2 = sqdist(b->x, b->centroids + (size_t) b->labels[i] * b->d, b->d);
+		d2 = gc_sqdist_exact(b->x, b->centroids + (size_t) b->labels[i] * b->d, b->d);
 		total += gc_rows_weight(b->rows, i) * d2;
 		if (distances)
 			distances[i] = sqrt(d2);
@@ -298,30 +409,56 @@ score_labels(Balance *b, double *distances, double *inertia)
 }
 
 /*
- * One pass: candidates onto the heap (every row of a cluster over the
- * bound when enforcing, else the rows moved so far), drained, the
- * changed centroids updated.  Returns the rows moved, -1 when interrupted.
+ * Each candidate's move (proposal), on the threads, with its nearest
+ * clusters kept for drain_heap
  */
-static int64_t
-balance_pass(Balance *b, bool enforce, bool *moved, GcError *err)
+static GcStatus
+propose_moves(Balance *b, int64_t candidates, GcError *err)
 {
 	GcCpuPass	pass = {.rows = b->rows, .row_units = (int64_t) b->k * b->d,
 		.fn = propose_block, .ctx = b};
-	int64_t		moves;
 
-	b->enforce = enforce;
-	b->moved = moved;
-	pass.workers = gc_cpu_threads(b->threads, b->rows->n * pass.row_units);
-	if (gc_cpu_run_blocks(&pass, &b->poll, err, "interrupted while balancing") != GC_OK)
-		return -1;
-	b->heap_count = 0;
+	pass.workers = gc_cpu_threads(b->threads, candidates * pass.row_units);
+	b->panels = gc_lane_panels(b->centroids, b->k, b->d);
+	b->nearest = malloc(sizeof(Near) * GC_BALANCE_NEAREST * (size_t) (candidates > 0 ? candidates : 1));
+	b->own_d2 = malloc(sizeof(double) * (size_t) (candidates > 0 ? candidates : 1));
+	b->d2 = malloc(sizeof(double) * 4 * (size_t) b->kpad * pass.workers);
+	if (b->panels == NULL || b->nearest == NULL || b->own_d2 == NULL || b->d2 == NULL)
+		return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for balancing");
+	return gc_cpu_run_blocks(&pass, &b->poll, err, "interrupted while balancing");
+}
+
+/*
+ * One pass: candidates (every row of a cluster over the bound when
+ * enforcing, else the rows moved so far) proposed, their moves onto the
+ * heap and drained, the changed centroids updated; *moves: the rows moved
+ */
+static GcStatus
+balance_pass(Balance *b, bool enforce, bool *moved, int64_t *moves, GcError *err)
+{
+	int64_t		candidates = 0;
+	GcStatus	status;
+
 	for (int64_t i = 0; i < b->rows->n; i++)
-		if (b->proposal[i].target != -2 && (enforce || b->proposal[i].penalty < 0.0))
-			heap_push(b, b->proposal[i]);
-	moves = drain_heap(b, enforce, moved);
-	if (moves > 0 && !update_centroids(b))
-		return -1;
-	return moves;
+		b->slot[i] = (enforce ? b->sizes[b->labels[i]] > b->cap : moved[i]) ? candidates++ : -1;
+	status = propose_moves(b, candidates, err);
+	if (status == GC_OK)
+	{
+		b->heap_count = 0;
+		for (int64_t i = 0; i < b->rows->n; i++)
+			if (b->slot[i] >= 0 && (enforce || b->proposal[i].penalty < 0.0))
+				heap_push(b, b->proposal[i]);
+		*moves = drain_heap(b, enforce, moved);
+		if (*moves < 0 || (*moves > 0 && !update_centroids(b)))
+			status = gc_fail(err, GC_INTERRUPTED, "interrupted while balancing");
+	}
+	free(b->panels);
+	free(b->nearest);
+	free(b->own_d2);
+	free(b->d2);
+	b->panels = b->d2 = b->own_d2 = NULL;
+	b->nearest = NULL;
+	return status;
 }
 
 GcStatus
@@ -337,12 +474,14 @@ gc_kmeans_balance(const GcRows *rows, const GcKmeansParams *params, int64_t cap,
 
 	result->balance_rounds = 0;
 	result->balance_moves = 0;
-	b.x = malloc(sizeof(double) * b.d * GC_CPU_MAX_THREADS);
+	b.x = malloc(sizeof(double) * 4 * b.d * GC_CPU_MAX_THREADS);
 	b.changed = calloc(b.k, sizeof(bool));
 	b.heap = malloc(sizeof(Move) * rows->n);
 	b.proposal = malloc(sizeof(Move) * rows->n);
+	b.slot = malloc(sizeof(int64_t) * rows->n);
+	b.kpad = (b.k + GC_LANES - 1) / GC_LANES * GC_LANES;
 	if (moved == NULL || b.x == NULL || b.changed == NULL || b.heap == NULL ||
-		b.proposal == NULL)
+		b.proposal == NULL || b.slot == NULL)
 		status = gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for balancing");
 	else if ((double) cap * b.k < (double) rows->n)
 		status = gc_fail(err, GC_ERR_RANGE,
@@ -350,10 +489,11 @@ gc_kmeans_balance(const GcRows *rows, const GcKmeansParams *params, int64_t cap,
 						 b.k, (long long) cap, (long long) rows->n);
 	for (int round = 0; status == GC_OK && round < GC_BALANCE_MAX_ROUNDS; round++)
 	{
-		int64_t		moves = balance_pass(&b, round == 0, moved, err);
+		int64_t		moves = 0;
 
-		if (moves < 0)
-			status = gc_fail(err, GC_INTERRUPTED, "interrupted while balancing");
+		status = balance_pass(&b, round == 0, moved, &moves, err);
+		if (status != GC_OK)
+			break;
 		else if (moves == 0 && round > 0)
 			break;
 		else if (moves > 0)
@@ -372,6 +512,7 @@ gc_kmeans_balance(const GcRows *rows, const GcKmeansParams *params, int64_t cap,
 	free(b.changed);
 	free(b.heap);
 	free(b.proposal);
+	free(b.slot);
 	return status;
 }
 

@@ -37,6 +37,7 @@
  */
 #include "cpu_threads.h"
 #include "cpu_vectors.h"
+#include "exact_lanes.h"
 #include "gc_engine.h"
 #include "gc_math.h"
 
@@ -284,67 +285,6 @@ typedef struct PotentialPass
 	gc_u128    *potential;		/* workers x GC_MAX_INIT_CANDIDATES */
 } PotentialPass;
 
-/*
- * Squared distances of x to the 8 candidates of a panel, each lane summed
- * in dimension order with every operation rounded on its own: lane l is
- * gc_sqdist_exact(x, candidate l) to the bit.  Cloned for the vector units.
- */
-GC_SIMD_CLONES
-static void
-sqdist_lanes(const double *restrict x, const double *restrict panel, int d, double *restrict out)
-{
-	v8d			s = {0};
-
-	for (int j = 0; j < d; j++)
-	{
-		v8d			c;
-		v8d			t;
-
-		memcpy(&c, panel + (size_t) j * 8, sizeof(v8d));
-		t = x[j] - c;
-		s = s + t * t;
-	}
-	memcpy(out, &s, sizeof(v8d));
-}
-
-/*
- * sqdist_lanes for 4 rows (d apart) at once, into out (4 x 8): four
- * chains of adds in flight where one row's would wait on their latency
- */
-GC_SIMD_CLONES
-static void
-sqdist_lanes4(const double *restrict x, const double *restrict panel, int d,
-			  double *restrict out)
-{
-	v8d			s0 = {0},
-				s1 = {0},
-				s2 = {0},
-				s3 = {0};
-
-	for (int j = 0; j < d; j++)
-	{
-		v8d			c;
-		v8d			t0,
-					t1,
-					t2,
-					t3;
-
-		memcpy(&c, panel + (size_t) j * 8, sizeof(v8d));
-		t0 = x[j] - c;
-		t1 = x[d + j] - c;
-		t2 = x[2 * (size_t) d + j] - c;
-		t3 = x[3 * (size_t) d + j] - c;
-		s0 = s0 + t0 * t0;
-		s1 = s1 + t1 * t1;
-		s2 = s2 + t2 * t2;
-		s3 = s3 + t3 * t3;
-	}
-	memcpy(out, &s0, sizeof(v8d));
-	memcpy(out + 8, &s1, sizeof(v8d));
-	memcpy(out + 16, &s2, sizeof(v8d));
-	memcpy(out + 24, &s3, sizeof(v8d));
-}
-
 /* Rows [first, first + count) of chunk into thread worker's potentials */
 static void
 potential_block(void *ctx, int worker, const GcChunk *chunk, int64_t first, int64_t count)
@@ -366,10 +306,10 @@ potential_block(void *ctx, int worker, const GcChunk *chunk, int64_t first, int6
 			const double *panel = pass->panels + (size_t) p * d * 8;
 
 			if (rows == 4)
-				sqdist_lanes4(chunk->values + (size_t) i0 * d, panel, d, lanes);
+				gc_sqdist_lanes4(chunk->values + (size_t) i0 * d, panel, d, lanes);
 			else
 				for (int r = 0; r < rows; r++)
-					sqdist_lanes(chunk->values + (size_t) (i0 + r) * d, panel, d, lanes + r * 8);
+					gc_sqdist_lanes(chunk->values + (size_t) (i0 + r) * d, panel, d, lanes + r * 8);
 			for (int r = 0; r < rows; r++)
 			{
 				int64_t		row = chunk->first_row + i0 + r;
