@@ -189,10 +189,11 @@ ENGINE_TEST_OBJS = $(ENGINE_OBJS) $(CUDA_OBJS)
 #   large_k_test           balanced clusters and two-level fits
 #   shards_test            one fit over row shards, to the bit the unsplit fit
 #   large_k_bench          times flat against two-level fits for bench/large_k.py
+#   shards_bench           times a streamed fit against a resident one for bench/out_of_core.py
 #   pmedian_bench          times one CPU p-median fit for bench/pmedian_cpu.py
 ENGINE_CHECKS = engine_test pmedian_test cosine_test seeding_test interrupt_test \
 	seeding_parallel_test precision_test cpu_labeling_test large_k_test shards_test
-ENGINE_TEST_PROGRAMS = $(ENGINE_CHECKS) kmeans_bench collect_bench cpu_bench large_k_bench pmedian_bench
+ENGINE_TEST_PROGRAMS = $(ENGINE_CHECKS) kmeans_bench collect_bench cpu_bench large_k_bench pmedian_bench shards_bench
 NO_HARNESS = collect_bench seeding_test pmedian_test
 ENGINE_SUITES = $(wildcard test/engine/suite_*.c)
 TEST_HARNESS = test/engine/harness.c test/engine/harness.h test/engine/engine_suites.h

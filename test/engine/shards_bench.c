@@ -1,0 +1,232 @@
+/*-------------------------------------------------------------------------
+ *
+ * shards_bench.c
+ *	  Times a streamed k-means fit (engine/kmeans_shards.c: rows past a
+ *	  lane's budget passed through two sessions each iteration) against
+ *	  the same fit with every row resident, on generated float32 rows:
+ *	  the engine's side of bench/out_of_core.py.
+ *
+ *	  shards_bench N D K SHARDS RESIDENT [ITERS] [cpu|gpu] [incore|no-incore]
+ *
+ *	  Rows: N float32 rows (a narrow store, page-locked on the GPU) around
+ *	  K / 4 centres in [0, 1]^D, each value its centre's plus uniform noise
+ *	  in [-0.1, 0.1).  Both fits: ITERS Lloyd iterations (default 5, tol 0)
+ *	  from the same K rows taken N / K apart, so that seeding costs
+ *	  nothing.  The streamed fit splits the rows into SHARDS shards and
+ *	  keeps RESIDENT of them in sessions of their own (lane_rows is set
+ *	  to hold RESIDENT + 2 shards); the others are streamed.  Prints one
+ *	  line of key=value per fit, then the streamed rows' bytes an
+ *	  iteration, the host-to-device rate of the resident fit's upload,
+ *	  the transfer bound (those bytes at that rate), the ratio the
+ *	  target is stated in (the streamed iteration over the larger of the
+ *	  bound and the resident iteration), and whether the two models are
+ *	  the same to the bit.  no-incore skips the resident fit (rows past
+ *	  the GPU's memory): the ratio is then over the bound alone.
+ *
+ * IDENTIFICATION
+ *	  test/engine/shards_bench.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#ifdef GC_WITH_CUDA
+#include "gc_cuda.h"
+#endif
+
+typedef struct Run
+{
+	GcKmeansResult result;
+	double		wall_ms;
+	double		per_iteration_ms;
+} Run;
+
+/* A cheap generator: the rows' values need no quality, only speed */
+static uint64_t
+next_bits(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+static void
+make_rows(GcRows *rows, int64_t n, int d, int k, GcHostAlloc alloc, GcHostFree free_fn)
+{
+	GcError		err = {0};
+	int			centres = k / 4 > 0 ? k / 4 : 1;
+	float	   *centre = malloc(sizeof(float) * (size_t) centres * d);
+	uint64_t	s = 42;
+
+	for (size_t i = 0; i < (size_t) centres * d; i++)
+		centre[i] = (float) ((next_bits(&s) >> 11) * 0x1p-53);
+	gc_rows_init(rows, d, alloc, free_fn, &err);
+	gc_rows_set_narrow(rows);
+	for (int64_t i = 0; i < n; i++)
+	{
+		float	   *slot = gc_rows_reserve_narrow(rows, &err);
+		const float *c = centre + (size_t) (next_bits(&s) % centres) * d;
+
+		if (slot == NULL)
+		{
+			fprintf(stderr, "rows: %s\n", err.message);
+			exit(1);
+		}
+		for (int j = 0; j < d; j++)
+			slot[j] = c[j] + (float) (((next_bits(&s) >> 11) * 0x1p-53 - 0.5) * 0.2);
+		gc_rows_commit(rows);
+	}
+	free(centre);
+}
+
+static Run
+run_fit(const GcKmeansBackend *backend, GcRows *rows, const GcKmeansParams *params)
+{
+	GcError		err = {0};
+	Run			run;
+	double		t0;
+
+	memset(&run, 0, sizeof(run));
+	run.result.centroids = malloc(sizeof(double) * params->k * rows->d);
+	run.result.sizes = malloc(sizeof(int64_t) * params->k);
+	run.result.labels = malloc(sizeof(int32_t) * rows->n);
+	t0 = gc_now_ms();
+	if (gc_kmeans_fit(backend, rows, params, &run.result, &err) != GC_OK)
+	{
+		fprintf(stderr, "fit failed: %s\n", err.message);
+		exit(1);
+	}
+	run.wall_ms = gc_now_ms() - t0;
+	run.per_iteration_ms = run.result.timings.iterations_ms /
+		(run.result.iterations > 0 ? run.result.iterations : 1);
+	return run;
+}
+
+static void
+print_run(const char *name, const Run *r)
+{
+	const GcKmeansTimings *t = &r->result.timings;
+
+	printf("%s wall_ms=%.1f transfer_ms=%.1f iterations_ms=%.1f iterations=%d "
+		   "per_iteration_ms=%.2f inertia=%.9g\n",
+		   name, r->wall_ms, t->transfer_ms, t->iterations_ms, r->result.iterations,
+		   r->per_iteration_ms, r->result.inertia);
+}
+
+static bool
+same_model(const Run *a, const Run *b, int64_t n, int k, int d)
+{
+	return a->result.inertia == b->result.inertia &&
+		a->result.iterations == b->result.iterations &&
+		memcmp(a->result.centroids, b->result.centroids, sizeof(double) * k * d) == 0 &&
+		memcmp(a->result.sizes, b->result.sizes, sizeof(int64_t) * k) == 0 &&
+		memcmp(a->result.labels, b->result.labels, sizeof(int32_t) * n) == 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	int64_t		n;
+	int			d,
+				k,
+				shards,
+				resident;
+	bool		incore = !(argc > 8 && strcmp(argv[8], "no-incore") == 0);
+	const GcKmeansBackend *plain = &gc_kmeans_cpu_backend;
+	const GcKmeansBackend *sharded = &gc_kmeans_cpu_sharded_backend;
+	GcHostAlloc alloc = plain_alloc;
+	GcHostFree	free_fn = free;
+	GcKmeansParams params = {0};
+	GcRows		rows;
+	double	   *init;
+	double		row_bytes,
+				streamed_bytes,
+				rate,
+				bound,
+				floor_ms;
+	Run			whole = {0},
+				streamed;
+
+	if (argc < 6)
+	{
+		fprintf(stderr, "usage: %s N D K SHARDS RESIDENT [ITERS] [cpu|gpu] [incore|no-incore]\n",
+				argv[0]);
+		return 2;
+	}
+	n = atoll(argv[1]);
+	d = atoi(argv[2]);
+	k = atoi(argv[3]);
+	shards = atoi(argv[4]);
+	resident = atoi(argv[5]);
+	if (shards < 1 || resident < 0 || resident > shards || k < 1 || n < k)
+	{
+		fprintf(stderr, "need 1 <= SHARDS, 0 <= RESIDENT <= SHARDS, 1 <= K <= N\n");
+		return 2;
+	}
+	if (argc > 7 && strcmp(argv[7], "gpu") == 0)
+	{
+#ifdef GC_WITH_CUDA
+		char		why[256];
+
+		if (!gc_cuda_use_device(0, why, sizeof(why)))
+		{
+			fprintf(stderr, "no GPU: %s\n", why);
+			return 1;
+		}
+		plain = &gc_kmeans_cuda_backend;
+		sharded = &gc_kmeans_cuda_sharded_backend;
+		alloc = gc_cuda_host_alloc;
+		free_fn = gc_cuda_host_free;
+#else
+		fprintf(stderr, "built without CUDA\n");
+		return 1;
+#endif
+	}
+	make_rows(&rows, n, d, k, alloc, free_fn);
+	init = malloc(sizeof(double) * k * d);
+	for (int c = 0; c < k; c++)
+		gc_rows_copy_row(&rows, (int64_t) c * (n / k), init + (size_t) c * d);
+	params.k = k;
+	params.max_iter = argc > 6 ? atoi(argv[6]) : 5;
+	params.tol = 0.0;
+	params.init = GC_INIT_GIVEN;
+	params.init_centroids = init;
+	params.seed = 1;
+	params.n_init = 1;
+	printf("n=%lld d=%d k=%d device=%s shards=%d resident=%d iterations=%d\n",
+		   (long long) n, d, k, plain->name, shards, resident, params.max_iter);
+	fflush(stdout);
+	if (incore)
+	{
+		whole = run_fit(plain, &rows, &params);
+		print_run("resident", &whole);
+		fflush(stdout);
+	}
+	params.shards = shards;
+	params.lanes = 1;
+	/* room for the resident shards and the two a streamed one passes through */
+	params.lane_rows = (int64_t) (resident + 2) * ((n + shards - 1) / shards);
+	streamed = run_fit(sharded, &rows, &params);
+	print_run("streamed", &streamed);
+
+	/* a narrow row's upload: its float32 values and its hash */
+	row_bytes = 4.0 * d + 8.0;
+	streamed_bytes = row_bytes * (double) n * (shards - resident) / shards;
+	rate = incore && whole.result.timings.transfer_ms > 0.0 ?
+		row_bytes * (double) n / (whole.result.timings.transfer_ms / 1e3) : 0.0;
+	bound = rate > 0.0 ? streamed_bytes / rate * 1e3 : 0.0;
+	floor_ms = fmax(bound, incore ? whole.per_iteration_ms : 0.0);
+	printf("streamed_gb_per_iteration=%.2f upload_gb_per_s=%.1f transfer_bound_ms=%.1f "
+		   "ratio=%.2f same_model=%s\n",
+		   streamed_bytes / 1e9, rate / 1e9, bound,
+		   floor_ms > 0.0 ? streamed.per_iteration_ms / floor_ms : 0.0,
+		   incore ? (same_model(&whole, &streamed, n, k, d) ? "yes" : "NO") : "not compared");
+	gc_rows_release(&rows);
+	free(init);
+	return incore && !same_model(&whole, &streamed, n, k, d);
+}
