@@ -24,6 +24,7 @@ os.makedirs(OUT, exist_ok=True)
 results = open(os.path.join(OUT, "out_of_core.jsonl"), "a")
 BENCH = os.environ.get("SHARDS_BENCH", ".devpg/shards_bench")
 ITERS = int(os.environ.get("ITERS", "5"))
+DEVICE = os.environ.get("SHARDS_DEVICE", "gpu")     # cpu: the engine side alone, for a try
 SHAPES = [(50_000_000, 128, 16384, 32, 8), (10_000_000, 768, 4096, 16, 4)]
 
 
@@ -36,7 +37,7 @@ def emit(rec):
 
 def engine(n, d, k, shards, resident):
     out = subprocess.run([BENCH, str(n), str(d), str(k), str(shards), str(resident),
-                          str(ITERS), "gpu"], capture_output=True, text=True)
+                          str(ITERS), DEVICE], capture_output=True, text=True)
     recs = {"rc": out.returncode, "stderr": out.stderr[-400:]}
     for line in out.stdout.splitlines():
         name = line.split()[0]
@@ -99,8 +100,8 @@ def main():
               flush=True)
         t0 = time.perf_counter()
         recs = engine(n, d, k, shards, resident)
-        emit(dict(impl="gpuclust", n=n, d=d, k=k, shards=shards, resident=resident,
-                  iterations=ITERS, wall_s=time.perf_counter() - t0, **recs))
+        emit(dict(impl="gpuclust", n=n, d=d, k=k, shards=shards, resident_shards=resident,
+                  iterations=ITERS, wall_s=time.perf_counter() - t0, fits=recs))
         try:
             ms = flash_host(n, d, k)
             ours = float(recs.get("streamed", {}).get("per_iteration_ms", "nan"))
