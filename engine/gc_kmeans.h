@@ -435,6 +435,25 @@ extern GcStatus gc_kmeans_shards_open(const GcKmeansBackend *child, const GcRows
 									  void **session, GcError *err);
 
 /*
+ * The layout a sharded fit of n rows takes under params->shards, lanes
+ * and lane_rows (engine/kmeans_shards.c, the one its open makes): the
+ * shards and lanes, the rows that keep sessions of their own (resident)
+ * and those passed through a lane's two streaming sessions each pass,
+ * and the most rows one lane's sessions hold at once
+ */
+typedef struct GcShardLayout
+{
+	int			shards;
+	int			lanes;
+	int64_t		resident_rows;
+	int64_t		streamed_rows;
+	int64_t		lane_rows_held;
+} GcShardLayout;
+
+extern void gc_kmeans_shard_layout(int64_t n, const GcKmeansParams *params,
+								   GcShardLayout *layout);
+
+/*
  * Runs n_init restarts on backend and fills result with the best; a
  * narrow store is widened first (gc_rows_widen) for a backend that reads
  * doubles only.

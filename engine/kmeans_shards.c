@@ -67,6 +67,7 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 typedef struct ShardSession ShardSession;
 
@@ -191,24 +192,99 @@ make_view(const GcRows *rows, int64_t first, int64_t count, GcRows *view, GcErro
 }
 
 /*
- * How many shards: params->shards, at least one a lane, and under a
- * lane_rows bound small enough that two fit a lane; at most n
+ * How many shards for n rows: params->shards, at least one a lane, and
+ * under a lane_rows bound small enough that two fit a lane; at most n
  */
 static int
-shard_count(const GcRows *rows, const GcKmeansParams *params, int nlanes)
+shard_count(int64_t n, const GcKmeansParams *params, int nlanes)
 {
 	int64_t		count = params->shards > nlanes ? params->shards : nlanes;
 
 	if (params->lane_rows > 0)
 	{
 		int64_t		most = params->lane_rows / 2 > 0 ? params->lane_rows / 2 : 1;
-		int64_t		needed = (rows->n + most - 1) / most;
+		int64_t		needed = (n + most - 1) / most;
 
 		count = needed > count ? needed : count;
 	}
-	if (count > rows->n)
-		count = rows->n > 0 ? rows->n : 1;
+	if (count > n)
+		count = n > 0 ? n : 1;
 	return (int) count;
+}
+
+/* The first row of shard i of nshards over n rows (i = nshards: n) */
+static int64_t
+shard_first(int64_t n, int nshards, int i)
+{
+	return n * i / nshards;
+}
+
+/* The first shard of lane l of nlanes over nshards (l = nlanes: nshards) */
+static int
+lane_first_shard(int nshards, int nlanes, int l)
+{
+	return (int) ((int64_t) nshards * l / nlanes);
+}
+
+/*
+ * Of a lane's count shards, the largest of largest rows, how many keep a
+ * session of their own under lane_rows: all where they fit, else all but
+ * two of those that fit (the two the others stream through)
+ */
+static int
+lane_resident(int count, int64_t largest, int64_t lane_rows)
+{
+	int			resident = count;
+
+	if (lane_rows > 0 && largest > 0 && count > lane_rows / largest)
+		resident = (int) (lane_rows / largest) - 2;
+	return resident > 0 ? resident : 0;
+}
+
+/*
+ * The layout a sharded fit of n rows takes under params (shards, lanes,
+ * lane_rows): the one open_lanes makes, for planning and reporting
+ */
+void
+gc_kmeans_shard_layout(int64_t n, const GcKmeansParams *params, GcShardLayout *layout)
+{
+	int			nlanes = params->lanes > 1 ? params->lanes : 1;
+	int			nshards = shard_count(n, params, nlanes);
+
+	memset(layout, 0, sizeof(*layout));
+	layout->shards = nshards;
+	layout->lanes = nlanes < nshards ? nlanes : nshards;
+	for (int l = 0; l < layout->lanes; l++)
+	{
+		int			first = lane_first_shard(nshards, layout->lanes, l),
+					end = lane_first_shard(nshards, layout->lanes, l + 1),
+					resident;
+		int64_t		largest = 0,
+					held = 0;
+
+		for (int i = first; i < end; i++)
+		{
+			int64_t		rows = shard_first(n, nshards, i + 1) - shard_first(n, nshards, i);
+
+			largest = rows > largest ? rows : largest;
+		}
+		resident = lane_resident(end - first, largest, params->lane_rows);
+		for (int i = first; i < end; i++)
+		{
+			int64_t		rows = shard_first(n, nshards, i + 1) - shard_first(n, nshards, i);
+
+			if (i - first < resident)
+			{
+				layout->resident_rows += rows;
+				held += rows;
+			}
+			else
+				layout->streamed_rows += rows;
+		}
+		if (resident < end - first)
+			held += 2 * largest;
+		layout->lane_rows_held = held > layout->lane_rows_held ? held : layout->lane_rows_held;
+	}
 }
 
 /* Shard i's rows */
@@ -249,16 +325,9 @@ open_lane(ShardSession *s, ShardLane *lane, GcError *err)
 	int			widest = -1;
 	GcStatus	status = GC_OK;
 
-	lane->resident = count;
-	if (s->params->lane_rows > 0)
-	{
-		for (int i = lane->first_shard; i < lane->end_shard; i++)
-			largest = shard_rows(s, i) > largest ? shard_rows(s, i) : largest;
-		/* more than fit: all but two of those that fit keep a session */
-		if (count > s->params->lane_rows / largest)
-			lane->resident = (int) (s->params->lane_rows / largest) - 2;
-		lane->resident = lane->resident > 0 ? lane->resident : 0;
-	}
+	for (int i = lane->first_shard; i < lane->end_shard; i++)
+		largest = shard_rows(s, i) > largest ? shard_rows(s, i) : largest;
+	lane->resident = lane_resident(count, largest, s->params->lane_rows);
 	if (lane->resident < count && s->child->rebind_rows == NULL)
 		return gc_fail(err, GC_ERR_RANGE, "the %s backend cannot stream shards", s->child->name);
 	for (int i = lane->first_shard; status == GC_OK && i < lane->end_shard; i++)
@@ -292,8 +361,8 @@ open_lanes(ShardSession *s, GcError *err)
 		lane->params.devices = s->params->devices ? s->params->devices + l : NULL;
 		if (l > 0)
 			lane->params.interrupted = lane_stopped;
-		lane->first_shard = (int) ((int64_t) s->nshards * l / s->nlanes);
-		lane->end_shard = (int) ((int64_t) s->nshards * (l + 1) / s->nlanes);
+		lane->first_shard = lane_first_shard(s->nshards, s->nlanes, l);
+		lane->end_shard = lane_first_shard(s->nshards, s->nlanes, l + 1);
 		lane->sums = malloc(sizeof(long long) * k * d);
 		lane->counts = malloc(sizeof(long long) * k);
 		lane->part_sums = malloc(sizeof(long long) * k * d);
@@ -330,7 +399,7 @@ shards_open_child(const GcKmeansBackend *child, const GcRows *rows, const GcFram
 	int			k = params->k,
 				d = rows->d;
 	int			nlanes = params->lanes > 1 ? params->lanes : 1;
-	int			nshards = shard_count(rows, params, nlanes);
+	int			nshards = shard_count(rows->n, params, nlanes);
 	GcStatus	status = GC_OK;
 
 	if (s == NULL)
@@ -357,7 +426,7 @@ shards_open_child(const GcKmeansBackend *child, const GcRows *rows, const GcFram
 		return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for the sharded session");
 	}
 	for (int i = 0; i <= nshards; i++)
-		s->first[i] = rows->n * i / nshards;
+		s->first[i] = shard_first(rows->n, nshards, i);
 	for (int i = 0; status == GC_OK && i < nshards; i++)
 	{
 		status = make_view(rows, s->first[i], shard_rows(s, i), &s->views[i], err);

@@ -186,67 +186,11 @@ gpu_budget(int g)
 	return gpu_total[g] / 10 * 9;
 }
 
-/*
- * GPU memory a k-means fit may hold, an upper bound, in bytes per row (cuda/):
- * - the session's (kmeans_cuda.cu): the rows in double and float32 (12 d),
- *   weights, hashes, labels, previous labels, moves and work (40);
- * - the largest labeler's, one at a time: the pruned one's re-ordered
- *   copies (12 d) and its orders, keys and work per point (48 and 24 for
- *   the copies' labels and weights), or the tensor one's rows padded to
- *   ld <= d + 31 floats (4 d + 124), the screen's group partials (16 x
- *   GC_TENSOR_MAX_GROUPS = 128), norms and lists of doubts (20); the
- *   bf16 labeler's half-width rows and partials are less;
- * - drift bounds beside the pruned labeler (labeler_bounded.cu: two
- *   bounds and a list entry, 12);
- * - greedy seeding's distances: the minimum and its candidates', the
- *   latter only where they fit beside the data (8 + 8 min(d, 2 + ln k)),
- *   bounded here by 8 + 8 min(d, 32);
- * and per centroid seven copies of it (the centroids in double and
- * float32, their previous values, sums, padded and TF32 copies, and the
- * exact check's copy by column: 56 d), the pruned
- * labeler's three k x k tables where it runs (k <= GC_PRUNED_MAX_K, 4096;
- * they also cover the exact check's one table of separations, k x k
- * floats for k <= 4096, or m x m for a k-means|| round's m ~ k samples),
- * greedy seeding's table of distances where it takes one (m x m doubles,
- * m <= GC_GREEDY_TABLE_MAX_ROWS: the fit's rows, or k-means||'s
- * candidates, at most k GC_MAX_INIT_CANDIDATES of them),
- * and 64 MB of workspace
- */
+/* GPU memory a k-means fit in one session may hold (engine/gpu_plan.c) */
 static Size
 estimate_kmeans_gpu_bytes(const GcServiceRequest *req)
 {
-	double		n = req->n,
-				d = req->d,
-				k = req->params.k,
-				pruned = 12 * d + 72,
-				tensor = 4 * d + 124 + 128 + 20,
-				seeding = 8 + 8 * Min(d, 32),
-				pruned_k = Min(k, 4096),
-				table,
-				batched = 0;
-
-	switch (gc_seed_method(&req->params, req->n, req->d))
-	{
-		case GC_INIT_KMEANS_PARALLEL:
-			/*
-			 * the batched recluster takes no table, but a step's gain
-			 * partials: 1,024 blocks x its most candidates, 16 bytes each
-			 * (cuda/seeding_batched.cu)
-			 */
-			table = gc_batched_applies(req->params.k) ? 0 :
-				Min(k * GC_MAX_INIT_CANDIDATES, GC_GREEDY_TABLE_MAX_ROWS);
-			batched = gc_batched_applies(req->params.k) ?
-				1024.0 * 16 * GC_MAX_INIT_CANDIDATES * (gc_batched_picks(req->params.k, 1) + 1) : 0;
-			break;
-		case GC_INIT_KMEANSPP:
-			table = gc_greedy_table_rows(req->n, req->params.k,
-										 gc_seed_candidates(&req->params, req->n, req->d));
-			break;
-		default:
-			table = 0;
-	}
-	return (Size) (n * (12 * d + 40 + Max(pruned, tensor) + 12 + seeding) +
-				   k * d * 56 + pruned_k * pruned_k * 12 + table * table * 8 + batched + (64 << 20));
+	return gc_kmeans_gpu_bytes(&req->params, req->n, req->d);
 }
 
 /*
