@@ -20,7 +20,7 @@ MODULE_big = gpuclust
 ENGINE_OBJS = engine/common.o engine/frame.o engine/nearest_centroid.o engine/rowstore.o engine/row_hashes.o engine/row_copies.o engine/tolerance.o engine/kmeans_fit.o engine/kmeans_levels.o engine/kmeans_balance.o engine/exact_lanes.o engine/kmeans_hybrid.o engine/kmeans_cpu.o engine/kmeans_shards.o engine/gpu_plan.o engine/centroid_update.o engine/cpu_labeling.o engine/cpu_threads.o \
 	engine/seeding.o engine/seeding_parallel.o engine/seeding_batched.o engine/pmedian_fit.o engine/pmedian_improve.o engine/pmedian_cpu.o engine/pmedian_cpu_swap.o engine/pmedian_repair.o \
 	engine/stream_format.o engine/stream.o engine/precision_check.o
-GLUE_OBJS = src/gpuclust.o src/fit_memory.o src/device_choice.o src/cpu_threads_setting.o src/assign_rows.o src/assign_estimate.o src/interrupt.o src/input.o src/options.o src/small_groups.o src/argument_errors.o src/model.o \
+GLUE_OBJS = src/gpuclust.o src/fit_memory.o src/device_choice.o src/fit_gpus.o src/cpu_threads_setting.o src/assign_rows.o src/assign_estimate.o src/interrupt.o src/input.o src/options.o src/small_groups.o src/argument_errors.o src/model.o \
 	src/kmeans_run.o src/kmeans_agg.o src/kmeans_window.o src/kmeans_assign.o \
 	src/pmedian_options.o src/pmedian_model.o src/pmedian_run.o src/pmedian_agg.o \
 	src/pmedian_assign.o src/stream_type.o src/stream_agg.o src/spi_rows.o src/model_io.o \

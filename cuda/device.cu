@@ -116,6 +116,15 @@ gc_cuda_use_device(int gpu_id, char *why, size_t whylen)
 	return true;
 }
 
+/* How many CUDA devices are present (0 where none is usable); device 0 made current */
+extern "C" int
+gc_cuda_device_count(void)
+{
+	char		why[200];
+
+	return gc_cuda_use_device(0, why, sizeof(why)) ? device_count : 0;
+}
+
 extern "C" int
 gc_cuda_open_devices(size_t *total_bytes, int max, char *why, size_t whylen)
 {

@@ -24,6 +24,9 @@ extern "C"
 /* Makes device gpu_id current; false, with the reason in why, if unusable */
 extern bool gc_cuda_use_device(int gpu_id, char *why, size_t whylen);
 
+/* How many CUDA devices are present (0 where none is usable); device 0 made current */
+extern int	gc_cuda_device_count(void);
+
 /*
  * The GPU service's start: create the context of every visible device (at
  * most max), recording each one's memory in total_bytes; returns how many

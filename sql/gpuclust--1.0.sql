@@ -434,7 +434,9 @@ CREATE FUNCTION gpuclust_progress_slots(OUT pid int4, OUT datid oid, OUT fit tex
 										OUT n_init int4, OUT iteration int4,
 										OUT max_iter int4, OUT shift float8,
 										OUT inertia float8, OUT device text,
-										OUT gpu_id int4, OUT started timestamptz)
+										OUT gpu_id int4, OUT started timestamptz,
+										OUT gpus int4, OUT resident_fraction float8,
+										OUT streamed_bytes int8)
 	RETURNS SETOF record
 	AS 'MODULE_PATHNAME', 'gpuclust_progress_slots'
 	LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
@@ -445,7 +447,8 @@ CREATE FUNCTION gpuclust_progress_enabled() RETURNS bool
 
 CREATE VIEW gpuclust_progress AS
 	SELECT s.pid, s.datid, d.datname, s.fit, s.phase, s.rows, s.restart, s.n_init,
-		   s.iteration, s.max_iter, s.shift, s.inertia, s.device, s.gpu_id, s.started
+		   s.iteration, s.max_iter, s.shift, s.inertia, s.device, s.gpu_id, s.gpus,
+		   s.resident_fraction, s.streamed_bytes, s.started
 	FROM gpuclust_progress_slots() s
 		LEFT JOIN pg_catalog.pg_database d ON d.oid = s.datid;
 

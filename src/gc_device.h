@@ -77,4 +77,20 @@ extern double gc_auto_gpu_min_work(const GcDevice *device);
 extern const char *gc_device_reason_name(int reason);
 extern void gc_use_cpu_device(GcDevice *device);
 
+/* fit_gpus.c: the GPUs one fit may span, and its rows' GPU memory */
+typedef struct GcFitGpus
+{
+	bool		all;			/* every usable GPU */
+	int			count;			/* else these; none: the fit's one GPU */
+	int			ids[GC_FIT_MAX_GPUS];
+} GcFitGpus;
+
+extern void gc_fit_gpus_init(void);
+extern size_t gc_fit_rows_bytes(void);
+extern bool gc_fit_gpus_named(void);
+extern int	gc_fit_gpus_resolve(int available, int *ids);
+extern const GcKmeansBackend *gc_plan_gpu_fit(const GcDevice *device, const GcRows *rows,
+											  GcKmeansParams *params, GcGpuPlan *plan,
+											  int *devices);
+
 #endif							/* GC_DEVICE_H */

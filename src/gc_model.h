@@ -77,6 +77,9 @@ typedef struct KmeansModel
 	double		refine_ms;		/* two levels: the iterations over all */
 	double		balance_ms;
 	char		kernel[GC_KERNEL_NAME_BYTES];	/* labeling kernel, NUL-padded */
+	int32		gpus_used;		/* GPUs the fit ran on; 0: the CPU */
+	double		resident_fraction;	/* rows held on the GPUs through the fit */
+	int64		streamed_bytes; /* moved between host and GPUs per iteration */
 	/* int64 sizes[k], double centroids[k * d], int32 parents[k] (0 in one level) */
 	char		data[FLEXIBLE_ARRAY_MEMBER];
 } KmeansModel;
@@ -84,9 +87,12 @@ typedef struct KmeansModel
 /*
  * The binary form's version: 4 added k_requested; 5 the balance and
  * two-level fields (after the others) and the parents (after the
- * centroids, where coarse_k > 0).  Receive reads back to 3.
+ * centroids, where coarse_k > 0); 6 gpus_used, resident_fraction and
+ * streamed_bytes (after the others).  Receive reads back to 3.  A value
+ * stored by version 5, whose arrays start where gpus_used is now, is
+ * read through gc_model_current.
  */
-#define KMEANS_MODEL_VERSION 5
+#define KMEANS_MODEL_VERSION 6
 #define KMEANS_MODEL_OLDEST_VERSION 3	/* binary forms read back to this one */
 #define KmeansModelSizes(m) ((int64 *) (m)->data)
 #define KmeansModelCentroids(m) ((double *) ((m)->data + sizeof(int64) * (m)->k))
@@ -95,13 +101,14 @@ typedef struct KmeansModel
 #define KmeansModelBytes(k, d) \
 	(offsetof(KmeansModel, data) + sizeof(int64) * (Size) (k) + sizeof(double) * (Size) (k) * (d) + \
 	 sizeof(int32) * (Size) (k))
-#define DatumGetKmeansModel(x) ((KmeansModel *) PG_DETOAST_DATUM(x))
+#define DatumGetKmeansModel(x) gc_model_current((KmeansModel *) PG_DETOAST_DATUM(x))
 #define PG_GETARG_KMEANS_MODEL(n) DatumGetKmeansModel(PG_GETARG_DATUM(n))
 
 /* detoast_cache.c: argument argno detoasted, an on-disk value once per call site */
 extern struct varlena *gc_detoast_arg_cached(FunctionCallInfo fcinfo, int argno);
 
 extern KmeansModel *gc_model_alloc(int k, int d);
+extern KmeansModel *gc_model_current(KmeansModel *m);
 extern void gc_model_check(KmeansModel *m, int errcode_value);
 extern double gc_metric_distance(GcMetric metric, double distance2);
 extern int	gc_model_input_code(Oid format);
@@ -221,6 +228,8 @@ typedef struct GcModelOrigin
 	int64		rows;			/* rows the model stands for */
 	int64		null_rows;
 	double		collect_ms;
+	GcGpuPlan	plan;			/* how it ran on its GPUs (gc_kmeans_plan_in_core
+								 * with 0 GPUs on the CPU) */
 } GcModelOrigin;
 
 extern void gc_model_record_result(KmeansModel *model,

@@ -40,6 +40,7 @@ extern void gc_progress_phase(uint32 token, GcPhase phase, int64 rows, int n_ini
 							  int max_iter);
 extern void gc_progress_mirror(uint32 token, GcPhase phase, int restart,
 							   int iteration, double shift, double inertia);
+extern void gc_progress_plan(uint32 token, const GcGpuPlan *plan);
 extern void gc_progress_end(uint32 token);
 
 #endif							/* GC_PROGRESS_H */

@@ -44,6 +44,7 @@ void
 _PG_init(void)
 {
 	gc_device_choice_init();
+	gc_fit_gpus_init();
 	gc_cpu_threads_init();
 	DefineCustomIntVariable("gpuclust.pinned_cache_mb",
 							"Page-locked host memory a session keeps for reuse after a GPU fit.",

@@ -92,6 +92,10 @@ gc_model_record_result(KmeansModel *model, const GcKmeansResult *result,
 	model->split_ms = result->timings.split_ms;
 	model->refine_ms = result->timings.refine_ms;
 	model->balance_ms = result->timings.balance_ms;
+	model->gpus_used = origin->device == GC_KIND_GPU ? Max(origin->plan.lanes, 1) : 0;
+	model->resident_fraction = origin->device == GC_KIND_GPU && origin->plan.lanes > 0 ?
+		origin->plan.resident_fraction : 1.0;
+	model->streamed_bytes = origin->device == GC_KIND_GPU ? origin->plan.streamed_bytes : 0;
 	if (strlen(kernel) + strlen(suffix) >= sizeof(model->kernel))
 		elog(ERROR, "kernel name \"%s%s\" does not fit in a kmeans_model", kernel, suffix);
 	snprintf(model->kernel, sizeof(model->kernel), "%s%s", kernel, suffix);
@@ -120,27 +124,46 @@ check_balance_bound(const GcKmeansParams *params, int64 n)
 
 /*
  * Run the fit in the GPU service when input's device was chosen for it;
- * otherwise, or when the service cannot run it, here.  Returns the path
- * it ran on; engine failures are raised.
+ * otherwise, or when the service cannot run it, here: a GPU fit as
+ * planned over its GPUs (gc_plan_gpu_fit), in one session or sharded.
+ * Returns the path it ran on, and in plan how it ran on its GPUs;
+ * engine failures are raised.
  */
 static GcFitPath
 fit_kmeans(GcInput *input, GcKmeansParams *params, GcKmeansResult *result,
-		   GcServiceFit *service_fit)
+		   GcServiceFit *service_fit, GcGpuPlan *plan)
 {
 	GcError		err = {0};
+	GcKmeansParams run = *params;
+	const GcKmeansBackend *backend = input->device.kmeans;
+	int			devices[GC_FIT_MAX_GPUS];
 
 	if (input->device.service)
 	{
 		service_fit->kind = GC_SERVICE_KMEANS;
 		service_fit->params = params;
 		service_fit->result = result;
+		service_fit->may_shard = true;
 		if (gc_service_fit_input(input, service_fit))
+		{
+			*plan = service_fit->plan;
 			return GC_PATH_SERVICE;
+		}
 		/* the progress shows the device the fit now runs on */
 		input->progress = gc_progress_fit(input->progress, input->fit, params,
 										  input->rows.n, &input->device);
 	}
-	if (gc_kmeans_fit(input->device.kmeans, &input->rows, params, result, &err) != GC_OK)
+	gc_kmeans_plan_in_core(plan, input->device.kind == GC_KIND_GPU ? 1 : 0);
+#ifdef GC_WITH_CUDA
+	if (input->device.kind == GC_KIND_GPU)
+	{
+		backend = gc_plan_gpu_fit(&input->device, &input->rows, &run, plan, devices);
+		gc_progress_plan(input->progress, plan);
+	}
+#else
+	(void) devices;
+#endif
+	if (gc_kmeans_fit(backend, &input->rows, &run, result, &err) != GC_OK)
 		gc_raise(&err);
 	return GC_PATH_BACKEND;
 }
@@ -190,7 +213,8 @@ gc_run_kmeans(GcInput *input, const GcKmeansOptions *asked, double collect_ms,
 
 	input->progress = gc_progress_fit(input->progress, input->fit, &opts->params,
 									  rows->n, &input->device);
-	origin.path = fit_kmeans(input, &opts->params, &result, &service_fit);
+	memset(&service_fit, 0, sizeof(service_fit));
+	origin.path = fit_kmeans(input, &opts->params, &result, &service_fit, &origin.plan);
 	/* the engine measures Euclidean distances; on unit rows 1 - cos = |x - c|^2 / 2 */
 	if (opts->params.metric == GC_METRIC_COSINE)
 	{

@@ -148,6 +148,9 @@ gc_model_input_code(Oid format)
 /* a field binary version 5 added */
 #define F5(name, kind, place, member) \
 	{name, kind, place, offsetof(KmeansModel, member), NULL, 0, 0, 0, 5}
+/* and 6 */
+#define F6(name, kind, place, member) \
+	{name, kind, place, offsetof(KmeansModel, member), NULL, 0, 0, 0, 6}
 
 /*
  * The scalar fields, in the order of both forms after k and d.  inertia
@@ -197,6 +200,9 @@ static const GcModelField model_fields[] = {
 	F5("split", GC_FIELD_DOUBLE, GC_PLACE_TIMINGS, split_ms),
 	F5("refine", GC_FIELD_DOUBLE, GC_PLACE_TIMINGS, refine_ms),
 	F5("balance", GC_FIELD_DOUBLE, GC_PLACE_TIMINGS, balance_ms),
+	F6("gpus_used", GC_FIELD_INT32, GC_PLACE_TOP, gpus_used),
+	F6("resident_fraction", GC_FIELD_FRACTION, GC_PLACE_TOP, resident_fraction),
+	F6("streamed_bytes", GC_FIELD_INT64, GC_PLACE_TOP, streamed_bytes),
 };
 
 static const GcModelType model_type = {MODEL_TYPE, model_fields, lengthof(model_fields)};
@@ -231,6 +237,48 @@ gc_model_alloc(int k, int d)
 	model->k = k;
 	model->d = d;
 	return model;
+}
+
+/*
+ * The fields a model made before version 6 lacks, as its fit ran: on one
+ * GPU or the CPU, every row resident, nothing streamed
+ */
+static void
+set_plan_defaults(KmeansModel *m, bool gpus_used, bool resident_fraction)
+{
+	if (gpus_used)
+		m->gpus_used = m->device == GC_KIND_GPU ? 1 : 0;
+	if (resident_fraction)
+		m->resident_fraction = 1.0;
+}
+
+/* Where version 5 stored the arrays: where gpus_used is now */
+#define KMEANS_MODEL_V5_DATA offsetof(KmeansModel, gpus_used)
+
+/*
+ * m in this build's layout: a value stored by version 5, whose arrays
+ * start KMEANS_MODEL_V5_DATA bytes in, is copied into one (the fields it
+ * lacks as set_plan_defaults sets them); any other is m
+ */
+KmeansModel *
+gc_model_current(KmeansModel *m)
+{
+	Size		arrays;
+	KmeansModel *current;
+
+	if (m->version != 5)
+		return m;
+	check_model_shape(m->k, m->d);
+	arrays = KmeansModelBytes(m->k, m->d) - offsetof(KmeansModel, data);
+	if (VARSIZE(m) != KMEANS_MODEL_V5_DATA + arrays)
+		gc_model_value_error(MODEL_TYPE, ERRCODE_DATA_CORRUPTED,
+							 "A value stored by version 5 has the wrong length.");
+	current = gc_model_alloc(m->k, m->d);
+	memcpy((char *) current + VARHDRSZ, (char *) m + VARHDRSZ, KMEANS_MODEL_V5_DATA - VARHDRSZ);
+	memcpy(current->data, (char *) m + KMEANS_MODEL_V5_DATA, arrays);
+	current->version = KMEANS_MODEL_VERSION;
+	set_plan_defaults(current, true, true);
+	return current;
 }
 
 /*
@@ -282,6 +330,11 @@ gc_model_check(KmeansModel *m, int errcode_value)
 	if (m->coarse_k > m->k)
 		gc_model_value_error(MODEL_TYPE, errcode_value,
 							 "The field \"coarse_k\" must be at most k.");
+	if (m->device == GC_KIND_GPU ? m->gpus_used < 1 || m->gpus_used > GC_FIT_MAX_GPUS :
+		m->gpus_used != 0)
+		gc_model_value_error(MODEL_TYPE, errcode_value,
+							 psprintf("The field \"gpus_used\" must be 0 on the CPU and 1 to %d on the GPU.",
+									  GC_FIT_MAX_GPUS));
 	for (int c = 0; c < m->k; c++)
 		if (KmeansModelParents(m)[c] < 0 ||
 			KmeansModelParents(m)[c] >= Max(m->coarse_k, 1))
@@ -374,6 +427,18 @@ gpuclust_kmeans_model_jsonb(PG_FUNCTION_ARGS)
 									 KmeansModelCentroids(m), m->k, m->d));
 }
 
+/* Whether the text form's object has key */
+static bool
+has_key(JsonbContainer *obj, const char *key)
+{
+	JsonbValue	k;
+
+	k.type = jbvString;
+	k.val.string.val = (char *) key;
+	k.val.string.len = strlen(key);
+	return findJsonbValueFromContainer(obj, JB_FOBJECT, &k) != NULL;
+}
+
 /*
  * Text form to model: the shape and the arrays' lengths are checked
  * before anything of the model's size is allocated
@@ -394,6 +459,7 @@ gpuclust_kmeans_model_in(PG_FUNCTION_ARGS)
 	centroids = gc_model_array_in(obj, MODEL_TYPE, "centroids", k, d, true);
 	m = gc_model_alloc(k, d);
 	gc_model_fields_in(obj, &model_type, m);
+	set_plan_defaults(m, !has_key(obj, "gpus_used"), !has_key(obj, "resident_fraction"));
 	parents = gc_model_array_in(obj, MODEL_TYPE, "parents", k, -1, m->coarse_k > 0);
 	if (parents != NULL && m->coarse_k == 0)
 		gc_model_text_error(MODEL_TYPE, "The field \"parents\" belongs to a two-level model (coarse_k above 0).");
@@ -448,6 +514,7 @@ gpuclust_kmeans_model_recv(PG_FUNCTION_ARGS)
 	check_model_shape(k, d);
 	memset(&header, 0, sizeof(header));
 	gc_model_fields_recv(buf, &model_type, &header, version);
+	set_plan_defaults(&header, version < 6, version < 6);
 	gc_model_binary_length(buf, MODEL_TYPE, sizeof(int64) * k + sizeof(double) * (Size) k * d +
 						   (header.coarse_k > 0 ? sizeof(int64) * k : 0));
 	m = gc_model_alloc(k, d);
@@ -476,7 +543,7 @@ gpuclust_kmeans_model_recv(PG_FUNCTION_ARGS)
 static int
 nearest_of_arg(FunctionCallInfo fcinfo, Oid format, double *distance)
 {
-	KmeansModel *m = (KmeansModel *) gc_detoast_arg_cached(fcinfo, 0);
+	KmeansModel *m = gc_model_current((KmeansModel *) gc_detoast_arg_cached(fcinfo, 0));
 	GcVectorView view;
 	double	   *x;
 	double		d2;

@@ -2,8 +2,8 @@
  *
  * progress.c
  *	  The gpuclust_progress view: what each backend's fit is doing (phase,
- *	  rows, restart, iteration, centroid shift, inertia, device), in the
- *	  style of pg_stat_progress_*.
+ *	  rows, restart, iteration, centroid shift, inertia, device, and how
+ *	  a k-means fit runs on its GPUs), in the style of pg_stat_progress_*.
  *
  * Each backend owns one slot of an array in shared memory, indexed by its
  * process number, which only it writes.  A write is bracketed by a change
@@ -63,6 +63,10 @@ typedef struct GcProgressSlot
 	int32		max_iter;
 	double		shift;			/* NaN: unknown */
 	double		inertia;		/* NaN: unknown */
+	bool		planned;		/* the three below are known */
+	int32		gpus;			/* GPUs the fit runs on; 0: the CPU */
+	double		resident_fraction;	/* rows held on the GPUs */
+	int64		streamed_bytes; /* moved between host and GPUs per iteration */
 	TimestampTz started;
 } GcProgressSlot;
 
@@ -230,6 +234,7 @@ gc_progress_begin(GcFitKind fit)
 	slot->phase = GC_PHASE_COLLECTING;
 	slot->device = GC_PROGRESS_DEVICE_UNDECIDED;
 	slot->gpu_id = 0;
+	slot->planned = false;
 	slot->rows = 0;
 	slot->restart = slot->n_init = 0;
 	slot->iteration = slot->max_iter = 0;
@@ -259,6 +264,25 @@ gc_progress_device(uint32 token, GcProgressDevice device, int gpu_id)
 	BEGIN_WRITE(my_slot);
 	my_slot->device = device;
 	my_slot->gpu_id = gpu_id;
+	/* a CPU fit holds its rows where it runs; a GPU fit's plan comes later */
+	my_slot->planned = device == GC_PROGRESS_DEVICE_CPU;
+	my_slot->gpus = 0;
+	my_slot->resident_fraction = 1.0;
+	my_slot->streamed_bytes = 0;
+	END_WRITE(my_slot);
+}
+
+/* How the fit of token runs on its GPUs (engine/gpu_plan.c) */
+void
+gc_progress_plan(uint32 token, const GcGpuPlan *plan)
+{
+	if (my_slot == NULL || token != shown_token || token == 0)
+		return;
+	BEGIN_WRITE(my_slot);
+	my_slot->planned = true;
+	my_slot->gpus = plan->lanes;
+	my_slot->resident_fraction = plan->resident_fraction;
+	my_slot->streamed_bytes = plan->streamed_bytes;
 	END_WRITE(my_slot);
 }
 
@@ -395,8 +419,8 @@ gpuclust_progress_slots(PG_FUNCTION_ARGS)
 	for (int i = 0; progress_shared != NULL && i < progress_shared->nslots; i++)
 	{
 		GcProgressSlot s;
-		Datum		values[14];
-		bool		nulls[14];
+		Datum		values[17];
+		bool		nulls[17];
 		bool		visible;
 
 		if (!read_slot(&progress_shared->slots[i], &s))
@@ -420,8 +444,12 @@ gpuclust_progress_slots(PG_FUNCTION_ARGS)
 			values[11] = CStringGetTextDatum(s.device == GC_PROGRESS_DEVICE_GPU ? "gpu" : "cpu");
 			values[12] = Int32GetDatum(s.gpu_id);
 			values[13] = TimestampTzGetDatum(s.started);
-			for (int c = 3; c <= 13; c++)
+			values[14] = Int32GetDatum(s.gpus);
+			values[15] = Float8GetDatum(s.resident_fraction);
+			values[16] = Int64GetDatum(s.streamed_bytes);
+			for (int c = 3; c <= 16; c++)
 				nulls[c] = false;
+			nulls[14] = nulls[15] = nulls[16] = !s.planned;
 			/* unknown or not yet reached */
 			nulls[9] = isnan(s.shift);
 			nulls[10] = isnan(s.inertia);

@@ -71,7 +71,7 @@ typedef struct GcPending
 	const char **chunk_bases;	/* each chunk's segment's address */
 	GcServiceRequest *request;
 	uint64		ticket;
-	Size		gpu_bytes;
+	Size		gpu_bytes;		/* charged to each GPU it runs on */
 	bool		running;
 } GcPending;
 
@@ -177,6 +177,17 @@ open_devices(char *why, size_t whylen)
 #endif
 }
 
+/* Whether the sharded GPU backend reads narrow rows as they are */
+static bool
+sharded_reads_narrow(void)
+{
+#ifdef GC_WITH_CUDA
+	return gc_kmeans_cuda_sharded_backend.reads_narrow;
+#else
+	return false;
+#endif
+}
+
 /* The budget of GPU g, in bytes */
 static Size
 gpu_budget(int g)
@@ -212,12 +223,63 @@ estimate_pmedian_gpu_bytes(const GcServiceRequest *req)
 	return (Size) (n * (16 * d + 76) + p * (8 * d + 24) + (64 << 20));
 }
 
-/* GPU memory the fit of req may hold, an upper bound, in bytes */
-static Size
-estimate_gpu_bytes(const GcServiceRequest *req)
+/*
+ * A k-means GPU fit's plan (engine/gpu_plan.c) into the request: over its
+ * GPUs (fit_gpus, or the one the service will choose) within the least
+ * budget among those it may run on and its own bound on its rows.  A fit
+ * that may not shard (a stream's), or that no plan fits (plan_error,
+ * which the runner reports), is planned in one session, charged its
+ * estimate, as before plans.
+ */
+static void
+plan_kmeans(GcServiceRequest *req)
 {
-	return req->kind == GC_SERVICE_KMEANS ? estimate_kmeans_gpu_bytes(req) :
-		estimate_pmedian_gpu_bytes(req);
+	GcGpuBudget budget = {0};
+
+	memset(&req->plan_error, 0, sizeof(req->plan_error));
+	budget.gpus = Max(req->nfit_gpus, 1);
+	budget.rows_bytes = req->fit_rows_bytes;
+	for (int g = 0; g < gpu_count; g++)
+	{
+		bool		candidate = req->nfit_gpus > 0 ? false : !req->gpu_pinned || g == req->gpu_id;
+
+		for (int i = 0; i < req->nfit_gpus; i++)
+			candidate |= req->fit_gpus[i] == g;
+		if (candidate)
+			budget.device_bytes = budget.device_bytes == 0 ? gpu_budget(g) :
+				Min(budget.device_bytes, gpu_budget(g));
+	}
+	if (!req->may_shard ||
+		gc_kmeans_plan_gpus(&req->params, req->n, req->d,
+							req->narrow && sharded_reads_narrow(), req->weighted,
+							&budget, &req->plan, &req->plan_error) != GC_OK)
+	{
+		gc_kmeans_plan_in_core(&req->plan, 1);
+		req->plan.gpu_bytes = estimate_kmeans_gpu_bytes(req);
+	}
+}
+
+/* GPU memory the fit of req may hold on each of its GPUs, an upper bound, in bytes */
+static Size
+estimate_gpu_bytes(GcServiceRequest *req)
+{
+	if (req->kind != GC_SERVICE_KMEANS)
+		return estimate_pmedian_gpu_bytes(req);
+	plan_kmeans(req);
+	return req->plan.gpu_bytes;
+}
+
+/* The GPUs request i runs on, a bit each, once its GPU is chosen */
+static uint64
+request_gpus(const GcServiceRequest *req)
+{
+	uint64		gpus = 0;
+
+	if (req->device != GC_KIND_GPU)
+		return 0;
+	for (int i = 0; i < req->nfit_gpus; i++)
+		gpus |= UINT64CONST(1) << req->fit_gpus[i];
+	return req->nfit_gpus > 0 ? gpus : UINT64CONST(1) << req->gpu_id;
 }
 
 /*
@@ -349,8 +411,9 @@ reap_finished(void)
 	{
 		int			i = job->slot - gc_service_shared->slots;
 
-		if (job->request->device == GC_KIND_GPU)
-			gpu_in_use[job->request->gpu_id] -= job->gpu_bytes;
+		for (int g = 0; g < gpu_count; g++)
+			if (job->gpus & (UINT64CONST(1) << g))
+				gpu_in_use[g] -= job->gpu_bytes;
 		drop_pending(i);
 		gc_runner_release(job);
 	}
@@ -408,10 +471,19 @@ map_request(int i, uint64 ticket, dsm_handle handle)
 	if (dsm_segment_map_length(segment) < sizeof(GcServiceRequest) ||
 		req->magic != GC_SERVICE_MAGIC || req->slot != i || req->ticket != ticket ||
 		(req->kind != GC_SERVICE_KMEANS && req->kind != GC_SERVICE_PMEDIAN) ||
-		(req->device == GC_KIND_GPU && (req->gpu_id < 0 || req->gpu_id >= gpu_count)))
+		(req->device == GC_KIND_GPU && (req->gpu_id < 0 || req->gpu_id >= gpu_count)) ||
+		req->nfit_gpus < 0 || req->nfit_gpus > GC_FIT_MAX_GPUS)
 	{
 		dsm_detach(segment);
 		return false;
+	}
+	for (int g = 0; g < req->nfit_gpus; g++)
+	{
+		if (req->fit_gpus[g] < 0 || req->fit_gpus[g] >= gpu_count)
+		{
+			dsm_detach(segment);
+			return false;
+		}
 	}
 	pending[i].segment = segment;
 	pending[i].request = req;
@@ -441,8 +513,10 @@ dispatch(int i, GcServiceJob *job)
 		return;
 	}
 	pending[i].running = true;
-	if (req->device == GC_KIND_GPU)
-		gpu_in_use[req->gpu_id] += pending[i].gpu_bytes;
+	job->gpus = request_gpus(req);
+	for (int g = 0; g < gpu_count; g++)
+		if (job->gpus & (UINT64CONST(1) << g))
+			gpu_in_use[g] += pending[i].gpu_bytes;
 	job->request = req;
 	job->slot = &gc_service_shared->slots[i];
 	job->chunk_bases = pending[i].chunk_bases;
@@ -488,10 +562,18 @@ next_queued(uint64 after)
 	return best;
 }
 
+/* Whether GPU g takes bytes more now: idle, or within what its budget leaves */
+static bool
+gpu_has_room(int g, Size bytes)
+{
+	return gpu_in_use[g] == 0 || gpu_in_use[g] + bytes <= gpu_budget(g);
+}
+
 /*
  * The GPU for request i: its pinned one, else the one with the most budget
  * left; -1 when the fit must wait (its GPU is blocked by an older waiting
- * fit, or the fit does not fit in what the budget leaves and others run)
+ * fit, or the fit does not fit in what the budget leaves and others run).
+ * A fit over gpuclust.fit_gpus needs every one of them: its first.
  */
 static int
 choose_gpu(int i, const bool *blocked)
@@ -500,6 +582,13 @@ choose_gpu(int i, const bool *blocked)
 	Size		bytes = pending[i].gpu_bytes;
 	int			best = -1;
 
+	if (req->nfit_gpus > 0)
+	{
+		for (int f = 0; f < req->nfit_gpus; f++)
+			if (blocked[req->fit_gpus[f]] || !gpu_has_room(req->fit_gpus[f], bytes))
+				return -1;
+		return req->fit_gpus[0];
+	}
 	for (int g = 0; g < gpu_count; g++)
 	{
 		if ((req->gpu_pinned && g != req->gpu_id) || blocked[g])
@@ -544,7 +633,9 @@ admit_queued(void)
 			{
 				/* older than any fit waiting after it: those wait too */
 				for (int h = 0; h < gpu_count; h++)
-					blocked[h] |= !req->gpu_pinned || h == req->gpu_id;
+					blocked[h] |= req->nfit_gpus > 0 ?
+						(request_gpus(req) & (UINT64CONST(1) << h)) != 0 :
+						!req->gpu_pinned || h == req->gpu_id;
 				continue;
 			}
 			job = gc_runner_idle_job();

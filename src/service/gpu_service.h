@@ -123,6 +123,18 @@ typedef struct GcServiceRequest
 	bool		want_parents;	/* k-means: each centroid's coarse cluster */
 	bool		has_demand;		/* p-median: demands beside the rows */
 	bool		may_decline;	/* device = auto: over budget, the backend runs it */
+	/*
+	 * a k-means GPU fit's plan (engine/gpu_plan.c), made when the service
+	 * maps the request: over fit_gpus (none: gpu_id alone) within the
+	 * budget and fit_rows_bytes, where may_shard; plan_error where no
+	 * plan fits
+	 */
+	bool		may_shard;
+	int			nfit_gpus;
+	int			fit_gpus[GC_FIT_MAX_GPUS];
+	Size		fit_rows_bytes; /* gpuclust.gpu_fit_memory_mb; 0: none */
+	GcGpuPlan	plan;
+	GcError		plan_error;
 	int			nchunks;
 	Size		off_chunks,		/* GcServiceChunk[nchunks] */
 				off_lo,
@@ -163,7 +175,8 @@ typedef struct GcServiceJob
 {
 	GcServiceRequest *request;
 	GcServiceSlot *slot;
-	Size		gpu_bytes;		/* charged to the budget while it runs */
+	Size		gpu_bytes;		/* charged to the budget of each GPU while it runs */
+	uint64		gpus;			/* those GPUs, a bit each */
 	const char *const *chunk_bases; /* each chunk's segment, mapped */
 	volatile int state;			/* GcJobState */
 } GcServiceJob;
@@ -202,6 +215,10 @@ typedef struct GcServiceFit
 	const GcFitMemory *memory;	/* the fit's account, or NULL: a request segment
 								 * past it is not made (the fit runs here) */
 	/* a k-means fit */
+	bool		may_shard;		/* a fit over rows: planned over gpuclust.fit_gpus
+								 * and gpuclust.gpu_fit_memory_mb; else (a stream's)
+								 * in one session */
+	GcGpuPlan	plan;			/* how the service ran it on its GPUs */
 	const GcKmeansParams *params;
 	GcKmeansResult *result;		/* centroids, sizes (labels, distances) to fill */
 	char		kernel[GC_KERNEL_NAME_BYTES];	/* result->kernel points here */

@@ -178,6 +178,18 @@ describe_rows(GcServiceRequest *req, const GcServiceFit *fit)
 	}
 }
 
+/* The GPUs the service opened */
+static int
+service_gpu_count(void)
+{
+	int			count;
+
+	SpinLockAcquire(&gc_service_shared->mutex);
+	count = gc_service_shared->gpu_count;
+	SpinLockRelease(&gc_service_shared->mutex);
+	return count;
+}
+
 /* Fill a new request for fit */
 static void
 fill_request(GcServiceRequest *req, const GcServiceFit *fit, int slot)
@@ -194,6 +206,11 @@ fill_request(GcServiceRequest *req, const GcServiceFit *fit, int slot)
 		req->params.interrupted = NULL;
 		req->params.progress = NULL;
 		req->params.progress_arg = NULL;
+		req->params.devices = NULL;
+		req->may_shard = fit->may_shard;
+		req->fit_rows_bytes = fit->may_shard ? gc_fit_rows_bytes() : 0;
+		req->nfit_gpus = fit->may_shard && fit->device->kind == GC_KIND_GPU ?
+			gc_fit_gpus_resolve(service_gpu_count(), req->fit_gpus) : 0;
 	}
 	else
 	{
@@ -306,6 +323,8 @@ wait_for_service(int i, GcServiceRequest *req, uint32 progress)
 			{
 				/* the GPU the service chose */
 				gc_progress_device(progress, GC_PROGRESS_DEVICE_GPU, req->gpu_id);
+				if (req->kind == GC_SERVICE_KMEANS)
+					gc_progress_plan(progress, &req->plan);
 				shown_gpu = true;
 			}
 			gc_progress_mirror(progress, (GcPhase) req->phase, req->restart,
@@ -346,6 +365,9 @@ read_kmeans_result(GcServiceRequest *req, GcServiceFit *fit)
 	result->kernel = fit->kernel;
 	strlcpy(fit->init, req->init, sizeof(fit->init));
 	result->init = fit->init;
+	fit->plan = req->plan;
+	if (req->device != GC_KIND_GPU)
+		gc_kmeans_plan_in_core(&fit->plan, 0);
 }
 
 /* Copy a p-median result out of the request */

@@ -136,7 +136,18 @@ run_kmeans(GcServiceRequest *req, GcRows *rows, GcError *err)
 
 #ifdef GC_WITH_CUDA
 	if (req->device == GC_KIND_GPU)
-		backend = &gc_kmeans_cuda_backend;
+	{
+		/* as the service planned it (gpu_service.c, engine/gpu_plan.c) */
+		if (req->plan_error.status != GC_OK)
+		{
+			*err = req->plan_error;
+			return;
+		}
+		backend = req->plan.sharded ? &gc_kmeans_cuda_sharded_backend : &gc_kmeans_cuda_backend;
+		gc_kmeans_plan_apply(&req->plan, &params);
+		params.devices = !req->plan.sharded ? NULL :
+			req->nfit_gpus > 0 ? req->fit_gpus : &req->gpu_id;
+	}
 #endif
 	memset(&result, 0, sizeof(result));
 	params.init_centroids = req->has_init ? GC_REQUEST_ARRAY(req, off_init, double) : NULL;

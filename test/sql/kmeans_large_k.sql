@@ -85,12 +85,12 @@ SELECT name, m::text::kmeans_model::text = m::text AS text_same,
 	   (m::jsonb - 'centroids') = kmeans_model_info(m) AS info_same
 FROM (SELECT * FROM lk_two UNION ALL SELECT * FROM lk_models) s ORDER BY name;
 -- a version 4 binary value still reads, the fields version 5 added zero:
--- the plain model's form less those fields (80 bytes before its 8 sizes
--- and 8 x 2 centroids), through a binary COPY file
+-- the plain model's form less those fields and version 6's (80 and 20
+-- bytes before its 8 sizes and 8 x 2 centroids), through a binary COPY file
 SELECT '/tmp/gpuclust_large_k_' || pg_backend_pid() || '.bin' AS lk_file \gset
 SELECT lo_from_bytea(0, '\x5047434f50590aff0d0a00'::bytea || '\x0000000000000000'::bytea
 		|| '\x0001'::bytea || int4send(length(p)) || p || '\xffff'::bytea) AS lk_lo
-FROM (SELECT '\x0004'::bytea || substring(s FROM 3 FOR length(s) - 2 - 80 - 192)
+FROM (SELECT '\x0004'::bytea || substring(s FROM 3 FOR length(s) - 2 - 100 - 192)
 			 || substring(s FROM length(s) - 191) AS p
 	  FROM (SELECT kmeans_model_send(m) AS s FROM lk_models WHERE name = 'plain') x) y \gset
 SELECT lo_export(:lk_lo, :'lk_file') AS exported;

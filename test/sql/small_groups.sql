@@ -114,8 +114,8 @@ DECLARE
 				  * (1 + ('x' || encode(substr(km, 7, 4), 'hex'))::bit(32)::int);
 BEGIN
 	-- version 3, the shape, then the fields without the int32 after the first one (an int16 in both)
-	-- and, for k-means, without the 80 bytes of fields version 5 added last
-	km := '\x0003'::bytea || substr(km, 3, 10) || substr(km, 17, length(km) - 16 - 80 - tail)
+	-- and, for k-means, without the 80 and 20 bytes of fields versions 5 and 6 added last
+	km := '\x0003'::bytea || substr(km, 3, 10) || substr(km, 17, length(km) - 16 - 100 - tail)
 		  || substr(km, length(km) - tail + 1);
 	pm := '\x0003'::bytea || substr(pm, 3, 8) || substr(pm, 11, 4) || substr(pm, 19);
 	lo := lo_from_bytea(0, '\x5047434f50590aff0d0a00'::bytea || '\x0000000000000000'::bytea
