@@ -50,7 +50,8 @@
  * split yet: it runs on the CPU reference over the parent store (the
  * child's seeding gives the same rows); random and given initialisation
  * need no backend.  The check of reduced precision and row ordering are
- * not offered (the CPU's labels are exact and it does not reorder).
+ * not offered (the CPU's labels are exact and it does not reorder); the
+ * precision reported is the child sessions'.
  *
  * gc_kmeans_cuda_sharded_backend (cuda/kmeans_cuda.cu) is this backend
  * over GPU sessions (gc_kmeans_shards_open), each on its lane's device;
@@ -867,6 +868,21 @@ gc_kmeans_shards_open(const GcKmeansBackend *child, const GcRows *rows, const Gc
 	return shards_open_child(child, rows, frame, params, session, err);
 }
 
+/*
+ * The precision the shards label at: their child's (the first session's;
+ * every one is opened with the same params), float64 where the child has
+ * none.  The shards offer no labeled sample, so a reduced one goes
+ * unchecked (precision_check.c); the glue asks them for exact labels.
+ */
+static GcPrecision
+shards_precision(void *session)
+{
+	ShardSession *s = session;
+	void	   *first = s->nshards > 0 ? shard_session(&s->lanes[0], 0) : NULL;
+
+	return s->child->precision && first ? s->child->precision(first) : GC_PRECISION_FLOAT64;
+}
+
 /* The shards of the CPU reference */
 static GcStatus
 shards_open_cpu(const GcRows *rows, const GcFrame *frame, const GcKmeansParams *params,
@@ -889,5 +905,6 @@ const GcKmeansBackend gc_kmeans_cpu_sharded_backend = {
 	.end = shards_end,
 	.score = shards_score,
 	.close = shards_close,
+	.precision = shards_precision,
 };
 

@@ -126,7 +126,8 @@ gc_precision_settle(const GcKmeansBackend *backend, void *session, const GcRows 
 	GcStatus	status = GC_OK;
 
 	memset(check, 0, sizeof(*check));
-	if (backend->precision == NULL ||
+	/* a backend that labels no sample (a sharded one) is not checked */
+	if (backend->precision == NULL || backend->label_sample == NULL ||
 		!gc_precision_is_reduced(precision = backend->precision(session)))
 		return GC_OK;
 
