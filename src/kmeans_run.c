@@ -158,6 +158,12 @@ fit_kmeans(GcInput *input, GcKmeansParams *params, GcKmeansResult *result,
 	if (input->device.kind == GC_KIND_GPU)
 	{
 		backend = gc_plan_gpu_fit(&input->device, &input->rows, &run, plan, devices);
+		/* a backend that reads doubles only widens float32 rows first */
+		if (input->rows.narrow && !backend->reads_narrow)
+			gc_fit_memory_count(&input->memory,
+								mul_size((size_t) input->rows.n,
+										 gc_row_bytes(input->rows.d, false, false)),
+								"The rows widened to float64 for a sharded GPU fit");
 		gc_progress_plan(input->progress, plan);
 	}
 #else
