@@ -82,6 +82,8 @@ SET gpuclust.fit_gpus = '-1';
 SET gpuclust.fit_gpus = '2000';
 SET gpuclust.fit_gpus = 'all,0';
 \echo :LAST_ERROR_SQLSTATE
+-- (its range's message differs between PostgreSQL versions: the SQLSTATE alone)
+\set VERBOSITY sqlstate
 SET gpuclust.gpu_fit_memory_mb = -1;
 \set VERBOSITY terse
 SET gpuclust.fit_gpus = ' 0 , 1 ';
