@@ -253,8 +253,13 @@ gc_plan_gpu_fit(const GcDevice *device, const GcRows *rows, GcKmeansParams *para
 							rows->narrow && gc_kmeans_cuda_sharded_backend.reads_narrow,
 							rows->weighted, &budget, plan, &err) != GC_OK)
 		gc_raise(&err);
+	/* one session on the GPU gpuclust.fit_gpus names, where it names one */
 	if (!plan->sharded)
+	{
+		if (gc_fit_gpus_named())
+			params->devices = devices;
 		return device->kmeans;
+	}
 	gc_kmeans_plan_apply(plan, params);
 	params->devices = devices;
 	return &gc_kmeans_cuda_sharded_backend;
