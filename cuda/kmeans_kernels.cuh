@@ -371,14 +371,4 @@ GcStatus	launch_greedy_kmeanspp(const double *x64, const uint64_t *hashes,
 								   int inertia_exp, cudaStream_t stream,
 								   int64_t *chosen, GcError *err);
 
-/*
- * seeding_batched.cu: batched greedy k-means++ (k-means||'s recluster from
- * GC_BATCHED_MIN_K centres), the chosen rows into chosen (host)
- */
-GcStatus	launch_batched_kmeanspp(const double *x64, const uint64_t *hashes,
-									const double *weights, int64_t n, int d,
-									const GcKmeansParams *params, uint64_t seed,
-									int inertia_exp, cudaStream_t stream,
-									int64_t *chosen, GcError *err);
-
 #endif							/* GC_KMEANS_KERNELS_CUH */

@@ -179,6 +179,28 @@ extern GcStatus gc_seed_kmeans_parallel_cuda(CudaSession *s, const GcKmeansParam
 											 uint64_t seed, int64_t *chosen, GcError *err);
 
 /*
+ * seeding_parallel.cu: every row of s labelled against m rows of its own
+ * (c64, their centred floats c32 and norms cnorm, padded with zero norms)
+ * by the exact tensor labeler, into labels: the nearest, the lowest on
+ * ties, wherever it is nearer than need_below[row] (NULL: everywhere),
+ * elsewhere one no nearer
+ */
+extern GcStatus gc_label_rows_against(CudaSession *s, double *c64, float *c32, float *cnorm,
+									  int64_t m, int32_t *labels, const double *need_below,
+									  GcError *err);
+/*
+ * seeding_batched.cu: batched greedy k-means++ (k-means||'s recluster from
+ * GC_BATCHED_MIN_K centres) over s, a session of the candidates; the
+ * chosen rows into chosen (host)
+ */
+extern GcStatus launch_batched_kmeanspp(CudaSession *s, const GcKmeansParams *params,
+										uint64_t seed, int64_t *chosen, GcError *err);
+/* rows[0 .. m - 1] of s (device) into c64, c32 and cnorm (capacity of them, zero past m) */
+extern GcStatus gc_gather_rows(const CudaSession *s, const long long *rows, int64_t m,
+							   int64_t capacity, double *c64, float *c32, float *cnorm,
+							   GcError *err);
+
+/*
  * kmeans_cuda.cu: label every row with s->labeler in chunks of about
  * GC_POLL_WORK_GPU units, the interrupt hook polled between them; the
  * last chunk may still run on s->stream when it returns

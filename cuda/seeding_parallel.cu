@@ -29,8 +29,10 @@
  * Then the rows' weights are summed per nearest candidate (exact integer
  * atomics), the host drops the candidates of weight zero, and greedy
  * k-means++ (seeding_greedy.cu) reclusters the rest on the device; from
- * GC_BATCHED_MIN_K centres batched greedy k-means++ (seeding_batched.cu).  All
- * device memory belongs to one set of buffers, freed on every exit.
+ * GC_BATCHED_MIN_K centres batched greedy k-means++ (seeding_batched.cu),
+ * over a session of the candidates whose labelings run as the rounds'
+ * do (gc_label_rows_against).  All device memory belongs to one set of
+ * buffers, freed on every exit.
  *
  * IDENTIFICATION
  *	  cuda/seeding_parallel.cu
@@ -249,24 +251,16 @@ gather_batch(CudaSession *s, ParallelBuffers *b, const int64_t *rows, int64_t m,
 {
 	if (reserve_batch(s, b, m, err) != GC_OK)
 		return err->status;
-	GC_CUDA_TRY(cudaMemsetAsync(b->cnorm, 0, sizeof(float) * b->capacity, s->stream), err);
 	GC_CUDA_TRY(cudaMemcpyAsync(b->batch_rows, rows, sizeof(long long) * m,
 								cudaMemcpyHostToDevice, s->stream), err);
 	/* the host list may change once the copy is done */
 	GC_CUDA_TRY(cudaStreamSynchronize(s->stream), err);
-	parallel_gather_kernel<<<(unsigned) m, PARALLEL_THREADS, 0, s->stream>>>(
-		s->x64, s->x32, b->batch_rows, s->d, b->c64, b->c32, b->cnorm);
-	GC_CUDA_LAUNCHED("parallel_gather", err);
-	return GC_OK;
+	return gc_gather_rows(s, b->batch_rows, m, b->capacity, b->c64, b->c32, b->cnorm, err);
 }
 
-/*
- * The nearest of the batch's m samples of every row, into b->labels, by
- * the exact tensor labeler run on a copy of the session whose centroids
- * are the samples
- */
-static GcStatus
-label_batch(CudaSession *s, ParallelBuffers *b, int64_t m, GcError *err)
+GcStatus
+gc_label_rows_against(CudaSession *s, double *c64, float *c32, float *cnorm, int64_t m,
+					  int32_t *labels, const double *need_below, GcError *err)
 {
 	CudaSession sub = *s;
 	GcKernel	screen = gc_exact_screen_kernel(s->d);
@@ -276,10 +270,10 @@ label_batch(CudaSession *s, ParallelBuffers *b, int64_t m, GcError *err)
 
 	sub.k = (int) m;
 	sub.kpad = (int) ((m + GC_TENSOR_ROW_ALIGN - 1) / GC_TENSOR_ROW_ALIGN * GC_TENSOR_ROW_ALIGN);
-	sub.c64 = b->c64;
-	sub.c32 = b->c32;
-	sub.cnorm = b->cnorm;
-	sub.labels = b->labels;
+	sub.c64 = c64;
+	sub.c32 = c32;
+	sub.cnorm = cnorm;
+	sub.labels = labels;
 	sub.kernel = screen;
 	sub.labeler = labeler;
 	sub.labeler_state = NULL;
@@ -290,8 +284,8 @@ label_batch(CudaSession *s, ParallelBuffers *b, int64_t m, GcError *err)
 	status = labeler->open(&sub, &state, err);
 	if (status == GC_OK)
 		status = labeler->refresh(&sub, state, err);
-	if (status == GC_OK)
-		(void) gc_tensor_separate(&sub, state, b->mind2);
+	if (status == GC_OK && need_below != NULL)
+		(void) gc_tensor_separate(&sub, state, need_below);
 	sub.labeler_state = state;
 	if (status == GC_OK)
 		status = gc_label_points(&sub, NULL, NULL, err);
@@ -300,11 +294,32 @@ label_batch(CudaSession *s, ParallelBuffers *b, int64_t m, GcError *err)
 		cudaError_t e = cudaStreamSynchronize(s->stream);
 
 		if (e != cudaSuccess)
-			status = gc_cuda_fail(err, e, "labeling the k-means|| samples", __FILE__, __LINE__);
+			status = gc_cuda_fail(err, e, "labeling against seeding candidates", __FILE__,
+								  __LINE__);
 	}
 	if (state != NULL)
 		labeler->close(state);
 	return status;
+}
+
+GcStatus
+gc_gather_rows(const CudaSession *s, const long long *rows, int64_t m, int64_t capacity,
+			   double *c64, float *c32, float *cnorm, GcError *err)
+{
+	GC_CUDA_TRY(cudaMemsetAsync(cnorm, 0, sizeof(float) * capacity, s->stream), err);
+	if (m == 0)
+		return GC_OK;
+	parallel_gather_kernel<<<(unsigned) m, PARALLEL_THREADS, 0, s->stream>>>(
+		s->x64, s->x32, rows, s->d, c64, c32, cnorm);
+	GC_CUDA_LAUNCHED("parallel_gather", err);
+	return GC_OK;
+}
+
+/* The nearest of the batch's m samples of every row (where nearer than D^2), into b->labels */
+static GcStatus
+label_batch(CudaSession *s, ParallelBuffers *b, int64_t m, GcError *err)
+{
+	return gc_label_rows_against(s, b->c64, b->c32, b->cnorm, m, b->labels, b->mind2, err);
 }
 
 /* D^2 against the batch (labelled, unless it is the first centre) and the potential */
@@ -482,9 +497,17 @@ recluster(CudaSession *s, const GcKmeansParams *params, ParallelBuffers *b, uint
 			status = gc_cuda_fail(err, e, "uploading the k-means|| candidates", __FILE__, __LINE__);
 	}
 	if (status == GC_OK && gc_batched_recluster(rparams.k, nkept))
-		status = launch_batched_kmeanspp(b->c64, b->cand_hashes, b->cand_weights, nkept, s->d,
-										 &rparams, seed, s->frame->inertia_exp, s->stream,
-										 picks, err);
+	{
+		/* a session over the candidates, for the tensor labeler */
+		CudaSession cand = *s;
+
+		cand.n = nkept;
+		cand.x64 = b->c64;
+		cand.x32 = b->c32;
+		cand.hashes = b->cand_hashes;
+		cand.weights = b->cand_weights;
+		status = launch_batched_kmeanspp(&cand, &rparams, seed, picks, err);
+	}
 	else if (status == GC_OK)
 		status = launch_greedy_kmeanspp(b->c64, b->cand_hashes, b->cand_weights, nkept, s->d,
 										&rparams, seed, s->frame->inertia_exp, s->stream,

@@ -131,6 +131,18 @@ gc_parallel_stream(int round)
 }
 
 /*
+ * Whether batched greedy k-means++ keeps a pick of D^2 m at squared
+ * distance v (or a partial sum of it past m) from a pick kept before it in
+ * the same step: not where that one is nearer to it than its D^2, so
+ * takes its rows already
+ */
+GC_HD bool
+gc_batched_keep(double v, double m)
+{
+	return !(v < m);
+}
+
+/*
  * Whether k-means|| samples a row of weighted distance wd2 (weight times
  * D^2) whose draw is u, in a round of oversampling ell over the potential
  * phi: u < ell wd2 / phi, multiplied out and rounded alike on both devices

@@ -139,11 +139,14 @@ extern GcStatus gc_seed_kmeans_parallel_cpu(const GcRows *rows, const GcFrame *f
  * Batched greedy k-means++ (engine/seeding_batched.c): k-means||'s
  * recluster from GC_BATCHED_MIN_K centres (gc_batched_applies), where
  * greedy's k sequential steps cost seconds.  Step 0 picks one row, each
- * of GC_BATCHED_STEPS later steps the next gc_batched_picks(k, t) at
- * once, each the best of gc_batched_candidates(...) drawn.
+ * later step up to the next gc_batched_picks(k, t, done) at once, each
+ * the best of gc_batched_candidates(...) drawn by its gain against the
+ * step's other candidates, those too near a pick before them dropped
+ * (gc_batched_keep): about GC_BATCHED_STEPS steps (64: up to 0.8% more
+ * inertia on 4,096 blobs, bench/results/seeding-large-k.md).
  */
 #define GC_BATCHED_MIN_K 4096
-#define GC_BATCHED_STEPS 1024
+#define GC_BATCHED_STEPS 128
 
 /* whether k-means|| reclusters by batched greedy k-means++ at k */
 extern bool gc_batched_applies(int k);
@@ -152,8 +155,14 @@ extern bool gc_batched_applies(int k);
  * where fewer than k remain, which greedy k-means++ takes every one of
  */
 extern bool gc_batched_recluster(int k, int64_t candidates);
-/* the rows step t picks */
-extern int	gc_batched_picks(int k, int t);
+/* the rows step t picks, done picked before it */
+extern int	gc_batched_picks(int k, int t, int done);
+/*
+ * Of a step's b picks, those kept (gc_batched_keep), in order, moved to
+ * the front; their count
+ */
+extern int	gc_batched_keep_picks(const GcRows *rows, const double *mind2, int64_t *picks,
+								  int b);
 /*
  * The b lowest of keys[0 .. m - 1] (GC_RACE_NONE: taken), as indices in
  * the order of their keys, into picks; false: out of memory

@@ -84,14 +84,20 @@ gc_kmeans_gpu_bytes(const GcKmeansParams *params, int64_t rows, int dims)
 	{
 		case GC_INIT_KMEANS_PARALLEL:
 			/*
-			 * the batched recluster takes no table, but a step's gain
-			 * partials: 1,024 blocks x its most candidates, 16 bytes each
-			 * (cuda/seeding_batched.cu)
+			 * the batched recluster takes no table, but a step's most
+			 * candidates c labelled against (cuda/seeding_batched.cu):
+			 * their values, floats and the labeler's copies, 40 d bytes
+			 * each, and its separations, at most 4,096 squared floats
 			 */
 			table = gc_batched_applies(params->k) ? 0 :
 				MIN(k * GC_MAX_INIT_CANDIDATES, GC_GREEDY_TABLE_MAX_ROWS);
-			batched = gc_batched_applies(params->k) ?
-				1024.0 * 16 * GC_MAX_INIT_CANDIDATES * (gc_batched_picks(params->k, 1) + 1) : 0;
+			if (gc_batched_applies(params->k))
+			{
+				double		c = (double) GC_MAX_INIT_CANDIDATES *
+					gc_batched_picks(params->k, 1, 1);
+
+				batched = c * 40 * d + MIN(c, 4096) * MIN(c, 4096) * 4;
+			}
 			break;
 		case GC_INIT_KMEANSPP:
 			table = (double) gc_greedy_table_rows(rows, params->k,

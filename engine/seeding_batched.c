@@ -11,29 +11,39 @@
  * it in k sequential steps, which on the GPU are bound by their launches'
  * latency (65,536 steps at k = 65,536: 19 s of a 1M x 64 fit's seeding
  * on an H200).  From GC_BATCHED_MIN_K centres the recluster instead
- * picks them in GC_BATCHED_STEPS + 1 steps over the candidates (weighted
- * rows):
+ * picks them in about GC_BATCHED_STEPS steps over the candidates
+ * (weighted rows):
  *
  *	- step 0 picks one row by the race over the weights (as k-means++'s
  *	  first draw);
- *	- each later step picks the next b = gc_batched_picks(k, t) rows at
+ *	- each later step picks up to b = gc_batched_picks(k, t, done) rows at
  *	  once: the b L lowest keys of one exponential race on w D^2 (stream
  *	  gc_seed_stream(t, 0)) over the rows not yet picked (Efraimidis &
  *	  Spirakis: a weighted sample without replacement), in key order,
  *	  form b groups of L (gc_batched_candidates: 2 + ln k, as greedy
- *	  k-means++ draws); each group keeps its candidate of the highest
- *	  gain, the sum over the rows of w (D^2 - min(D^2, |x - c|^2)), each
- *	  term quantised as the inertia is and summed exactly in 128 bits, the
- *	  first on ties (gc_batched_choose); then each row's D^2 falls to its
- *	  exact distance to the nearest of the step's picks.
+ *	  k-means++ draws).  The rows are labelled against the b L candidates
+ *	  (exact nearest, the lowest on ties), and a candidate's gain is the
+ *	  sum over the rows nearest to it of w (D^2 - |x - c|^2) where below
+ *	  D^2, each term quantised as the inertia is and summed exactly in 128
+ *	  bits: what it takes from D^2 in competition with the step's other
+ *	  candidates.  Each group picks its candidate of the highest gain, the
+ *	  first on ties (gc_batched_choose); the picks are kept in order but
+ *	  where a kept one is nearer to the pick than its D^2
+ *	  (gc_batched_keep: two picks in one uncovered cluster), so a step
+ *	  keeps at least one; then each row's D^2 falls to its exact distance
+ *	  to the nearest pick kept (a labeling again).
  *
- * Keys are gc_race_key's (the row's index below its bid), gains exact
- * integers and D^2 an exact minimum of gc_sqdist_exact's distances, so
- * both devices pick the same rows.  The work is greedy's, (L + 1) C k d
- * for C candidates, in 1,025 steps instead of k.  On the
- * CPU (seed 1, Lloyd's to convergence), 50k x 16 in 4,096 blobs, k =
- * 4,096: inertia 7,734 with 256 steps, 7,701 with 1,024, 7,843 with 64,
- * against 7,719 with the sequential recluster.
+ * Keys are gc_race_key's (the row's index below its bid), labels and
+ * distances exact (the GPU labels by the exact tensor labeler, which finds
+ * these), gains exact integers, so both devices pick the same rows.  The
+ * work is two labelings of the C candidates a step, against b L and b
+ * rows: (L + 1) C k d multiply-adds in all, on the GPU's tensor cores,
+ * where greedy's gains read every row for every candidate in doubles.
+ * On the CPU (Lloyd's to convergence, 2 seeds, k = 4,096), inertia
+ * against the earlier recluster (1,025 steps, the gains of every pair of
+ * candidate and row in doubles): 0.992-1.000 on 200,000 x 32 in 4,096 blobs, 0.996 on
+ * KDD Cup 99 (200,000 rows), 0.998-0.999 on birch1, 1.000-1.003 on birch2,
+ * 0.999-1.000 on 200,000 x 8 uniform (bench/results/seeding-large-k.md).
  *
  * IDENTIFICATION
  *	  engine/seeding_batched.c
@@ -41,7 +51,6 @@
  *-------------------------------------------------------------------------
  */
 #include "cpu_labeling.h"
-#include "cpu_threads.h"
 #include "gc_engine.h"
 #include "gc_math.h"
 
@@ -62,14 +71,13 @@ gc_batched_recluster(int k, int64_t candidates)
 }
 
 int
-gc_batched_picks(int k, int t)
+gc_batched_picks(int k, int t, int done)
 {
 	int			per_step = (k - 1 + GC_BATCHED_STEPS - 1) / GC_BATCHED_STEPS;
-	int			before = t == 0 ? 0 : 1 + (t - 1) * per_step;
 
 	if (t == 0)
 		return k > 0 ? 1 : 0;
-	return before >= k ? 0 : (k - before < per_step ? k - before : per_step);
+	return done >= k ? 0 : (k - done < per_step ? k - done : per_step);
 }
 
 /* k-th smallest of keys[0 .. m - 1] (0-based; distinct but for GC_RACE_NONE), keys reordered */
@@ -185,9 +193,9 @@ typedef struct BatchedState
 	const GcRows *rows;			/* the candidates, weighted */
 	double	   *mind2;			/* n: D^2 */
 	uint64_t   *keys;			/* n: the step's race; GC_RACE_NONE once picked */
-	int32_t    *labels;			/* n: the nearest new pick */
+	int32_t    *labels;			/* n: the nearest candidate, or pick */
 	double	   *d2;				/* n: its distance */
-	double	   *picked;			/* the step's picks' values, b x d */
+	double	   *centres;		/* the step's candidates', or picks', values */
 	int64_t    *drawn;			/* the step's candidates, b x L */
 	gc_u128    *gains;			/* and their gains */
 	GcPoll		poll;
@@ -217,68 +225,88 @@ race_keys(BatchedState *st, uint64_t seed, int t, int inertia_exp)
 	}
 }
 
-/* The gains pass, shared by its threads */
-typedef struct GainsPass
+/*
+ * Every row's nearest of the m rows of which (the lowest on ties) and its
+ * exact distance into st->labels and st->d2: the screened labeling on
+ * threads, or a scan, to the bit what the GPU's exact labeler finds
+ */
+static GcStatus
+label_against(BatchedState *st, const GcFrame *frame, const GcKmeansParams *params,
+			  const int64_t *which, int m, GcError *err)
 {
-	const BatchedState *st;
-	int			count;
-	int			inertia_exp;
-	gc_u128    *gains;			/* workers x count */
-} GainsPass;
-
-/* Rows [first, first + count) of chunk into thread worker's gains */
-static void
-gains_block(void *ctx, int worker, const GcChunk *chunk, int64_t first, int64_t count)
-{
-	GainsPass  *pass = ctx;
-	const GcRows *rows = pass->st->rows;
+	const GcRows *rows = st->rows;
 	int			d = rows->d;
-	gc_u128    *gains = pass->gains + (size_t) worker * pass->count;
 
-	for (int64_t r = first; r < first + count; r++)
+	for (int j = 0; j < m; j++)
+		memcpy(st->centres + (size_t) j * d, gc_rows_get(rows, which[j]), sizeof(double) * d);
+	if (gc_cpu_labeling_applies(rows))
 	{
-		const double *x = chunk->values + (size_t) r * d;
-		double		m = pass->st->mind2[chunk->first_row + r];
-		gc_u128		w = (gc_u128) gc_chunk_weight(chunk, r),
-					q = gc_quantize_wide(m, pass->inertia_exp);
+		GcStatus	status = gc_cpu_label_rows(rows, 0, st->centres, m, frame->offset,
+											   params->cpu_threads, st->labels, st->d2, NULL,
+											   &st->poll, NULL, err);
 
-		for (int c = 0; c < pass->count; c++)
-		{
-			double		v = gc_sqdist_within(x, gc_rows_get(rows, pass->st->drawn[c]), d, m);
-
-			if (v < m)
-				gains[c] += (q - gc_quantize_wide(v, pass->inertia_exp)) * w;
-		}
+		if (status != GC_OK)
+			return status == GC_INTERRUPTED ?
+				gc_fail(err, status, "interrupted during seeding") : status;
+		return GC_OK;
 	}
+	for (int64_t i = 0; i < rows->n; i++)
+		if ((st->labels[i] = gc_nearest_centroid_polled(gc_rows_get(rows, i), st->centres, m, d,
+														&st->d2[i], &st->poll)) < 0)
+			return gc_fail(err, GC_INTERRUPTED, "interrupted during seeding");
+	return GC_OK;
 }
 
 /*
- * Each drawn candidate's gain: the sum over the rows of w (D^2 -
- * min(D^2, |x - c|^2)), quantised as the inertia is, on threads: 128-bit
- * integer sums per thread, added up, so the same for any number of them
+ * Each drawn candidate's gain: the sum over the rows nearest to it of w
+ * (D^2 - |x - c|^2) where below D^2, each term quantised as the inertia
+ * is, summed exactly in 128 bits
  */
 static GcStatus
-candidate_gains(BatchedState *st, const GcKmeansParams *params, int count, int inertia_exp,
-				GcError *err)
+candidate_gains(BatchedState *st, const GcFrame *frame, const GcKmeansParams *params,
+				int count, GcError *err)
 {
-	GainsPass	pass = {st, count, inertia_exp, NULL};
-	GcCpuPass	run = {.rows = st->rows, .row_units = (int64_t) count * st->rows->d,
-		.fn = gains_block, .ctx = &pass};
-	GcStatus	status;
+	const GcRows *rows = st->rows;
+	GcStatus	status = label_against(st, frame, params, st->drawn, count, err);
 
-	run.workers = gc_cpu_threads(params->cpu_threads, st->rows->n * run.row_units);
-	pass.gains = calloc((size_t) run.workers * count, sizeof(gc_u128));
-	if (pass.gains == NULL)
-		return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for seeding");
-	status = gc_cpu_run_blocks(&run, &st->poll, err, "interrupted during seeding");
 	for (int c = 0; c < count; c++)
-	{
 		st->gains[c] = 0;
-		for (int w = 0; w < run.workers; w++)
-			st->gains[c] += pass.gains[(size_t) w * count + c];
+	for (int ci = 0; status == GC_OK && ci < rows->nchunks; ci++)
+	{
+		const GcChunk *chunk = &rows->chunks[ci];
+
+		for (int64_t r = 0; r < chunk->count; r++)
+		{
+			int64_t		i = chunk->first_row + r;
+
+			if (st->d2[i] < st->mind2[i])
+				st->gains[st->labels[i]] +=
+					(gc_quantize_wide(st->mind2[i], frame->inertia_exp) -
+					 gc_quantize_wide(st->d2[i], frame->inertia_exp)) *
+					(gc_u128) gc_chunk_weight(chunk, r);
+		}
 	}
-	free(pass.gains);
 	return status;
+}
+
+int
+gc_batched_keep_picks(const GcRows *rows, const double *mind2, int64_t *picks, int b)
+{
+	int			kept = 0;
+
+	for (int j = 0; j < b; j++)
+	{
+		const double *x = gc_rows_get(rows, picks[j]);
+		double		m = mind2[picks[j]];
+		bool		keep = true;
+
+		for (int i = 0; keep && i < kept; i++)
+			keep = gc_batched_keep(gc_sqdist_within(x, gc_rows_get(rows, picks[i]), rows->d, m),
+								   m);
+		if (keep)
+			picks[kept++] = picks[j];
+	}
+	return kept;
 }
 
 /* D^2 lowered to the exact distance to the nearest of b picks (set, the first time) */
@@ -286,38 +314,23 @@ static GcStatus
 lower_mind2(BatchedState *st, const GcFrame *frame, const GcKmeansParams *params,
 			const int64_t *picks, int b, bool first, GcError *err)
 {
-	const GcRows *rows = st->rows;
-	int			d = rows->d;
+	GcStatus	status = label_against(st, frame, params, picks, b, err);
 
-	for (int j = 0; j < b; j++)
-		memcpy(st->picked + (size_t) j * d, gc_rows_get(rows, picks[j]), sizeof(double) * d);
-	if (gc_cpu_labeling_applies(rows))
-	{
-		GcStatus	status = gc_cpu_label_rows(rows, 0, st->picked, b, frame->offset,
-											   params->cpu_threads, st->labels, st->d2, NULL,
-											   &st->poll, NULL, err);
-
-		if (status != GC_OK)
-			return status == GC_INTERRUPTED ?
-				gc_fail(err, status, "interrupted during seeding") : status;
-	}
-	else
-		for (int64_t i = 0; i < rows->n; i++)
-			if (gc_nearest_centroid_polled(gc_rows_get(rows, i), st->picked, b, d,
-										   &st->d2[i], &st->poll) < 0)
-				return gc_fail(err, GC_INTERRUPTED, "interrupted during seeding");
-	for (int64_t i = 0; i < rows->n; i++)
+	for (int64_t i = 0; status == GC_OK && i < st->rows->n; i++)
 		if (first || st->d2[i] < st->mind2[i])
 			st->mind2[i] = st->d2[i];
-	return GC_OK;
+	return status;
 }
 
-/* One step: the race, the candidates' gains, the picks into picks; D^2 lowered */
+/*
+ * One step: the race, the candidates' gains, the picks kept into picks
+ * (*taken of them); D^2 lowered
+ */
 static GcStatus
 batched_step(BatchedState *st, const GcFrame *frame, const GcKmeansParams *params,
-			 uint64_t seed, int t, int done, int64_t *picks, GcError *err)
+			 uint64_t seed, int t, int done, int64_t *picks, int *taken, GcError *err)
 {
-	int			b = gc_batched_picks(params->k, t);
+	int			b = gc_batched_picks(params->k, t, done);
 	int			candidates = t == 0 ? 1 : gc_batched_candidates(params, st->rows->n - done, b);
 
 	race_keys(st, seed, t, frame->inertia_exp);
@@ -327,13 +340,15 @@ batched_step(BatchedState *st, const GcFrame *frame, const GcKmeansParams *param
 		return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for seeding");
 	if (candidates > 1)
 	{
-		GcStatus	status = candidate_gains(st, params, b * candidates, frame->inertia_exp,
-											 err);
+		GcStatus	status = candidate_gains(st, frame, params, b * candidates, err);
 
 		if (status != GC_OK)
 			return status;
 	}
 	gc_batched_choose(st->drawn, st->gains, b, candidates, picks);
+	if (t > 0)
+		b = gc_batched_keep_picks(st->rows, st->mind2, picks, b);
+	*taken = b;
 	for (int j = 0; j < b; j++)
 		st->keys[picks[j]] = GC_RACE_NONE;
 	return done + b < params->k ? lower_mind2(st, frame, params, picks, b, t == 0, err) : GC_OK;
@@ -344,7 +359,7 @@ gc_seed_batched_cpu(const GcRows *rows, const GcFrame *frame, const GcKmeansPara
 					uint64_t seed, int64_t *chosen, GcError *err)
 {
 	int64_t		n = rows->n > 0 ? rows->n : 1;
-	size_t		most = (size_t) gc_batched_picks(params->k, 1) + 1;
+	size_t		most = (size_t) gc_batched_picks(params->k, 1, 1) * GC_MAX_INIT_CANDIDATES;
 	BatchedState st = {.rows = rows, .poll = {params->interrupted, 0}};
 	GcStatus	status = GC_OK;
 	int			done = 0;
@@ -353,24 +368,26 @@ gc_seed_batched_cpu(const GcRows *rows, const GcFrame *frame, const GcKmeansPara
 	st.keys = calloc(n, sizeof(uint64_t));
 	st.labels = malloc(sizeof(int32_t) * n);
 	st.d2 = malloc(sizeof(double) * n);
-	st.picked = malloc(sizeof(double) * most * rows->d);
-	st.drawn = malloc(sizeof(int64_t) * most * GC_MAX_INIT_CANDIDATES);
-	st.gains = calloc(most * GC_MAX_INIT_CANDIDATES, sizeof(gc_u128));
+	st.centres = malloc(sizeof(double) * most * rows->d);
+	st.drawn = malloc(sizeof(int64_t) * most);
+	st.gains = calloc(most, sizeof(gc_u128));
 	if (st.mind2 == NULL || st.keys == NULL || st.labels == NULL || st.d2 == NULL ||
-		st.picked == NULL || st.drawn == NULL || st.gains == NULL)
+		st.centres == NULL || st.drawn == NULL || st.gains == NULL)
 		status = gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for seeding");
 	for (int64_t i = 0; status == GC_OK && i < rows->n; i++)
 		st.mind2[i] = 1.0;		/* step 0 races on the weights alone */
 	for (int t = 0; status == GC_OK && done < params->k; t++)
 	{
-		status = batched_step(&st, frame, params, seed, t, done, chosen + done, err);
-		done += gc_batched_picks(params->k, t);
+		int			taken = 0;
+
+		status = batched_step(&st, frame, params, seed, t, done, chosen + done, &taken, err);
+		done += taken;
 	}
 	free(st.mind2);
 	free(st.keys);
 	free(st.labels);
 	free(st.d2);
-	free(st.picked);
+	free(st.centres);
 	free(st.drawn);
 	free(st.gains);
 	return status;

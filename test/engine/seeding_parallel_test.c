@@ -546,15 +546,36 @@ test_batched(void)
 	params.k = GC_BATCHED_MIN_K - 1;
 	check(strcmp(gc_init_name(&params, 100000, 8), "kmeans||") == 0,
 		  "below it, as before", "batched");
-	check(gc_batched_picks(4096, 0) == 1 && gc_batched_picks(4096, 1) == 4 &&
-		  gc_batched_picks(4096, 1024) == 3 && gc_batched_picks(4096, 1025) == 0,
-		  "4,096 picks: 1, then 1,023 steps of 4 and one of 3", "batched");
+	check(gc_batched_picks(4096, 0, 0) == 1 && gc_batched_picks(4096, 1, 1) == 32 &&
+		  gc_batched_picks(4096, 200, 4090) == 6 && gc_batched_picks(4096, 201, 4096) == 0,
+		  "4,096 picks: 1, then up to 32 a step until all are picked", "batched");
 	free(centres);
 	free(x);
 	free(w);
 	free(order);
 	free(ca);
 	free(cb);
+}
+
+/*
+ * A step's picks kept: each unless a kept one before it is nearer to it
+ * than its D^2 (gc_batched_keep); at D^2 exactly, kept
+ */
+static void
+test_batched_keep(void)
+{
+	double		x[] = {0, 0, 1, 0, 10, 0, 10.5, 0, 20, 0};
+	double		mind2[] = {4, 4, 4, 0.25, 100};
+	int64_t		picks[] = {0, 1, 2, 3, 4};
+	GcRows		rows;
+	int			kept;
+
+	load_weighted(&rows, x, 5, 2, NULL, NULL, plain_alloc, free);
+	kept = gc_batched_keep_picks(&rows, mind2, picks, 5);
+	check(kept == 3 && picks[0] == 0 && picks[1] == 2 && picks[2] == 3,
+		  "picks 0, 2, 3 kept: 1 nearer to 0 than its D^2, 4 to 3; 3 at its D^2 from 2",
+		  "batched keep");
+	gc_rows_release(&rows);
 }
 
 /* Fewer distinct rows than k: the seeding ends, with every distinct row chosen */
@@ -662,7 +683,7 @@ test_gpu_equals_cpu(void)
 	static const int shapes[][4] = {{5000, 2, 40, 0}, {20000, 17, 100, 0}, {3000, 200, 30, 0},
 	{4000, 3, 300, 0}, {2000, 64, 1, 0}, {6000, 48, 200, 120}, {2500, 768, 120, 80},
 	/* k-means|| with the batched recluster (GC_BATCHED_MIN_K) */
-	{24000, 4, 4096, 0}, {12000, 40, 5000, 600}};
+	{24000, 4, 4096, 0}, {12000, 40, 5000, 600}, {20000, 130, 4096, 0}};
 	char		why[256];
 
 	if (!gc_cuda_use_device(0, why, sizeof(why)))
@@ -834,6 +855,7 @@ main(int argc, char **argv)
 	test_cancel();
 	test_quality();
 	test_batched();
+	test_batched_keep();
 #ifdef GC_WITH_CUDA
 	test_gpu_equals_cpu();
 #endif
