@@ -189,6 +189,21 @@ extern GcStatus gc_label_rows_against(CudaSession *s, double *c64, float *c32, f
 									  int64_t m, int32_t *labels, const double *need_below,
 									  GcError *err);
 /*
+ * The same labeling kept open for many: opened over s against m rows (the
+ * buffers as above, filled before each labeling), labelling with the rows
+ * as they are then, closed once
+ */
+typedef struct GcRowLabeler
+{
+	CudaSession sub;			/* s with the m rows as its centroids */
+	bool		separated;		/* the exact check takes the rows' separations */
+} GcRowLabeler;
+extern GcStatus gc_row_labeler_open(CudaSession *s, int64_t m, double *c64, float *c32,
+									float *cnorm, int32_t *labels, GcRowLabeler *rl,
+									GcError *err);
+extern GcStatus gc_row_labeler_label(GcRowLabeler *rl, const double *need_below, GcError *err);
+extern void gc_row_labeler_close(GcRowLabeler *rl);
+/*
  * seeding_batched.cu: batched greedy k-means++ (k-means||'s recluster from
  * GC_BATCHED_MIN_K centres) over s, a session of the candidates; the
  * chosen rows into chosen (host)

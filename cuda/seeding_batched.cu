@@ -6,8 +6,11 @@
  *	  reference (engine/seeding_batched.c, which describes the algorithm).
  *
  * It runs over a session of the candidates (weighted rows, their
- * centred floats for the tensor labeler).  A step is a few kernels, two
- * labelings and one read of the host (the picks kept):
+ * centred floats for the tensor labeler), with two labelers kept open
+ * across the steps, against a step's most draws and most picks (the rows
+ * of a step padded to them with copies of its first, which never win a
+ * tie).  A step is a few kernels, two labelings and one read of the host
+ * (the picks kept):
  *
  *	- keys: every row not yet picked bids gc_race_key(u(row, seed,
  *	  gc_seed_stream(t, 0)), w D^2) with its own index below the bid (the
@@ -16,7 +19,7 @@
  *	  the first b L are the step's candidates, in key order, as
  *	  gc_batched_select gives them;
  *	- gains: the rows labelled against the candidates by the exact tensor
- *	  labeler (seeding_parallel.cu's gc_label_rows_against: the nearest,
+ *	  labeler (seeding_parallel.cu's GcRowLabeler: the nearest,
  *	  lowest on ties, where nearer than D^2); each row adds w (D^2 -
  *	  |x - c|^2), quantised, to its nearest candidate's gain where below
  *	  D^2 (the distance gc_sqdist_exact's), by exact 128-bit atomics; a
@@ -58,13 +61,20 @@ typedef struct BatchedBuffers
 	long long  *picks;			/* every step's picks kept, in order (k) */
 	gc_u128    *gains;			/* b L */
 	int		   *kept;			/* the step's picks kept */
-	double	   *c64;			/* the candidates, or picks, labelled against */
-	float	   *c32;
-	float	   *cnorm;
-	int64_t		capacity;		/* of them, a multiple of GC_TENSOR_ROW_ALIGN */
+	long long  *padded;			/* the rows labelled against, padded (most b L) */
+	double	   *c64[2];			/* the draws, and the picks, labelled against */
+	float	   *c32[2];
+	float	   *cnorm[2];
+	int64_t		most[2];		/* of them: a step's most draws, and picks */
+	int64_t		capacity[2];	/* most rounded up to GC_TENSOR_ROW_ALIGN */
+	GcRowLabeler labeler[2];	/* against them, open across the steps */
+	bool		open[2];
 	void	   *sort_scratch;
 	size_t		sort_bytes;
 } BatchedBuffers;
+
+#define DRAWS 0
+#define PICKS 1
 
 /* D^2 = 1 (step 0 races on the weights alone), nothing taken */
 __global__ void
@@ -158,6 +168,19 @@ batched_lower_kernel(const double *__restrict__ x64, int64_t n, int d,
 		taken[picks[j]] = 1;
 }
 
+/*
+ * rows[0 .. count - 1], then rows[0] again up to most: labelled against,
+ * the copies never nearest (the lowest index wins ties), so the labels
+ * are those against the count rows
+ */
+__global__ void
+batched_pad_kernel(const long long *__restrict__ rows, int count, int most,
+				   long long *__restrict__ padded)
+{
+	for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < most; j += gridDim.x * blockDim.x)
+		padded[j] = rows[j < count ? j : 0];
+}
+
 /* The step's count candidates: the rows of its count lowest keys, in key order */
 __global__ void
 batched_draw_kernel(const unsigned long long *__restrict__ sorted, int count,
@@ -214,6 +237,15 @@ batched_keep_kernel(const double *__restrict__ x64, int d, const double *__restr
 static void
 free_buffers(BatchedBuffers *b)
 {
+	for (int w = 0; w < 2; w++)
+	{
+		if (b->open[w])
+			gc_row_labeler_close(&b->labeler[w]);
+		cudaFree(b->c64[w]);
+		cudaFree(b->c32[w]);
+		cudaFree(b->cnorm[w]);
+	}
+	cudaFree(b->padded);
 	cudaFree(b->mind2);
 	cudaFree(b->taken);
 	cudaFree(b->keys);
@@ -223,11 +255,27 @@ free_buffers(BatchedBuffers *b)
 	cudaFree(b->picks);
 	cudaFree(b->gains);
 	cudaFree(b->kept);
-	cudaFree(b->c64);
-	cudaFree(b->c32);
-	cudaFree(b->cnorm);
 	cudaFree(b->sort_scratch);
 	(void) cudaGetLastError();
+}
+
+/*
+ * Every row labelled against rows[0 .. count - 1] (device) by labeler
+ * which (DRAWS, PICKS), where nearer than D^2, into b->labels
+ */
+static GcStatus
+label_against(CudaSession *s, BatchedBuffers *b, int which, const long long *rows, int count,
+			  GcError *err)
+{
+	int			most = (int) b->most[which];
+
+	batched_pad_kernel<<<(most + BATCHED_THREADS - 1) / BATCHED_THREADS, BATCHED_THREADS, 0,
+		s->stream>>>(rows, count, most, b->padded);
+	GC_CUDA_LAUNCHED("batched_pad", err);
+	if (gc_gather_rows(s, b->padded, most, b->capacity[which], b->c64[which], b->c32[which],
+					   b->cnorm[which], err) != GC_OK)
+		return err->status;
+	return gc_row_labeler_label(&b->labeler[which], b->mind2, err);
 }
 
 /*
@@ -257,14 +305,13 @@ run_step(CudaSession *s, const GcKmeansParams *params, uint64_t seed, BatchedBuf
 	GC_CUDA_LAUNCHED("batched_draw", err);
 	if (candidates > 1)
 	{
-		GC_CUDA_TRY(cudaMemsetAsync(b->gains, 0, sizeof(gc_u128) * count, s->stream), err);
-		if (gc_gather_rows(s, b->drawn, count, b->capacity, b->c64, b->c32, b->cnorm,
-						   err) != GC_OK ||
-			gc_label_rows_against(s, b->c64, b->c32, b->cnorm, count, b->labels, b->mind2,
-								  err) != GC_OK)
+		GC_CUDA_TRY(cudaMemsetAsync(b->gains, 0, sizeof(gc_u128) * b->most[DRAWS], s->stream),
+					err);
+		if (label_against(s, b, DRAWS, b->drawn, count, err) != GC_OK)
 			return err->status;
 		batched_gains_kernel<<<grid, BATCHED_THREADS, 0, s->stream>>>(
-			s->x64, s->weights, b->mind2, s->n, s->d, b->labels, b->c64, inertia_exp, b->gains);
+			s->x64, s->weights, b->mind2, s->n, s->d, b->labels, b->c64[DRAWS], inertia_exp,
+			b->gains);
 		GC_CUDA_LAUNCHED("batched_gains", err);
 	}
 	batched_choose_kernel<<<(np + BATCHED_THREADS - 1) / BATCHED_THREADS, BATCHED_THREADS, 0,
@@ -282,13 +329,16 @@ run_step(CudaSession *s, const GcKmeansParams *params, uint64_t seed, BatchedBuf
 	*taken = kept;
 	if (done + kept >= params->k)
 		return GC_OK;
-	if (gc_gather_rows(s, picks, kept, b->capacity, b->c64, b->c32, b->cnorm, err) != GC_OK ||
-		(kept > 1 &&
-		 gc_label_rows_against(s, b->c64, b->c32, b->cnorm, kept, b->labels, b->mind2,
-							   err) != GC_OK))
+	if (kept > 1)
+	{
+		if (label_against(s, b, PICKS, picks, kept, err) != GC_OK)
+			return err->status;
+	}
+	else if (gc_gather_rows(s, picks, 1, b->capacity[PICKS], b->c64[PICKS], b->c32[PICKS],
+							b->cnorm[PICKS], err) != GC_OK)
 		return err->status;
 	batched_lower_kernel<<<grid, BATCHED_THREADS, 0, s->stream>>>(
-		s->x64, s->n, s->d, kept > 1 ? b->labels : NULL, b->c64, picks, kept, t == 0,
+		s->x64, s->n, s->d, kept > 1 ? b->labels : NULL, b->c64[PICKS], picks, kept, t == 0,
 		b->mind2, b->taken);
 	GC_CUDA_LAUNCHED("batched_lower", err);
 	return GC_OK;
@@ -300,25 +350,39 @@ run_steps(CudaSession *s, const GcKmeansParams *params, uint64_t seed, BatchedBu
 		  long long *picks, int64_t *chosen, GcError *err)
 {
 	int			most = gc_batched_picks(params->k, 1, 1);
-	int64_t		count = (int64_t) most * GC_MAX_INIT_CANDIDATES;
 	int64_t		blocks = (s->n + BATCHED_THREADS - 1) / BATCHED_THREADS;
 	int			grid = blocks < BATCHED_BLOCKS ? (int) blocks : BATCHED_BLOCKS;
 	int			done = 0;
 
-	b->capacity = (count + GC_TENSOR_ROW_ALIGN - 1) / GC_TENSOR_ROW_ALIGN * GC_TENSOR_ROW_ALIGN;
+	/* step 1 draws the most: later steps pick no more, from fewer untaken */
+	b->most[DRAWS] = (int64_t) most * gc_batched_candidates(params, s->n - 1, most);
+	b->most[PICKS] = most;
 	ALLOC_OR_RETURN(b->mind2, (size_t) s->n);
 	ALLOC_OR_RETURN(b->taken, (size_t) s->n);
 	ALLOC_OR_RETURN(b->keys, (size_t) s->n);
 	ALLOC_OR_RETURN(b->sorted, (size_t) s->n);
 	ALLOC_OR_RETURN(b->labels, (size_t) s->n);
-	ALLOC_OR_RETURN(b->drawn, (size_t) count);
+	ALLOC_OR_RETURN(b->drawn, (size_t) b->most[DRAWS]);
+	ALLOC_OR_RETURN(b->padded, (size_t) b->most[DRAWS]);
 	ALLOC_OR_RETURN(b->picks, (size_t) params->k);
-	ALLOC_OR_RETURN(b->gains, (size_t) count);
+	ALLOC_OR_RETURN(b->gains, (size_t) b->most[DRAWS]);
 	ALLOC_OR_RETURN(b->kept, 1);
-	ALLOC_OR_RETURN(b->c64, (size_t) b->capacity * s->d);
-	ALLOC_OR_RETURN(b->c32, (size_t) b->capacity * s->d);
-	ALLOC_OR_RETURN(b->cnorm, (size_t) b->capacity);
-	GC_CUDA_TRY(cudaMemsetAsync(b->c32, 0, sizeof(float) * b->capacity * s->d, s->stream), err);
+	for (int w = 0; w < 2; w++)
+	{
+		b->capacity[w] = (b->most[w] + GC_TENSOR_ROW_ALIGN - 1) / GC_TENSOR_ROW_ALIGN *
+			GC_TENSOR_ROW_ALIGN;
+		ALLOC_OR_RETURN(b->c64[w], (size_t) b->capacity[w] * s->d);
+		ALLOC_OR_RETURN(b->c32[w], (size_t) b->capacity[w] * s->d);
+		ALLOC_OR_RETURN(b->cnorm[w], (size_t) b->capacity[w]);
+		GC_CUDA_TRY(cudaMemsetAsync(b->c32[w], 0, sizeof(float) * b->capacity[w] * s->d,
+									s->stream), err);
+		GC_CUDA_TRY(cudaMemsetAsync(b->cnorm[w], 0, sizeof(float) * b->capacity[w], s->stream),
+					err);
+		b->open[w] = true;
+		if (gc_row_labeler_open(s, b->most[w], b->c64[w], b->c32[w], b->cnorm[w], b->labels,
+								&b->labeler[w], err) != GC_OK)
+			return err->status;
+	}
 	GC_CUDA_TRY(cub::DeviceRadixSort::SortKeys(NULL, b->sort_bytes, b->keys, b->sorted,
 											   (int) s->n, 0, 64, s->stream), err);
 	GC_CUDA_TRY(cudaMalloc(&b->sort_scratch, b->sort_bytes > 0 ? b->sort_bytes : 1), err);

@@ -259,46 +259,69 @@ gather_batch(CudaSession *s, ParallelBuffers *b, const int64_t *rows, int64_t m,
 }
 
 GcStatus
+gc_row_labeler_open(CudaSession *s, int64_t m, double *c64, float *c32, float *cnorm,
+					int32_t *labels, GcRowLabeler *rl, GcError *err)
+{
+	GcKernel	screen = gc_exact_screen_kernel(s->d);
+
+	rl->sub = *s;
+	rl->sub.k = (int) m;
+	rl->sub.kpad = (int) ((m + GC_TENSOR_ROW_ALIGN - 1) / GC_TENSOR_ROW_ALIGN *
+						  GC_TENSOR_ROW_ALIGN);
+	rl->sub.c64 = c64;
+	rl->sub.c32 = c32;
+	rl->sub.cnorm = cnorm;
+	rl->sub.labels = labels;
+	rl->sub.kernel = screen;
+	rl->sub.labeler = gc_labeler(screen);
+	rl->sub.labeler_state = NULL;
+	rl->sub.retired = NULL;
+	rl->sub.retired_state = NULL;
+	rl->sub.pruned = NULL;
+	rl->sub.bounded = NULL;
+	rl->separated = false;
+	return rl->sub.labeler->open(&rl->sub, &rl->sub.labeler_state, err);
+}
+
+GcStatus
+gc_row_labeler_label(GcRowLabeler *rl, const double *need_below, GcError *err)
+{
+	CudaSession *sub = &rl->sub;
+	cudaError_t e;
+
+	if (sub->labeler->refresh(sub, sub->labeler_state, err) != GC_OK)
+		return err->status;
+	if (need_below != NULL && !rl->separated)
+	{
+		(void) gc_tensor_separate(sub, sub->labeler_state, need_below);
+		rl->separated = true;
+	}
+	if (gc_label_points(sub, NULL, NULL, err) != GC_OK)
+		return err->status;
+	e = cudaStreamSynchronize(sub->stream);
+	if (e != cudaSuccess)
+		return gc_cuda_fail(err, e, "labeling against seeding candidates", __FILE__, __LINE__);
+	return GC_OK;
+}
+
+void
+gc_row_labeler_close(GcRowLabeler *rl)
+{
+	if (rl->sub.labeler_state != NULL)
+		rl->sub.labeler->close(rl->sub.labeler_state);
+	rl->sub.labeler_state = NULL;
+}
+
+GcStatus
 gc_label_rows_against(CudaSession *s, double *c64, float *c32, float *cnorm, int64_t m,
 					  int32_t *labels, const double *need_below, GcError *err)
 {
-	CudaSession sub = *s;
-	GcKernel	screen = gc_exact_screen_kernel(s->d);
-	const Labeler *labeler = gc_labeler(screen);
-	void	   *state = NULL;
-	GcStatus	status;
+	GcRowLabeler rl;
+	GcStatus	status = gc_row_labeler_open(s, m, c64, c32, cnorm, labels, &rl, err);
 
-	sub.k = (int) m;
-	sub.kpad = (int) ((m + GC_TENSOR_ROW_ALIGN - 1) / GC_TENSOR_ROW_ALIGN * GC_TENSOR_ROW_ALIGN);
-	sub.c64 = c64;
-	sub.c32 = c32;
-	sub.cnorm = cnorm;
-	sub.labels = labels;
-	sub.kernel = screen;
-	sub.labeler = labeler;
-	sub.labeler_state = NULL;
-	sub.retired = NULL;
-	sub.retired_state = NULL;
-	sub.pruned = NULL;
-	sub.bounded = NULL;
-	status = labeler->open(&sub, &state, err);
 	if (status == GC_OK)
-		status = labeler->refresh(&sub, state, err);
-	if (status == GC_OK && need_below != NULL)
-		(void) gc_tensor_separate(&sub, state, need_below);
-	sub.labeler_state = state;
-	if (status == GC_OK)
-		status = gc_label_points(&sub, NULL, NULL, err);
-	if (status == GC_OK)
-	{
-		cudaError_t e = cudaStreamSynchronize(s->stream);
-
-		if (e != cudaSuccess)
-			status = gc_cuda_fail(err, e, "labeling against seeding candidates", __FILE__,
-								  __LINE__);
-	}
-	if (state != NULL)
-		labeler->close(state);
+		status = gc_row_labeler_label(&rl, need_below, err);
+	gc_row_labeler_close(&rl);
 	return status;
 }
 
