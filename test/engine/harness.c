@@ -16,6 +16,9 @@
 #include <string.h>
 
 #include "harness.h"
+#ifdef GC_WITH_CUDA
+#include "gc_cuda.h"
+#endif
 
 int			passed,
 			failed;
@@ -336,4 +339,32 @@ make_gaussian(int64_t n, int d, int k, double var)
 	}
 	free(centres);
 	return x;
+}
+
+bool
+bench_gpu_backends(const GcKmeansBackend **plain, const GcKmeansBackend **sharded,
+				   GcHostAlloc *alloc, GcHostFree *free_fn)
+{
+#ifdef GC_WITH_CUDA
+	char		why[256];
+
+	if (!gc_cuda_use_device(0, why, sizeof(why)))
+	{
+		fprintf(stderr, "no GPU: %s\n", why);
+		return false;
+	}
+	*plain = &gc_kmeans_cuda_backend;
+	if (sharded != NULL)
+		*sharded = &gc_kmeans_cuda_sharded_backend;
+	*alloc = gc_cuda_host_alloc;
+	*free_fn = gc_cuda_host_free;
+	return true;
+#else
+	(void) plain;
+	(void) sharded;
+	(void) alloc;
+	(void) free_fn;
+	fprintf(stderr, "built without CUDA\n");
+	return false;
+#endif
 }

@@ -48,6 +48,15 @@ extern double normal(void);
 
 extern void *plain_alloc(size_t bytes);
 
+/*
+ * For a benchmark's "gpu": device 0 made current, and the GPU backends
+ * (one session, and sharded where sharded is not NULL) with page-locked
+ * row memory; false, the reason
+ * printed, where no GPU is usable or the build has no CUDA
+ */
+extern bool bench_gpu_backends(const GcKmeansBackend **plain, const GcKmeansBackend **sharded,
+							   GcHostAlloc *alloc, GcHostFree *free_fn);
+
 /* n points around k centres in [-100, 100]^d, or uniform when sigma < 0 */
 extern double *make_data(int64_t n, int d, int k, double sigma, double *centres, int *truth);
 /* patterns of norm 8 plus noise, every fifth row a copy of the one before */

@@ -24,9 +24,6 @@
 #include <string.h>
 
 #include "harness.h"
-#ifdef GC_WITH_CUDA
-#include "gc_cuda.h"
-#endif
 
 typedef struct Run
 {
@@ -108,24 +105,9 @@ main(int argc, char **argv)
 	max_iter = argc > 5 ? atoi(argv[5]) : 20;
 	refine_iter = argc > 6 ? atoi(argv[6]) : 2;
 	factor = argc > 7 ? atof(argv[7]) : 0.0;
-	if (argc > 4 && strcmp(argv[4], "gpu") == 0)
-	{
-#ifdef GC_WITH_CUDA
-		char		why[256];
-
-		if (!gc_cuda_use_device(0, why, sizeof(why)))
-		{
-			fprintf(stderr, "no GPU: %s\n", why);
-			return 1;
-		}
-		backend = &gc_kmeans_cuda_backend;
-		alloc = gc_cuda_host_alloc;
-		free_fn = gc_cuda_host_free;
-#else
-		fprintf(stderr, "built without CUDA\n");
+	if (argc > 4 && strcmp(argv[4], "gpu") == 0 &&
+		!bench_gpu_backends(&backend, NULL, &alloc, &free_fn))
 		return 1;
-#endif
-	}
 	rng_state = 42;
 	x = make_gaussian(n, d, k / 4 > 0 ? k / 4 : 1, 0.01);
 	load_rows(&rows, x, n, d, NULL, alloc, free_fn);

@@ -34,9 +34,6 @@
 #include <string.h>
 
 #include "harness.h"
-#ifdef GC_WITH_CUDA
-#include "gc_cuda.h"
-#endif
 
 typedef struct Run
 {
@@ -168,25 +165,9 @@ main(int argc, char **argv)
 		fprintf(stderr, "need 1 <= SHARDS, 0 <= RESIDENT <= SHARDS, 1 <= K <= N\n");
 		return 2;
 	}
-	if (argc > 7 && strcmp(argv[7], "gpu") == 0)
-	{
-#ifdef GC_WITH_CUDA
-		char		why[256];
-
-		if (!gc_cuda_use_device(0, why, sizeof(why)))
-		{
-			fprintf(stderr, "no GPU: %s\n", why);
-			return 1;
-		}
-		plain = &gc_kmeans_cuda_backend;
-		sharded = &gc_kmeans_cuda_sharded_backend;
-		alloc = gc_cuda_host_alloc;
-		free_fn = gc_cuda_host_free;
-#else
-		fprintf(stderr, "built without CUDA\n");
+	if (argc > 7 && strcmp(argv[7], "gpu") == 0 &&
+		!bench_gpu_backends(&plain, &sharded, &alloc, &free_fn))
 		return 1;
-#endif
-	}
 	make_rows(&rows, n, d, k, alloc, free_fn);
 	init = malloc(sizeof(double) * k * d);
 	for (int c = 0; c < k; c++)
