@@ -40,6 +40,9 @@ def engine(n, d, k, shards, resident):
                           str(ITERS), DEVICE], capture_output=True, text=True)
     recs = {"rc": out.returncode, "stderr": out.stderr[-400:]}
     for line in out.stdout.splitlines():
+        if line.startswith("differences:"):
+            recs["differences"] = line[len("differences:"):].strip()
+            continue
         name = line.split()[0]
         if "=" in name:
             name = "shape" if name.startswith("n=") else "summary"

@@ -20,7 +20,9 @@
  *	  the transfer bound (those bytes at that rate), the ratio the
  *	  target is stated in (the streamed iteration over the larger of the
  *	  bound and the resident iteration), and whether the two models are
- *	  the same to the bit.  no-incore skips the resident fit (rows past
+ *	  the same to the bit (else which parts differ, and how many labels).
+ *	  Each fit's line names its kernel and the fractions of labels left
+ *	  to a more exact pass.  no-incore skips the resident fit (rows past
  *	  the GPU's memory): the ratio is then over the bound alone.
  *
  * IDENTIFICATION
@@ -109,10 +111,30 @@ print_run(const char *name, const Run *r)
 {
 	const GcKmeansTimings *t = &r->result.timings;
 
-	printf("%s wall_ms=%.1f transfer_ms=%.1f iterations_ms=%.1f iterations=%d "
-		   "per_iteration_ms=%.2f inertia=%.9g\n",
-		   name, r->wall_ms, t->transfer_ms, t->iterations_ms, r->result.iterations,
-		   r->per_iteration_ms, r->result.inertia);
+	printf("%s wall_ms=%.1f transfer_ms=%.1f iterations_ms=%.1f labeling_ms=%.1f update_ms=%.1f "
+		   "iterations=%d per_iteration_ms=%.2f inertia=%.17g kernel=%s rechecked=%.6f "
+		   "exact=%.6f pruned=%d\n",
+		   name, r->wall_ms, t->transfer_ms, t->iterations_ms, t->labeling_ms, t->update_ms,
+		   r->result.iterations, r->per_iteration_ms, r->result.inertia,
+		   r->result.kernel ? r->result.kernel : "?", r->result.rechecked_fraction,
+		   r->result.exact_fraction, (int) r->result.pruned);
+}
+
+/* Which parts of two models differ, as a word list ("" when none) */
+static const char *
+model_differences(const Run *a, const Run *b, int64_t n, int k, int d, char *out, size_t len)
+{
+	int64_t		labels = 0;
+
+	for (int64_t i = 0; i < n; i++)
+		labels += a->result.labels[i] != b->result.labels[i];
+	snprintf(out, len, "%s%s%s%s labels_differing=%lld",
+			 a->result.inertia != b->result.inertia ? " inertia" : "",
+			 a->result.iterations != b->result.iterations ? " iterations" : "",
+			 memcmp(a->result.centroids, b->result.centroids, sizeof(double) * k * d) ? " centroids" : "",
+			 memcmp(a->result.sizes, b->result.sizes, sizeof(int64_t) * k) ? " sizes" : "",
+			 (long long) labels);
+	return out;
 }
 
 static bool
@@ -207,6 +229,13 @@ main(int argc, char **argv)
 		   streamed_bytes / 1e9, rate / 1e9, bound,
 		   floor_ms > 0.0 ? streamed.per_iteration_ms / floor_ms : 0.0,
 		   incore ? (same_model(&whole, &streamed, n, k, d) ? "yes" : "NO") : "not compared");
+	if (incore && !same_model(&whole, &streamed, n, k, d))
+	{
+		char		differ[160];
+
+		printf("differences:%s\n", model_differences(&whole, &streamed, n, k, d, differ,
+													  sizeof(differ)));
+	}
 	gc_rows_release(&rows);
 	free(init);
 	return incore && !same_model(&whole, &streamed, n, k, d);
