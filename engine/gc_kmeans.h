@@ -470,6 +470,12 @@ extern GcStatus gc_kmeans_fit(const GcKmeansBackend *backend,
  */
 extern int64_t gc_kmeans_balance_cap(const GcKmeansParams *params, int64_t n);
 
+/*
+ * The host memory balancing (engine/kmeans_balance.c) may take over n rows
+ * of d values, an upper bound; 0 where params ask for no bound
+ */
+extern size_t gc_kmeans_balance_bytes(const GcKmeansParams *params, int64_t n, int d);
+
 /* Shared pieces of the algorithm, identical on both backends. */
 /*
  * The centroid update (engine/centroid_update.c): each of k centroids

@@ -105,6 +105,27 @@ gc_kmeans_balance_cap(const GcKmeansParams *params, int64_t n)
 	return cap;
 }
 
+size_t
+gc_kmeans_balance_bytes(const GcKmeansParams *params, int64_t n, int d)
+{
+	double		kpad = (double) ((params->k + GC_LANES - 1) / GC_LANES * GC_LANES);
+	double		threads = params->cpu_threads > 0 && params->cpu_threads < GC_CPU_MAX_THREADS ?
+		params->cpu_threads : GC_CPU_MAX_THREADS;
+	/* per row: moved, heap, proposal, slot; every row a candidate at worst */
+	double		per_row = sizeof(bool) + 2 * sizeof(Move) + sizeof(int64_t) +
+		GC_BALANCE_NEAREST * sizeof(Near) + sizeof(double);
+	/* per centroid: changed, weights, sums and panels, each thread's four rows' distances */
+	double		per_centroid = sizeof(bool) + sizeof(double) + 2.0 * d * sizeof(double) +
+		4.0 * threads * sizeof(double);
+	/* and the rows' values the threads read (allocated for every possible thread) */
+	double		bytes = n * per_row + kpad * per_centroid +
+		4.0 * d * GC_CPU_MAX_THREADS * sizeof(double);
+
+	if (gc_kmeans_balance_cap(params, n) == 0)
+		return 0;
+	return bytes >= (double) SIZE_MAX ? SIZE_MAX : (size_t) bytes;
+}
+
 static bool
 move_before(const Move *a, const Move *b)
 {

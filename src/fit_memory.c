@@ -12,7 +12,8 @@
  *
  * The engine's working memory is estimated from its allocations
  * (engine/kmeans_cpu.c, seeding*.c, pmedian_*.c) as bytes per row, per
- * centroid dimension and per centroid, rounded up; the CPU's pruned
+ * centroid dimension and per centroid, rounded up (balancing's by
+ * engine/kmeans_balance.c itself, gc_kmeans_balance_bytes); the CPU's pruned
  * labeling tables (12 k^2 bytes) are not counted: they fall back to
  * Lloyd's labeling when they cannot be had.
  *

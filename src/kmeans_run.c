@@ -208,6 +208,8 @@ gc_run_kmeans(GcInput *input, const GcKmeansOptions *asked, double collect_ms,
 	gc_input_count_rows(input);
 	gc_fit_memory_count(&input->memory, gc_kmeans_work_bytes(rows->n, k, rows->d),
 						"The k-means fit's working arrays");
+	gc_fit_memory_count(&input->memory, gc_kmeans_balance_bytes(&opts->params, rows->n, rows->d),
+						"The arrays balancing cluster sizes");
 
 	model = gc_model_alloc(k, rows->d);
 	memset(&result, 0, sizeof(result));

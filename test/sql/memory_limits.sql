@@ -39,6 +39,13 @@ SET gpuclust.max_fit_memory_mb = 4;
 SET gpuclust.device = cpu;
 SELECT pmedian_gpu(id, v, 2) IS NOT NULL FROM ml_pts;
 \echo :LAST_ERROR_SQLSTATE
+-- a bound on cluster sizes counts its balancing's arrays too (every row a
+-- candidate at worst): 5 MB holds the fit, not its balancing
+SET gpuclust.max_fit_memory_mb = 5;
+SELECT (kmeans_gpu(v, 4, '{"seed": 1}')::jsonb->>'rows')::int AS rows FROM ml_pts;
+SELECT (kmeans_gpu(v, 4, '{"seed": 1, "max_cluster_size": 1001}')::jsonb->>'rows')::int AS rows
+FROM ml_pts;
+\echo :LAST_ERROR_SQLSTATE
 RESET gpuclust.device;
 SET gpuclust.max_fit_memory_mb = 10;
 SELECT (pmedian_gpu(id, v, 2)::jsonb->>'rows')::int AS rows FROM ml_pts;
