@@ -30,10 +30,15 @@ gc_lane_panels(const double *points, int k, int d)
 	if (panels == NULL)
 		return NULL;
 	for (int c = 0; c < k; c++)
-		for (int j = 0; j < d; j++)
-			panels[((size_t) (c / GC_LANES) * d + j) * GC_LANES + c % GC_LANES] =
-				points[(size_t) c * d + j];
+		gc_lane_panel_put(panels, c, d, points + (size_t) c * d);
 	return panels;
+}
+
+void
+gc_lane_panel_put(double *panels, int c, int d, const double *point)
+{
+	for (int j = 0; j < d; j++)
+		panels[((size_t) (c / GC_LANES) * d + j) * GC_LANES + c % GC_LANES] = point[j];
 }
 
 GC_SIMD_CLONES

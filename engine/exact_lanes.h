@@ -21,6 +21,9 @@
  */
 extern double *gc_lane_panels(const double *points, int k, int d);
 
+/* Point c's d values into its lanes of panels (as gc_lane_panels lays them out) */
+extern void gc_lane_panel_put(double *panels, int c, int d, const double *point);
+
 /* Squared distances of x (d values) to the 8 points of a panel, into out[8] */
 extern void gc_sqdist_lanes(const double *restrict x, const double *restrict panel, int d,
 							double *restrict out);

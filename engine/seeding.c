@@ -278,8 +278,8 @@ typedef struct PotentialPass
 	const GcRows *rows;
 	const GcFrame *frame;
 	int			candidates;
-	int			npanels;		/* panels of 8 candidates */
-	const double *panels;		/* npanels x d x 8: candidate l's coordinate j */
+	int			npanels;		/* panels of GC_LANES candidates */
+	const double *panels;		/* npanels x d x GC_LANES (exact_lanes.h) */
 	const double *mind2;
 	double	   *d2;				/* NULL, or n x candidates: each row's exact distances */
 	gc_u128    *potential;		/* workers x GC_MAX_INIT_CANDIDATES */
@@ -295,7 +295,7 @@ potential_block(void *ctx, int worker, const GcChunk *chunk, int64_t first, int6
 
 	/* wide rows: four rows' lanes at once; narrow ones one by one */
 	int			group = d >= WIDE_ROWS_MIN_D ? 4 : 1;
-	double		lanes[4 * 8];
+	double		lanes[4 * GC_LANES];
 
 	for (int64_t i0 = first; i0 < first + count; i0 += group)
 	{
@@ -303,13 +303,13 @@ potential_block(void *ctx, int worker, const GcChunk *chunk, int64_t first, int6
 
 		for (int p = 0; p < pass->npanels; p++)
 		{
-			const double *panel = pass->panels + (size_t) p * d * 8;
+			const double *panel = pass->panels + (size_t) p * d * GC_LANES;
 
 			if (rows == 4)
 				gc_sqdist_lanes4(chunk->values + (size_t) i0 * d, panel, d, lanes);
 			else
 				for (int r = 0; r < rows; r++)
-					gc_sqdist_lanes(chunk->values + (size_t) (i0 + r) * d, panel, d, lanes + r * 8);
+					gc_sqdist_lanes(chunk->values + (size_t) (i0 + r) * d, panel, d, lanes + r * GC_LANES);
 			for (int r = 0; r < rows; r++)
 			{
 				int64_t		row = chunk->first_row + i0 + r;
@@ -318,13 +318,13 @@ potential_block(void *ctx, int worker, const GcChunk *chunk, int64_t first, int6
 				/* most candidates leave D^2 as it is: its term, once */
 				gc_u128		kept = gc_quantize_wide(mind2, pass->frame->inertia_exp) * w;
 
-				for (int l = 0; pass->d2 != NULL && l < 8 && p * 8 + l < pass->candidates; l++)
-					pass->d2[(size_t) row * pass->candidates + p * 8 + l] = lanes[r * 8 + l];
+				for (int l = 0; pass->d2 != NULL && l < GC_LANES && p * GC_LANES + l < pass->candidates; l++)
+					pass->d2[(size_t) row * pass->candidates + p * GC_LANES + l] = lanes[r * GC_LANES + l];
 
-				for (int l = 0; l < 8 && p * 8 + l < pass->candidates; l++)
+				for (int l = 0; l < GC_LANES && p * GC_LANES + l < pass->candidates; l++)
 					/* min(D^2, |x - c|^2) */
-					potential[p * 8 + l] += lanes[r * 8 + l] < mind2 ?
-						gc_quantize_wide(lanes[r * 8 + l], pass->frame->inertia_exp) * w : kept;
+					potential[p * GC_LANES + l] += lanes[r * GC_LANES + l] < mind2 ?
+						gc_quantize_wide(lanes[r * GC_LANES + l], pass->frame->inertia_exp) * w : kept;
 			}
 		}
 	}
@@ -341,14 +341,14 @@ potential_pass(const GcRows *rows, const GcFrame *frame, int candidates, int thr
 			   gc_u128 *potential, GcPoll *poll, GcError *err)
 {
 	int			d = rows->d;
-	PotentialPass pass = {rows, frame, candidates, (candidates + 7) / 8, NULL, mind2, d2, NULL};
+	PotentialPass pass = {rows, frame, candidates, (candidates + GC_LANES - 1) / GC_LANES, NULL, mind2, d2, NULL};
 	GcCpuPass	run = {.rows = rows, .row_units = (int64_t) candidates * d, .fn = potential_block,
 		.ctx = &pass};
 	double	   *panels;
 	GcStatus	status;
 
 	run.workers = gc_cpu_threads(threads, rows->n * run.row_units);
-	panels = calloc((size_t) pass.npanels * d * 8, sizeof(double));
+	panels = calloc((size_t) pass.npanels * d * GC_LANES, sizeof(double));
 	pass.potential = calloc((size_t) run.workers * GC_MAX_INIT_CANDIDATES, sizeof(gc_u128));
 	if (panels == NULL || pass.potential == NULL)
 	{
@@ -357,8 +357,7 @@ potential_pass(const GcRows *rows, const GcFrame *frame, int candidates, int thr
 		return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for seeding");
 	}
 	for (int c = 0; c < candidates; c++)
-		for (int j = 0; j < d; j++)
-			panels[((size_t) (c / 8) * d + j) * 8 + c % 8] = centre[c][j];
+		gc_lane_panel_put(panels, c, d, centre[c]);
 	pass.panels = panels;
 	status = gc_cpu_run_blocks(&run, poll, err, "interrupted during seeding");
 	for (int j = 0; j < candidates; j++)
