@@ -367,9 +367,9 @@ load_centroids(CudaSession *s, const double *centroids, GcError *err)
 }
 
 /*
- * A labeler handing over to another (the exact tensor labeler to the
- * tiled kernel, when the data defeat the product form): the new one opens
- * and takes the current centroids; the old one stays until close
+ * The kernel a labeler's review chose; where it names another labeler,
+ * that one opens and takes the current centroids, and the old one stays
+ * until close
  */
 static GcStatus
 hand_over(CudaSession *s, GcKernel kernel, GcError *err)
@@ -594,11 +594,15 @@ cuda_step_partial(void *session, int64_t pruned_rows, long long *sums, long long
 }
 
 /*
- * A streamed shard's session moved onto view's rows: their upload, the
- * centring and the labeler's copies queued on the session's stream (from
- * page-locked chunks without waiting; pageable ones are staged first),
- * and the rows' last labels, from which the next step counts changes;
- * that step sums the rows afresh
+ * A streamed shard's session moved onto view's rows: the rows' last
+ * labels, from which the next step counts changes (first: a copy from
+ * pageable memory waits for the stream, which holds nothing yet), then
+ * the rows' upload, the centring and the labeler's copies queued on the
+ * session's stream (from page-locked chunks without waiting; pageable
+ * ones are staged first), so that the call returns while they run; that
+ * step sums the rows afresh.  A labeler that follows rows (rows_moved)
+ * keeps its buffers: closing and opening one would free and allocate,
+ * which waits for the device.
  */
 static GcStatus
 cuda_rebind_rows(void *session, const GcRows *view, int32_t *labels, GcError *err)
@@ -614,17 +618,19 @@ cuda_rebind_rows(void *session, const GcRows *view, int32_t *labels, GcError *er
 	s->bound_labels = labels;
 	s->sums_stale = true;
 	gc_bounded_forget(s->bounded);
+	GC_CUDA_TRY(cudaMemcpyAsync(s->labels, labels, sizeof(int32_t) * s->n,
+								cudaMemcpyHostToDevice, s->stream), err);
 	if (gc_upload_rows(view, s->x64, s->hashes, s->weights, s->x32, s->stream, err) != GC_OK ||
 		launch_centre_rows(s->x64, s->offset, s->n, s->d, s->x32, s->stream, err) != GC_OK)
 		return err->status;
+	if (s->labeler_state && s->labeler->rows_moved)
+		return s->labeler->rows_moved(s, s->labeler_state, err);
 	if (s->labeler_state && s->labeler->close)
 		s->labeler->close(s->labeler_state);
 	s->labeler_state = NULL;
 	if ((s->labeler->open && s->labeler->open(s, &s->labeler_state, err) != GC_OK) ||
 		refresh_centroids(s, err) != GC_OK)
 		return err->status;
-	GC_CUDA_TRY(cudaMemcpyAsync(s->labels, labels, sizeof(int32_t) * s->n,
-								cudaMemcpyHostToDevice, s->stream), err);
 	return GC_OK;
 }
 

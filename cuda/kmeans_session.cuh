@@ -97,7 +97,11 @@ typedef struct CudaSession
  * into status; restart and
  * review (both optional) say which kernel a restart starts with and which
  * the next iteration takes, given this one's status (a labeler may hand
- * over to another).
+ * over to another).  rows_moved (optional) follows the session onto other
+ * rows (a streamed shard's, at most the rows it was opened over): what it
+ * derives from the rows made again in the buffers it has, queued on the
+ * stream, what it derives from the centroids kept; without it the
+ * session closes and opens the labeler again, which frees and allocates.
  */
 typedef struct Labeler
 {
@@ -109,6 +113,7 @@ typedef struct Labeler
 	GcKernel	(*restart) (CudaSession *s, void *state);
 	GcKernel	(*review) (CudaSession *s, void *state, const IterationStatus *status);
 	void		(*close) (void *state);
+	GcStatus	(*rows_moved) (CudaSession *s, void *state, GcError *err);
 } Labeler;
 
 /*

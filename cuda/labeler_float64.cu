@@ -87,6 +87,16 @@ float64_close(void *state)
 	free(f);
 }
 
+/* its buffers are a labeling's scratch, for as many rows as it opened over */
+static GcStatus
+float64_rows_moved(CudaSession *s, void *state, GcError *err)
+{
+	(void) s;
+	(void) state;
+	(void) err;
+	return GC_OK;
+}
+
 const Labeler gc_labeler_float64 = {
 	float64_open,
 	NULL,
@@ -94,4 +104,5 @@ const Labeler gc_labeler_float64 = {
 	NULL,
 	NULL,
 	float64_close,
+	float64_rows_moved,
 };

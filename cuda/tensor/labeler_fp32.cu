@@ -179,6 +179,30 @@ tf32_open(CudaSession *s, void **state, GcError *err)
 	return tensor_open(s, false, state, err);
 }
 
+/*
+ * The session moved onto other rows (rebind, at most the rows it opened
+ * over): their padded copy and norms, and the wgmma screen's tensor map
+ * described again at the next labeling; the centroids' copies, the
+ * separations and the kernel's history stay
+ */
+static GcStatus
+tensor_rows_moved(CudaSession *s, void *state, GcError *err)
+{
+	TensorState *t = (TensorState *) state;
+
+	if (t->xpad != NULL)
+	{
+		GC_CUDA_TRY(cudaMemsetAsync(t->xpad, 0, sizeof(float) * s->n * t->ld, s->stream), err);
+		if (launch_pad_rows(s->x32, s->n, s->d, t->ld, t->xpad, s->stream, err) != GC_OK)
+			return err->status;
+	}
+	if (t->xnorm != NULL &&
+		launch_row_norms(s->x32, s->n, s->d, t->xnorm, s->stream, err) != GC_OK)
+		return err->status;
+	t->described = NULL;
+	return GC_OK;
+}
+
 /* The padded centroids (and, for the screen, their TF32 norms) */
 static GcStatus
 tensor_refresh(CudaSession *s, void *state, GcError *err)
@@ -420,6 +444,7 @@ const Labeler gc_labeler_tensor_exact = {
 	exact_restart,
 	exact_review,
 	tensor_close,
+	tensor_rows_moved,
 };
 
 const Labeler gc_labeler_tensor_tf32 = {
@@ -429,4 +454,5 @@ const Labeler gc_labeler_tensor_tf32 = {
 	NULL,
 	NULL,
 	tensor_close,
+	tensor_rows_moved,
 };
