@@ -25,8 +25,13 @@
  * passes but have few centroids near them.  It takes them in the labeling
  * whose list shows that (check_scans_much), so the first labeling of a
  * fit does not pay for all k.  Where the check still costs that much with
- * them, the data defeat the product form and labeling moves to the tiled
- * kernel (measured on an H100, bench/results/).
+ * them (or k is past them), it goes on checking: the SIMT kernels would
+ * be cheaper there, but sum float32 squares without a check, so their
+ * labels would not be the CPU's.  Until 2026-11-29 the labeling moved to
+ * the tiled kernel then, and, that decision being a session's, a fit
+ * split into shards (engine/kmeans_shards.c) could take it where the one
+ * session did not: at 16M x 128, k = 16,384, 40 labels of the scoring
+ * pass differed from the CPU's (bench/results/out-of-core-h200.md).
  * k-means|| labels its rounds' samples with the separations from the
  * start (gc_tensor_separate), and with each row's D^2, below which alone
  * its nearest sample must be exact.
@@ -394,7 +399,6 @@ exact_review(CudaSession *s, void *state, const IterationStatus *st)
 {
 	TensorState *t = (TensorState *) state;
 	int			it = s->iteration;
-	double		full = (double) s->n * s->k;
 
 	if (s->kernel == t->screen &&
 		(double) st->screened > SCREEN_MAX_FRACTION * (double) s->n)
@@ -402,9 +406,6 @@ exact_review(CudaSession *s, void *state, const IterationStatus *st)
 		t->screen_again = it + SCREEN_RETRY;
 		return GC_KERNEL_TENSOR_3XTF32;
 	}
-	/* the labeling took the table where it could (tensor_label) */
-	if ((double) st->refined > DOUBTFUL_MAX_FRACTION * full)
-		return GC_KERNEL_TILED;
 	if (s->kernel == GC_KERNEL_TENSOR_3XTF32 && t->screen_again > 0 && it >= t->screen_again)
 		return t->screen;
 	return s->kernel;

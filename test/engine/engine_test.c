@@ -135,6 +135,8 @@ main(int argc, char **argv)
 	run_tensor_case(20000, 40, 128, -1.0);	/* uniform in [0, 1)^d */
 	run_tensor_case(20000, 96, 300, -1.0);	/* uniform, partial centroid tiles */
 	run_tensor_near_duplicates_case(30000, 64, 300, 220);	/* the check skips by separations */
+	/* 64 centroids a pattern: the check stays costly with separations, labels stay exact */
+	run_tensor_near_duplicates_case(8000, 64, 256, 4);
 	run_tensor_case(20000, 64, 512, 0.5);	/* sums past shared memory: global atomics */
 	/* large k: the exact check of short lists in slices, list passes in groups */
 	run_tensor_case(16000, 128, 2048, 0.5);

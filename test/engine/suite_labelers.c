@@ -163,8 +163,10 @@ run_tensor_case(int64_t n, int d, int k, double sigma)
  * pattern holding two centroids are doubtful to the TF32 screen and to
  * 3xTF32 alike, and the exact check settles them among the centroids near
  * them (tensor/centroid_separations.cu).  The fit must equal the CPU's to the
- * bit, check rows exactly, and stay on the tensor kernels (before the
- * separations the check's cost sent it to the tiled kernel).
+ * bit, check rows exactly, and stay on the tensor kernels, also where
+ * many centroids share a pattern and the check stays costly with the
+ * separations (that once sent the fit to the tiled kernel, whose float32
+ * labels are not the CPU's).
  */
 void
 run_tensor_near_duplicates_case(int64_t n, int d, int k, int patterns)
