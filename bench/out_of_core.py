@@ -44,6 +44,9 @@ def engine(n, d, k, shards, resident):
             recs["differences"] = line[len("differences:"):].strip()
             continue
         name = line.split()[0]
+        if name in ("reference", "wrong"):     # a fit's labels against the exact ones
+            name = f"{name}_{line.split()[1]}"
+            name += f"_{sum(key.startswith(name) for key in recs)}" if name.startswith("wrong") else ""
         if "=" in name:
             name = "shape" if name.startswith("n=") else "summary"
         recs[name] = {key: value for key, value in re.findall(r'(\w+)=(\S+)', line)}

@@ -15,14 +15,17 @@
  *	  nothing.  The streamed fit splits the rows into SHARDS shards and
  *	  keeps RESIDENT of them in sessions of their own (lane_rows is set
  *	  to hold RESIDENT + 2 shards); the others are streamed.  Prints one
- *	  line of key=value per fit, then the streamed rows' bytes an
+ *	  line of key=value per fit (per_iteration_ms: its steps alone, not
+ *	  the scoring pass), then the streamed rows' bytes an
  *	  iteration, the host-to-device rate of the resident fit's upload,
  *	  the transfer bound (those bytes at that rate), the ratio the
  *	  target is stated in (the streamed iteration over the larger of the
  *	  bound and the resident iteration), and whether the two models are
  *	  the same to the bit (else which parts differ, and how many labels).
  *	  Each fit's line names its kernel and the fractions of labels left
- *	  to a more exact pass.  no-incore skips the resident fit (rows past
+ *	  to a more exact pass; where the models differ, each fit's labels
+ *	  against the exact reference under its own centroids, on the rows
+ *	  where the two part and on a sample.  no-incore skips the resident fit (rows past
  *	  the GPU's memory): the ratio is then over the bound alone.
  *
  * IDENTIFICATION
@@ -101,7 +104,8 @@ run_fit(const GcKmeansBackend *backend, GcRows *rows, const GcKmeansParams *para
 		exit(1);
 	}
 	run.wall_ms = gc_now_ms() - t0;
-	run.per_iteration_ms = run.result.timings.iterations_ms /
+	/* the steps alone: iterations_ms holds the restart's start and the scoring too */
+	run.per_iteration_ms = run.result.timings.steps_ms /
 		(run.result.iterations > 0 ? run.result.iterations : 1);
 	return run;
 }
@@ -111,10 +115,12 @@ print_run(const char *name, const Run *r)
 {
 	const GcKmeansTimings *t = &r->result.timings;
 
-	printf("%s wall_ms=%.1f transfer_ms=%.1f iterations_ms=%.1f labeling_ms=%.1f update_ms=%.1f "
+	printf("%s wall_ms=%.1f transfer_ms=%.1f iterations_ms=%.1f steps_ms=%.1f scoring_ms=%.1f "
+		   "labeling_ms=%.1f update_ms=%.1f "
 		   "iterations=%d per_iteration_ms=%.2f inertia=%.17g kernel=%s rechecked=%.6f "
 		   "exact=%.6f pruned=%d\n",
-		   name, r->wall_ms, t->transfer_ms, t->iterations_ms, t->labeling_ms, t->update_ms,
+		   name, r->wall_ms, t->transfer_ms, t->iterations_ms, t->steps_ms, t->scoring_ms,
+		   t->labeling_ms, t->update_ms,
 		   r->result.iterations, r->per_iteration_ms, r->result.inertia,
 		   r->result.kernel ? r->result.kernel : "?", r->result.rechecked_fraction,
 		   r->result.exact_fraction, (int) r->result.pruned);
@@ -135,6 +141,66 @@ model_differences(const Run *a, const Run *b, int64_t n, int k, int d, char *out
 			 memcmp(a->result.sizes, b->result.sizes, sizeof(int64_t) * k) ? " sizes" : "",
 			 (long long) labels);
 	return out;
+}
+
+/*
+ * How many of a fit's labels differ from the exact reference's under its
+ * own centroids (gc_nearest_centroid), over the first `most` rows where
+ * the two fits' labels differ and over every n / samples-th row: which
+ * fit labels wrongly, where they part (the first three such rows, with
+ * both exact distances)
+ */
+static void
+print_reference_check(const char *name, const Run *r, const Run *other, const GcRows *rows,
+					  int k, int most, int samples)
+{
+	double	   *x = malloc(sizeof(double) * rows->d);
+	double		d2;
+	int64_t		step = rows->n / samples > 0 ? rows->n / samples : 1;
+	int			parted = 0,
+				parted_wrong = 0,
+				sampled = 0,
+				sampled_wrong = 0,
+				first_wrong_ref = -1;
+	int64_t		first_wrong = -1;
+
+	for (int64_t i = 0; i < rows->n && parted < most; i++)
+	{
+		int			l;
+
+		if (r->result.labels[i] == other->result.labels[i])
+			continue;
+		gc_rows_copy_row(rows, i, x);
+		l = gc_nearest_centroid(x, r->result.centroids, k, rows->d, &d2);
+		parted++;
+		if (l != r->result.labels[i])
+		{
+			if (parted_wrong < 3)
+			{
+				const double *cl = r->result.centroids + (size_t) r->result.labels[i] * rows->d;
+				printf("wrong %s row=%lld label=%d d2=%.17g reference=%d d2=%.17g\n",
+					   name, (long long) i, r->result.labels[i],
+					   gc_sqdist_exact(x, cl, rows->d), l, d2);
+			}
+			parted_wrong++;
+			if (first_wrong < 0)
+				first_wrong = i, first_wrong_ref = l;
+		}
+	}
+	for (int64_t i = 0; i < rows->n; i += step)
+	{
+		int			l;
+
+		gc_rows_copy_row(rows, i, x);
+		l = gc_nearest_centroid(x, r->result.centroids, k, rows->d, &d2);
+		sampled++;
+		sampled_wrong += l != r->result.labels[i];
+	}
+	printf("reference %s parted=%d parted_wrong=%d sampled=%d sampled_wrong=%d "
+		   "first_wrong_row=%lld label=%d reference=%d\n",
+		   name, parted, parted_wrong, sampled, sampled_wrong, (long long) first_wrong,
+		   first_wrong >= 0 ? r->result.labels[first_wrong] : -1, first_wrong_ref);
+	free(x);
 }
 
 static bool
@@ -235,6 +301,8 @@ main(int argc, char **argv)
 
 		printf("differences:%s\n", model_differences(&whole, &streamed, n, k, d, differ,
 													  sizeof(differ)));
+		print_reference_check("resident", &whole, &streamed, &rows, k, 200, 2000);
+		print_reference_check("streamed", &streamed, &whole, &rows, k, 200, 2000);
 	}
 	gc_rows_release(&rows);
 	free(init);
