@@ -258,13 +258,13 @@ test_against_naive(void)
 			w[i] = 1.0 + floor(uniform() * 5.0);
 		for (int weighted = 0; weighted < 2; weighted++)
 		{
+			static const int candidate_counts[] = {0, 1, 3, 4, 12};
 			GcRows		rows;
 			GcFrame		frame = {0};
 			GcError		err = {0};
 
 			load_rows(&rows, x, n, d, NULL, weighted ? w : NULL, malloc, free);
 			gc_frame_init(&frame, &rows, &err);
-			static const int candidate_counts[] = {0, 1, 3, 4, 12};
 
 			for (size_t ci = 0; ci < sizeof(candidate_counts) / sizeof(int); ci++)
 			{
