@@ -8,6 +8,9 @@ bench/pg18-run (PostgreSQL 18 with pgvector, bench/pack18), e.g.
 
 (with PG18_CONF="min_dynamic_shared_memory = 10GB": the parallel workers'
 rows then go into the main shared memory region, doc/devices.md, "Preloading and parallel plans").
+--budget-mb MB: a table past a GPU budget, e.g. --n 8000000 --d 768 --k 4096
+--budget-mb 8192: the fit in one session and streamed, the same model, both
+against the parallel scan (budget_run).
 --storage main stores the embeddings in their rows (doc/devices.md, "Storing
 embeddings"): pgvector's vector and real[] of d = 768 are otherwise moved to
 the TOAST table, and every scan, ours and the export route's alike, fetches
@@ -167,6 +170,36 @@ def fit(cur, table, k, options, label, workers=0):
                 iterations=model.get("iterations"), kernel=model.get("kernel"),
                 device=model.get("device"), path=model.get("path"),
                 partial_states=model.get("partial_states"))
+
+
+def budget_run(conn, a):
+    """--budget-mb: the vector table fitted with 8 workers in one GPU session
+    and again streamed past gpuclust.gpu_fit_memory_mb = a.budget_mb (the
+    rows held on the host, each iteration passing those past the budget
+    through the GPU), against the parallel bare scan; the two models must
+    be the same (centroids, sizes, inertia, iterations).  init random: a
+    streamed fit seeds on the host over every row, which at this size
+    would be the fit's whole time (doc/performance.md, "Past one GPU")."""
+    opts = {"max_iter": a.iters, "tol": 0, "seed": 1, "init": "random"}
+    kept = {}
+    with conn.cursor() as cur:
+        cur.execute(f"SET gpuclust.device = {a.device}")
+        fit(cur, "emb", a.k, opts, "warm-up parallel", workers=8)
+        pscan = bare_scan(cur, "emb", workers=8)
+        for label, budget in (("one session", 0), ("budget", a.budget_mb)):
+            cur.execute(f"SET gpuclust.gpu_fit_memory_mb = {budget}")
+            rec = fit(cur, "emb", a.k, opts, label, workers=8)
+            cur.execute("SELECT md5((m::jsonb -> 'centroids')::text), md5((m::jsonb -> 'sizes')::text), "
+                        "kmeans_model_info(m) - 'sizes' - 'centroids' FROM fit_model")
+            centroids, sizes, info = cur.fetchone()
+            kept[label] = (centroids, sizes, rec["inertia"], rec["iterations"])
+            emit(phase="budget_fit", variant=label, budget_mb=budget, ms=rec["ms"],
+                 fit_vs_parallel_scan=rec["ms"] / pscan["ms"], gpus_used=info.get("gpus_used"),
+                 resident_fraction=info.get("resident_fraction"),
+                 streamed_bytes=info.get("streamed_bytes"))
+        cur.execute("RESET gpuclust.gpu_fit_memory_mb")
+    emit(phase="budget_same_model", same=kept["one session"] == kept["budget"],
+         one_session=kept["one session"], budget=kept["budget"])
 
 
 def assign_call(table):
@@ -342,6 +375,9 @@ def main():
                     help="only the serial bare scans and the vector and halfvec float32 fits")
     ap.add_argument("--parallel-only", action="store_true",
                     help="only the vector table, with 8 workers: its parallel bare scan and fits")
+    ap.add_argument("--budget-mb", type=int, default=0,
+                    help="only the vector table, with 8 workers: one GPU session against a fit "
+                         "streamed past gpuclust.gpu_fit_memory_mb = this (budget_run)")
     ap.add_argument("--labels", action="store_true",
                     help="with --parallel-only: also where the labels' time goes (labels_parallel)")
     ap.add_argument("--data", choices=("blobs", "near"), default="blobs",
@@ -357,7 +393,11 @@ def main():
         cur.execute("SELECT gpuclust_device_info()")
         emit(phase="device", info=cur.fetchone()[0])
     if not a.skip_load:
-        load(conn, a.n, a.d, a.k, vector_only=a.parallel_only, data=a.data, storage=a.storage)
+        load(conn, a.n, a.d, a.k, vector_only=a.parallel_only or a.budget_mb > 0, data=a.data,
+             storage=a.storage)
+    if a.budget_mb > 0:
+        budget_run(conn, a)
+        return
     fixed = {"max_iter": a.iters, "tol": 0, "seed": 1}
     if a.parallel_only:
         with conn.cursor() as cur:
