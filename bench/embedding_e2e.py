@@ -8,7 +8,8 @@ bench/pg18-run (PostgreSQL 18 with pgvector, bench/pack18), e.g.
 
 (with PG18_CONF="min_dynamic_shared_memory = 10GB": the parallel workers'
 rows then go into the main shared memory region, doc/devices.md, "Preloading and parallel plans").
---budget-mb MB: a table past a GPU budget, e.g. --n 8000000 --d 768 --k 4096
+--model-only: the table -> model comparison alone (e.g. --k 4096, where
+the full run's many fits take long).  --budget-mb MB: a table past a GPU budget, e.g. --n 8000000 --d 768 --k 4096
 --budget-mb 8192: the fit in one session and streamed, the same model, both
 against the parallel scan (budget_run).
 --storage main stores the embeddings in their rows (doc/devices.md, "Storing
@@ -202,6 +203,29 @@ def budget_run(conn, a):
          one_session=kept["one session"], budget=kept["budget"])
 
 
+def model_run(conn, a):
+    """--model-only: table -> model alone, on the vector table, against the
+    export route to a model (binary COPY out, NumPy, Lloyd in PyTorch):
+    gpuclust's float32 fit serial and with 8 workers, and bf16 with 8"""
+    fixed = {"max_iter": a.iters, "tol": 0, "seed": 1}
+    with conn.cursor() as cur:
+        cur.execute(f"SET gpuclust.device = {a.device}")
+        fit(cur, "emb", a.k, fixed, "warm-up")
+        f32 = fit(cur, "emb", a.k, fixed, "float32")
+        fit(cur, "emb", a.k, fixed, "warm-up parallel", workers=8)
+        p32 = fit(cur, "emb", a.k, fixed, "float32 parallel", workers=8)
+        p16 = fit(cur, "emb", a.k, dict(fixed, precision="bf16"), "bf16 parallel", workers=8)
+    ids, X, copy_ms, parse_ms = export_binary(conn, a.d)
+    emit(phase="export_binary", rows=len(ids), copy_ms=copy_ms, parse_ms=parse_ms)
+    if a.no_torch:
+        return
+    _, torch_ms = torch_lloyd(X, a.k, a.iters, False)
+    emit(phase="torch_lloyd", ms=torch_ms, iterations=a.iters)
+    route = copy_ms + parse_ms + torch_ms
+    emit(phase="model_ratios", export_route_model_ms=route, model_speedup=route / f32["ms"],
+         model_speedup_parallel=route / p32["ms"], model_speedup_parallel_bf16=route / p16["ms"])
+
+
 def assign_call(table):
     """kmeans_gpu_assign over the table's (id, embedding), its k and options
     left as the parameters %s, %s::jsonb"""
@@ -378,6 +402,8 @@ def main():
     ap.add_argument("--budget-mb", type=int, default=0,
                     help="only the vector table, with 8 workers: one GPU session against a fit "
                          "streamed past gpuclust.gpu_fit_memory_mb = this (budget_run)")
+    ap.add_argument("--model-only", action="store_true",
+                    help="only the vector table: table -> model against the export route (model_run)")
     ap.add_argument("--labels", action="store_true",
                     help="with --parallel-only: also where the labels' time goes (labels_parallel)")
     ap.add_argument("--data", choices=("blobs", "near"), default="blobs",
@@ -393,10 +419,13 @@ def main():
         cur.execute("SELECT gpuclust_device_info()")
         emit(phase="device", info=cur.fetchone()[0])
     if not a.skip_load:
-        load(conn, a.n, a.d, a.k, vector_only=a.parallel_only or a.budget_mb > 0, data=a.data,
-             storage=a.storage)
+        load(conn, a.n, a.d, a.k, vector_only=a.parallel_only or a.budget_mb > 0 or a.model_only,
+             data=a.data, storage=a.storage)
     if a.budget_mb > 0:
         budget_run(conn, a)
+        return
+    if a.model_only:
+        model_run(conn, a)
         return
     fixed = {"max_iter": a.iters, "tol": 0, "seed": 1}
     if a.parallel_only:
