@@ -34,14 +34,7 @@
 static GcKmeansParams
 params_for(int k)
 {
-	GcKmeansParams params = {0};
-
-	params.k = k;
-	params.max_iter = 50;
-	params.tol = 1e-4;
-	params.init = GC_INIT_KMEANSPP;
-	params.n_init = 1;
-	return params;
+	return one_restart_params(k, GC_INIT_KMEANSPP, 50, 1e-4);
 }
 
 static GcGpuPlan

@@ -173,25 +173,33 @@ new_fit(int k, const GcRows *rows)
 	return f;
 }
 
+GcKmeansParams
+one_restart_params(int k, GcInit init, int max_iter, double tol)
+{
+	GcKmeansParams params = {0};
+
+	params.k = k;
+	params.max_iter = max_iter;
+	params.tol = tol;
+	params.init = init;
+	params.n_init = 1;
+	return params;
+}
+
 Fit
 fit_kernel(const GcKmeansBackend *backend, GcRows *rows, int k, uint64_t seed,
 		   GcAlgorithm algorithm, GcPrecision precision, int max_iter, double tol,
 		   GcKernel kernel, bool tensor_streamed)
 {
 	Fit			f;
-	GcKmeansParams params = {0};
+	GcKmeansParams params = one_restart_params(k, GC_INIT_KMEANSPP, max_iter, tol);
 	GcError		err = {0};
 
-	params.k = k;
-	params.max_iter = max_iter;
-	params.tol = tol;
 	params.algorithm = algorithm;
 	params.precision = precision;
 	params.kernel = kernel;
 	params.tensor_streamed = tensor_streamed;
-	params.init = GC_INIT_KMEANSPP;
 	params.seed = seed;
-	params.n_init = 1;
 	f = new_fit(k, rows);
 	f.status = gc_kmeans_fit(backend, rows, &params, &f.result, &err);
 	if (f.status != GC_OK)

@@ -83,6 +83,12 @@ typedef struct Fit
 
 /* A fit's arrays for k centroids over rows, not yet fitted (free_fit frees them) */
 extern Fit	new_fit(int k, const GcRows *rows);
+/*
+ * One restart's parameters: k clusters from init, at most max_iter
+ * iterations, tol; every other field zero (the defaults: algorithm auto,
+ * float32, seed 0), for the caller to set
+ */
+extern GcKmeansParams one_restart_params(int k, GcInit init, int max_iter, double tol);
 /* A k-means++ fit, one restart, with a forced kernel */
 extern Fit	fit_kernel(const GcKmeansBackend *backend, GcRows *rows, int k, uint64_t seed,
 					   GcAlgorithm algorithm, GcPrecision precision, int max_iter, double tol,

@@ -55,13 +55,8 @@ reset_polls(int64_t stop)
 static GcKmeansParams
 one_polled_iteration(int k)
 {
-	GcKmeansParams params = {0};
+	GcKmeansParams params = one_restart_params(k, GC_INIT_RANDOM, 1, 0.0);
 
-	params.k = k;
-	params.max_iter = 1;
-	params.tol = 0.0;
-	params.init = GC_INIT_RANDOM;
-	params.n_init = 1;
 	params.algorithm = GC_ALGORITHM_LLOYD;
 	params.interrupted = count_polls;
 	return params;

@@ -36,17 +36,12 @@ static Run
 run_fit(const GcKmeansBackend *backend, GcRows *rows, int k, int levels, int max_iter,
 		int refine_iter, double factor)
 {
-	GcKmeansParams params = {0};
+	GcKmeansParams params = one_restart_params(k, GC_INIT_AUTO, max_iter, 1e-4);
 	GcError		err = {0};
 	Run			run;
 	double		t0;
 
-	params.k = k;
-	params.max_iter = max_iter;
-	params.tol = 1e-4;
-	params.init = GC_INIT_AUTO;
 	params.seed = 1;
-	params.n_init = 1;
 	params.levels = levels;
 	params.refine_iter = refine_iter;
 	params.max_cluster_size_factor = factor;

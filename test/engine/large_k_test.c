@@ -32,14 +32,9 @@ large_fit(const GcKmeansBackend *backend, GcRows *rows, int k, int levels, int r
 		  int64_t max_size, double factor, int32_t *parents, GcError *err)
 {
 	Fit			f;
-	GcKmeansParams params = {0};
+	GcKmeansParams params = one_restart_params(k, GC_INIT_KMEANSPP, 100, 1e-4);
 
-	params.k = k;
-	params.max_iter = 100;
-	params.tol = 1e-4;
-	params.init = GC_INIT_KMEANSPP;
 	params.seed = 11;
-	params.n_init = 1;
 	params.levels = levels;
 	params.refine_iter = refine_iter;
 	params.max_cluster_size = max_size;

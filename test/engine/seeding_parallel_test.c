@@ -54,14 +54,7 @@ load_weighted(GcRows *rows, const double *x, int64_t n, int d, const int64_t *or
 static GcKmeansParams
 parallel_params(int k)
 {
-	GcKmeansParams params = {0};
-
-	params.k = k;
-	params.max_iter = 300;
-	params.tol = 1e-4;
-	params.init = GC_INIT_KMEANS_PARALLEL;
-	params.n_init = 1;
-	return params;
+	return one_restart_params(k, GC_INIT_KMEANS_PARALLEL, 300, 1e-4);
 }
 
 static GcStatus

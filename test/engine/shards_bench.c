@@ -178,7 +178,7 @@ print_reference_check(const char *name, const Run *r, const Run *other, const Gc
 			if (parted_wrong < 3)
 			{
 				const double *cl = r->result.centroids + (size_t) r->result.labels[i] * rows->d;
-				printf("wrong %s row=%lld label=%d d2=%.17g reference=%d d2=%.17g\n",
+				printf("wrong %s row=%lld label=%d label_d2=%.17g reference=%d reference_d2=%.17g\n",
 					   name, (long long) i, r->result.labels[i],
 					   gc_sqdist_exact(x, cl, rows->d), l, d2);
 			}
@@ -226,7 +226,7 @@ main(int argc, char **argv)
 	const GcKmeansBackend *sharded = &gc_kmeans_cpu_sharded_backend;
 	GcHostAlloc alloc = plain_alloc;
 	GcHostFree	free_fn = free;
-	GcKmeansParams params = {0};
+	GcKmeansParams params;
 	GcRows		rows;
 	double	   *init;
 	double		row_bytes,
@@ -260,13 +260,9 @@ main(int argc, char **argv)
 	init = malloc(sizeof(double) * k * d);
 	for (int c = 0; c < k; c++)
 		gc_rows_copy_row(&rows, (int64_t) c * (n / k), init + (size_t) c * d);
-	params.k = k;
-	params.max_iter = argc > 6 ? atoi(argv[6]) : 5;
-	params.tol = 0.0;
-	params.init = GC_INIT_GIVEN;
+	params = one_restart_params(k, GC_INIT_GIVEN, argc > 6 ? atoi(argv[6]) : 5, 0.0);
 	params.init_centroids = init;
 	params.seed = 1;
-	params.n_init = 1;
 	printf("n=%lld d=%d k=%d device=%s shards=%d resident=%d iterations=%d\n",
 		   (long long) n, d, k, plain->name, shards, resident, params.max_iter);
 	fflush(stdout);

@@ -185,14 +185,9 @@ check_case(const ShardCase *c)
 static GcKmeansParams
 base_params(int k, GcInit init)
 {
-	GcKmeansParams p = {0};
+	GcKmeansParams p = one_restart_params(k, init, 300, 1e-4);
 
-	p.k = k;
-	p.max_iter = 300;
-	p.tol = 1e-4;
-	p.init = init;
 	p.seed = 3;
-	p.n_init = 1;
 	p.algorithm = GC_ALGORITHM_LLOYD;
 	p.precision = GC_PRECISION_FLOAT64;
 	return p;
