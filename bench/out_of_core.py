@@ -43,13 +43,17 @@ def engine(n, d, k, shards, resident):
         if line.startswith("differences:"):
             recs["differences"] = line[len("differences:"):].strip()
             continue
-        name = line.split()[0]
-        if name in ("reference", "wrong"):     # a fit's labels against the exact ones
-            name = f"{name}_{line.split()[1]}"
-            name += f"_{sum(key.startswith(name) for key in recs)}" if name.startswith("wrong") else ""
-        if "=" in name:
+        words = line.split()
+        fields = {key: value for key, value in re.findall(r'(\w+)=(\S+)', line)}
+        if words[0] == "wrong":         # wrong FIT ...: up to three of a fit's mislabelled rows
+            recs.setdefault(f"wrong_{words[1]}", []).append(fields)
+            continue
+        name = words[0]
+        if name == "reference":         # reference FIT ...: a fit's labels against the exact ones
+            name = f"reference_{words[1]}"
+        elif "=" in name:
             name = "shape" if name.startswith("n=") else "summary"
-        recs[name] = {key: value for key, value in re.findall(r'(\w+)=(\S+)', line)}
+        recs[name] = fields
     return recs
 
 
