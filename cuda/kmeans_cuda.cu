@@ -204,8 +204,6 @@ cuda_close(void *session)
 	cudaFree(s->status);
 	if (s->labeler_state && s->labeler->close)
 		s->labeler->close(s->labeler_state);
-	if (s->retired_state && s->retired->close)
-		s->retired->close(s->retired_state);
 	if (s->pruned)
 		gc_pruned_close(s->pruned);
 	if (s->bounded)
@@ -366,33 +364,6 @@ load_centroids(CudaSession *s, const double *centroids, GcError *err)
 	return refresh_centroids(s, err);
 }
 
-/*
- * The kernel a labeler's review chose; where it names another labeler,
- * that one opens and takes the current centroids, and the old one stays
- * until close
- */
-static GcStatus
-hand_over(CudaSession *s, GcKernel kernel, GcError *err)
-{
-	const Labeler *next = gc_labeler(kernel);
-
-	if (next != s->labeler)
-	{
-		if (s->retired_state && s->retired->close)
-			s->retired->close(s->retired_state);
-		s->retired = s->labeler;
-		s->retired_state = s->labeler_state;
-		s->labeler = next;
-		s->labeler_state = NULL;
-		if (next->open && next->open(s, &s->labeler_state, err) != GC_OK)
-			return err->status;
-		if (refresh_centroids(s, err) != GC_OK)
-			return err->status;
-	}
-	s->kernel = kernel;
-	return GC_OK;
-}
-
 /* Whether Lloyd's iterations label with drift bounds (labeler_table.cu decides) */
 static bool
 bounds_may_pay(const CudaSession *s)
@@ -537,7 +508,7 @@ finish_step(CudaSession *s, int64_t pruned_rows, bool bounded, GcStepStatus *out
 	out->labeling_ms = label_ms;
 	out->update_ms = update_ms;
 	if (s->labeler->review)
-		return hand_over(s, s->labeler->review(s, s->labeler_state, &st), err);
+		s->kernel = s->labeler->review(s, s->labeler_state, &st);
 	return GC_OK;
 }
 

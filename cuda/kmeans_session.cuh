@@ -76,8 +76,6 @@ typedef struct CudaSession
 	GcKernel	kernel;
 	const struct Labeler *labeler;
 	void	   *labeler_state;
-	const struct Labeler *retired;	/* the labeler handed over from, closed at the end */
-	void	   *retired_state;
 	int			iteration;		/* steps since the restart began */
 
 	/* pruned labeling (labeler_pruned.cu), opened on first use */
@@ -96,8 +94,8 @@ typedef struct CudaSession
  * not counted) and, in an iteration (status not NULL), its re-checks
  * into status; restart and
  * review (both optional) say which kernel a restart starts with and which
- * the next iteration takes, given this one's status (a labeler may hand
- * over to another).  rows_moved (optional) follows the session onto other
+ * the next iteration takes, given this one's status: one of the
+ * labeler's own (its labels stay what they are).  rows_moved (optional) follows the session onto other
  * rows (a streamed shard's, at most the rows it was opened over): what it
  * derives from the rows made again in the buffers it has, queued on the
  * stream, what it derives from the centroids kept; without it the

@@ -275,8 +275,6 @@ gc_row_labeler_open(CudaSession *s, int64_t m, double *c64, float *c32, float *c
 	rl->sub.kernel = screen;
 	rl->sub.labeler = gc_labeler(screen);
 	rl->sub.labeler_state = NULL;
-	rl->sub.retired = NULL;
-	rl->sub.retired_state = NULL;
 	rl->sub.pruned = NULL;
 	rl->sub.bounded = NULL;
 	rl->separated = false;
