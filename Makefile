@@ -49,7 +49,7 @@ ifeq ($(WITH_CUDA),1)
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 CUDA_OBJS = cuda/device.o cuda/pinned_memory.o cuda/host_upload.o cuda/kmeans_cuda.o cuda/labeler_table.o cuda/labeler_simt.o \
 	cuda/labeler_float64.o cuda/labeler_pruned.o cuda/labeler_bounded.o \
-	cuda/simt_kernels.o cuda/pruned_kernels.o cuda/bounded_kernels.o cuda/update.o cuda/seeding.o cuda/seeding_greedy.o cuda/seeding_parallel.o cuda/seeding_batched.o \
+	cuda/simt_kernels.o cuda/pruned_kernels.o cuda/bounded_kernels.o cuda/update.o cuda/seeding.o cuda/seeding_greedy.o cuda/seeding_parallel.o cuda/seeding_shard.o cuda/seeding_batched.o \
 	cuda/pmedian_cuda.o cuda/pmedian_allocate.o cuda/pmedian_locate.o cuda/pmedian_swap.o \
 	$(TENSOR_OBJS)
 # cuda/tensor/: the tensor-core labelers, their kernels and operands

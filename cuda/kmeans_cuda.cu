@@ -43,35 +43,9 @@
 #include "cuda_check.cuh"
 
 #define SCORE_PARTIALS 1024
+static_assert(SCORE_PARTIALS >= GC_PARALLEL_PARTIALS, "a k-means|| shard's partials");
 
 static void cuda_close(void *session);
-
-/*
- * An entry's device: the session's made current for the entry, the
- * caller's put back at its end (CUDA's current device is per thread)
- */
-class DeviceScope
-{
-  public:
-	explicit DeviceScope(int device) : previous(-1)
-	{
-		int			current;
-
-		error = cudaGetDevice(&current);
-		if (error == cudaSuccess && current != device &&
-			(error = cudaSetDevice(device)) == cudaSuccess)
-			previous = current;
-	}
-	~DeviceScope()
-	{
-		if (previous >= 0)
-			(void) cudaSetDevice(previous);
-	}
-	cudaError_t error;			/* of making it current (the open checks it) */
-
-  private:
-	int			previous;
-};
 
 /*
  * Allocate device memory and upload the rows chunk by chunk; the labeler
@@ -863,8 +837,8 @@ extern "C" const GcKmeansBackend gc_kmeans_cuda_backend = {
 	cuda_step_partial,
 	cuda_load_centroids,
 	cuda_score_sum,
-	NULL,						/* k-means|| over shards: the CPU's over every row */
-	NULL,						/* k-means++ over shards: likewise */
+	gc_cuda_parallel_shard,		/* k-means|| over shards: seeding_shard.cu */
+	NULL,						/* k-means++ over shards: the CPU's over every row */
 	cuda_rebind_rows,
 };
 

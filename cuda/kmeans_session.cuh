@@ -21,6 +21,33 @@
 #include "gc_math.h"
 #include "kmeans_kernels.cuh"
 
+/*
+ * An entry's device: the session's made current for the entry, the
+ * caller's put back at its end (CUDA's current device is per thread)
+ */
+class DeviceScope
+{
+  public:
+	explicit DeviceScope(int device) : previous(-1)
+	{
+		int			current;
+
+		error = cudaGetDevice(&current);
+		if (error == cudaSuccess && current != device &&
+			(error = cudaSetDevice(device)) == cudaSuccess)
+			previous = current;
+	}
+	~DeviceScope()
+	{
+		if (previous >= 0)
+			(void) cudaSetDevice(previous);
+	}
+	cudaError_t error;			/* of making it current (the open checks it) */
+
+  private:
+	int			previous;
+};
+
 /* What one iteration sends back to the host: its only read per iteration */
 typedef struct IterationStatus
 {
@@ -82,6 +109,11 @@ typedef struct CudaSession
 	void	   *pruned;
 	/* Lloyd's labeling with drift bounds (labeler_bounded.cu), opened at a restart */
 	void	   *bounded;
+	/*
+	 * the k-means|| shard (seeding_shard.cu) whose D^2 and nearest
+	 * candidates work and old_labels hold, before a restart begins
+	 */
+	const void *seeding_owner;
 } CudaSession;
 
 /*
@@ -217,6 +249,41 @@ extern GcStatus launch_batched_kmeanspp(CudaSession *s, const GcKmeansParams *pa
 extern GcStatus gc_gather_rows(const CudaSession *s, const long long *rows, int64_t m,
 							   int64_t capacity, double *c64, float *c32, float *cnorm,
 							   GcError *err);
+/* m rows of d values on the host into c64, c32 and cnorm, as gc_gather_rows makes them */
+extern GcStatus gc_stage_rows(const CudaSession *s, const double *values, int64_t m,
+							  int64_t capacity, double *c64, float *c32, float *cnorm,
+							  GcError *err);
+/*
+ * seeding_parallel.cu: a nearest pass of k-means|| over s's rows: D^2
+ * (mind2) and the nearest candidate (nearest) lowered to candidate
+ * labels[i] of those in c64, numbered from first (candidate 0 where
+ * labels is NULL), or set where initial; the potential, the exact sum of
+ * the rows' quantised w D^2, into *potential by way of partials
+ * (GC_PARALLEL_PARTIALS on the device)
+ */
+#define GC_PARALLEL_PARTIALS 1024
+extern GcStatus gc_parallel_nearest_pass(CudaSession *s, const double *c64,
+										 const int32_t *labels, int64_t first, bool initial,
+										 double *mind2, int32_t *nearest, gc_u128 *partials,
+										 gc_u128 *potential, GcError *err);
+/*
+ * seeding_parallel.cu: k-means||'s recluster on s's device: m weighted
+ * candidates (their values in c64 and centred floats in c32 on the
+ * device, their draw hashes and weights on the host) reclustered to
+ * rparams->k by batched greedy k-means++ where gc_batched_recluster says,
+ * else greedy k-means++; the picks (candidates' indices) into picks
+ */
+extern GcStatus gc_recluster_candidates(CudaSession *s, const GcKmeansParams *rparams,
+										uint64_t seed, double *c64, float *c32,
+										const uint64_t *hashes, const double *weights,
+										int64_t m, int64_t *picks, GcError *err);
+/*
+ * seeding_shard.cu: k-means|| over a shard of a sharded fit
+ * (GcKmeansBackend.parallel_shard) on session s
+ */
+extern GcStatus gc_cuda_parallel_shard(void *session, const GcKmeansParams *params,
+									   int64_t row_base, void **shard,
+									   const GcParallelOps **ops, GcError *err);
 
 /*
  * kmeans_cuda.cu: label every row with s->labeler in chunks of about

@@ -48,7 +48,7 @@
 
 #define PARALLEL_THREADS 256
 #define NEAREST_COLUMNS 16		/* a row's terms staged at a time: a line */
-#define PARALLEL_BLOCKS 1024	/* fixed: one potential partial per block */
+#define PARALLEL_BLOCKS GC_PARALLEL_PARTIALS	/* fixed: one potential partial per block */
 
 /* Device buffers of one k-means|| seeding */
 typedef struct ParallelBuffers
@@ -66,8 +66,6 @@ typedef struct ParallelBuffers
 	float	   *cnorm;			/* capacity rounded up to GC_TENSOR_ROW_ALIGN */
 	int64_t		capacity;
 	unsigned long long *weight; /* per candidate */
-	uint64_t   *cand_hashes;	/* the recluster's rows */
-	double	   *cand_weights;
 } ParallelBuffers;
 
 /* The candidates on the host */
@@ -152,6 +150,28 @@ parallel_sample_kernel(const uint64_t *__restrict__ hashes, const double *__rest
 	}
 }
 
+/*
+ * The sum of squares of a block's row of d floats (thread 0's answer), in
+ * one order wherever a candidate's norm is made
+ */
+__device__ static float
+block_sq_norm(const float *row, int d, float *warp_norms)
+{
+	float		norm = 0.0f;
+
+	for (int j = threadIdx.x; j < d; j += blockDim.x)
+		norm = fmaf(row[j], row[j], norm);
+	for (int off = 16; off > 0; off >>= 1)
+		norm += __shfl_down_sync(0xffffffffu, norm, off);
+	if ((threadIdx.x & 31) == 0)
+		warp_norms[threadIdx.x >> 5] = norm;
+	__syncthreads();
+	norm = 0.0f;
+	for (int w = 0; w < PARALLEL_THREADS / 32; w++)
+		norm += warp_norms[w];
+	return norm;
+}
+
 /* Candidate rows into c64, their centred floats into c32 and norms into cnorm */
 __global__ void
 parallel_gather_kernel(const double *__restrict__ x64, const float *__restrict__ x32,
@@ -162,29 +182,28 @@ parallel_gather_kernel(const double *__restrict__ x64, const float *__restrict__
 	__shared__ float warp_norms[PARALLEL_THREADS / 32];
 	int64_t		c = blockIdx.x;
 	int64_t		row = rows[c];
-	float		norm = 0.0f;
+	float		norm;
 
 	for (int j = threadIdx.x; j < d; j += blockDim.x)
 	{
-		float		f = x32[row * d + j];
-
 		c64[c * d + j] = x64[row * d + j];
-		c32[c * d + j] = f;
-		norm = fmaf(f, f, norm);
+		c32[c * d + j] = x32[row * d + j];
 	}
-	for (int off = 16; off > 0; off >>= 1)
-		norm += __shfl_down_sync(0xffffffffu, norm, off);
-	if ((threadIdx.x & 31) == 0)
-		warp_norms[threadIdx.x >> 5] = norm;
-	__syncthreads();
+	norm = block_sq_norm(x32 + row * d, d, warp_norms);
 	if (threadIdx.x == 0)
-	{
-		float		v = 0.0f;
+		cnorm[c] = norm;
+}
 
-		for (int w = 0; w < PARALLEL_THREADS / 32; w++)
-			v += warp_norms[w];
-		cnorm[c] = v;
-	}
+/* The norms of rows of centred floats c32 into cnorm, one block a row */
+__global__ void
+parallel_norms_kernel(const float *__restrict__ c32, int d, float *__restrict__ cnorm)
+{
+	__shared__ float warp_norms[PARALLEL_THREADS / 32];
+	int64_t		c = blockIdx.x;
+	float		norm = block_sq_norm(c32 + c * d, d, warp_norms);
+
+	if (threadIdx.x == 0)
+		cnorm[c] = norm;
 }
 
 /* Each candidate's weight: the weights of the rows nearest to it */
@@ -213,8 +232,6 @@ free_buffers(ParallelBuffers *b)
 	cudaFree(b->c32);
 	cudaFree(b->cnorm);
 	cudaFree(b->weight);
-	cudaFree(b->cand_hashes);
-	cudaFree(b->cand_weights);
 	(void) cudaGetLastError();
 }
 
@@ -343,24 +360,49 @@ label_batch(CudaSession *s, ParallelBuffers *b, int64_t m, GcError *err)
 	return gc_label_rows_against(s, b->c64, b->c32, b->cnorm, m, b->labels, b->mind2, err);
 }
 
+GcStatus
+gc_parallel_nearest_pass(CudaSession *s, const double *c64, const int32_t *labels,
+						 int64_t first, bool initial, double *mind2, int32_t *nearest,
+						 gc_u128 *partials, gc_u128 *potential, GcError *err)
+{
+	gc_u128		host[PARALLEL_BLOCKS];
+
+	parallel_nearest_kernel<<<PARALLEL_BLOCKS, PARALLEL_THREADS, 0, s->stream>>>(
+		s->x64, s->weights, s->n, s->d, c64, labels, (int) first, initial,
+		s->frame->inertia_exp, mind2, nearest, partials);
+	GC_CUDA_LAUNCHED("parallel_nearest", err);
+	GC_CUDA_TRY(cudaMemcpyAsync(host, partials, sizeof(host), cudaMemcpyDeviceToHost,
+								s->stream), err);
+	GC_CUDA_TRY(cudaStreamSynchronize(s->stream), err);
+	*potential = 0;
+	for (int i = 0; i < PARALLEL_BLOCKS; i++)
+		*potential += host[i];
+	return GC_OK;
+}
+
+GcStatus
+gc_stage_rows(const CudaSession *s, const double *values, int64_t m, int64_t capacity,
+			  double *c64, float *c32, float *cnorm, GcError *err)
+{
+	GC_CUDA_TRY(cudaMemsetAsync(cnorm, 0, sizeof(float) * capacity, s->stream), err);
+	if (m == 0)
+		return GC_OK;
+	GC_CUDA_TRY(cudaMemcpyAsync(c64, values, sizeof(double) * m * s->d,
+								cudaMemcpyHostToDevice, s->stream), err);
+	if (launch_centre_rows(c64, s->offset, m, s->d, c32, s->stream, err) != GC_OK)
+		return err->status;
+	parallel_norms_kernel<<<(unsigned) m, PARALLEL_THREADS, 0, s->stream>>>(c32, s->d, cnorm);
+	GC_CUDA_LAUNCHED("parallel_norms", err);
+	return GC_OK;
+}
+
 /* D^2 against the batch (labelled, unless it is the first centre) and the potential */
 static GcStatus
 nearest_pass(CudaSession *s, ParallelBuffers *b, int64_t first, bool labelled,
 			 gc_u128 *potential, GcError *err)
 {
-	gc_u128		partials[PARALLEL_BLOCKS];
-
-	parallel_nearest_kernel<<<PARALLEL_BLOCKS, PARALLEL_THREADS, 0, s->stream>>>(
-		s->x64, s->weights, s->n, s->d, b->c64, labelled ? b->labels : NULL, (int) first,
-		first == 0, s->frame->inertia_exp, b->mind2, b->nearest, b->partials);
-	GC_CUDA_LAUNCHED("parallel_nearest", err);
-	GC_CUDA_TRY(cudaMemcpyAsync(partials, b->partials, sizeof(partials),
-								cudaMemcpyDeviceToHost, s->stream), err);
-	GC_CUDA_TRY(cudaStreamSynchronize(s->stream), err);
-	*potential = 0;
-	for (int i = 0; i < PARALLEL_BLOCKS; i++)
-		*potential += partials[i];
-	return GC_OK;
+	return gc_parallel_nearest_pass(s, b->c64, labelled ? b->labels : NULL, first, first == 0,
+									b->mind2, b->nearest, b->partials, potential, err);
 }
 
 static GcStatus
@@ -443,6 +485,56 @@ first_centre(CudaSession *s, ParallelBuffers *b, uint64_t seed, CandidateList *l
 	return append_candidates(list, &row, 1, err);
 }
 
+GcStatus
+gc_recluster_candidates(CudaSession *s, const GcKmeansParams *rparams, uint64_t seed,
+						double *c64, float *c32, const uint64_t *hashes, const double *weights,
+						int64_t m, int64_t *picks, GcError *err)
+{
+	uint64_t   *d_hashes = NULL;
+	double	   *d_weights = NULL;
+	GcStatus	status = device_alloc(&d_hashes, (size_t) (m > 0 ? m : 1), err);
+
+	if (status == GC_OK)
+		status = device_alloc(&d_weights, (size_t) (m > 0 ? m : 1), err);
+	if (status == GC_OK)
+	{
+		/*
+		 * On the session's stream: it does not wait for the legacy default
+		 * stream, where cudaMemcpy from pageable memory may return before its
+		 * DMA lands, so the recluster's first kernels could read the
+		 * candidates' hashes and weights before they arrive
+		 */
+		cudaError_t e = cudaMemcpyAsync(d_hashes, hashes, sizeof(uint64_t) * m,
+										cudaMemcpyHostToDevice, s->stream);
+
+		if (e == cudaSuccess)
+			e = cudaMemcpyAsync(d_weights, weights, sizeof(double) * m,
+								cudaMemcpyHostToDevice, s->stream);
+		if (e != cudaSuccess)
+			status = gc_cuda_fail(err, e, "uploading the k-means|| candidates", __FILE__, __LINE__);
+	}
+	if (status == GC_OK && gc_batched_recluster(rparams->k, m))
+	{
+		/* a session over the candidates, for the tensor labeler */
+		CudaSession cand = *s;
+
+		cand.n = m;
+		cand.x64 = c64;
+		cand.x32 = c32;
+		cand.hashes = d_hashes;
+		cand.weights = d_weights;
+		status = launch_batched_kmeanspp(&cand, rparams, seed, picks, err);
+	}
+	else if (status == GC_OK)
+		status = launch_greedy_kmeanspp(c64, d_hashes, d_weights, m, s->d, rparams, seed,
+										s->frame->inertia_exp, s->stream, picks, err);
+	(void) cudaStreamSynchronize(s->stream);
+	cudaFree(d_hashes);
+	cudaFree(d_weights);
+	(void) cudaGetLastError();
+	return status;
+}
+
 /*
  * The candidates weighted by their rows, those of weight zero dropped,
  * reclustered by greedy k-means++ on the device; the weights' wall time
@@ -497,42 +589,8 @@ recluster(CudaSession *s, const GcKmeansParams *params, ParallelBuffers *b, uint
 	if (status == GC_OK)
 		status = gather_batch(s, b, kept, nkept, err);
 	if (status == GC_OK)
-		status = device_alloc(&b->cand_hashes, (size_t) nkept, err);
-	if (status == GC_OK)
-		status = device_alloc(&b->cand_weights, (size_t) nkept, err);
-	if (status == GC_OK)
-	{
-		/*
-		 * On the session's stream: it does not wait for the legacy default
-		 * stream, where cudaMemcpy from pageable memory may return before its
-		 * DMA lands, so the recluster's first kernels could read the
-		 * candidates' hashes and weights before they arrive
-		 */
-		cudaError_t e = cudaMemcpyAsync(b->cand_hashes, hashes, sizeof(uint64_t) * nkept,
-										cudaMemcpyHostToDevice, s->stream);
-
-		if (e == cudaSuccess)
-			e = cudaMemcpyAsync(b->cand_weights, weights, sizeof(double) * nkept,
-								cudaMemcpyHostToDevice, s->stream);
-		if (e != cudaSuccess)
-			status = gc_cuda_fail(err, e, "uploading the k-means|| candidates", __FILE__, __LINE__);
-	}
-	if (status == GC_OK && gc_batched_recluster(rparams.k, nkept))
-	{
-		/* a session over the candidates, for the tensor labeler */
-		CudaSession cand = *s;
-
-		cand.n = nkept;
-		cand.x64 = b->c64;
-		cand.x32 = b->c32;
-		cand.hashes = b->cand_hashes;
-		cand.weights = b->cand_weights;
-		status = launch_batched_kmeanspp(&cand, &rparams, seed, picks, err);
-	}
-	else if (status == GC_OK)
-		status = launch_greedy_kmeanspp(b->c64, b->cand_hashes, b->cand_weights, nkept, s->d,
-										&rparams, seed, s->frame->inertia_exp, s->stream,
-										picks, err);
+		status = gc_recluster_candidates(s, &rparams, seed, b->c64, b->c32, hashes, weights,
+										 nkept, picks, err);
 	for (int t = 0; status == GC_OK && t < rparams.k; t++)
 		chosen[t] = kept[picks[t]];
 	free(weight);

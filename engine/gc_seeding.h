@@ -219,6 +219,15 @@ typedef struct GcParallelOps
 	/* each row's weight added to its nearest candidate's in weight */
 	GcStatus	(*weights) (void *shard, int64_t *weight, GcError *err);
 	void		(*close) (void *shard);
+	/*
+	 * Optional, asked of the first shard: the weighted candidates (cand,
+	 * a store of their own) reclustered to params->k as the CPU's
+	 * gc_seed_batched_cpu or gc_seed_kmeanspp_cpu would (params:
+	 * gc_parallel_recluster_params), the picks (rows of cand) into picks;
+	 * NULL: on the host
+	 */
+	GcStatus	(*recluster) (void *shard, const GcRows *cand, const GcKmeansParams *params,
+							  uint64_t seed, int64_t *picks, GcError *err);
 } GcParallelOps;
 
 /* k-means|| over nshards shards of rows whose passes ops runs */
@@ -235,6 +244,12 @@ extern GcStatus gc_parallel_shard_open(const GcRows *rows, int64_t row_base,
 									   GcParallelShard **shard, GcError *err);
 extern void gc_parallel_shard_close(void *shard);
 extern const GcParallelOps gc_parallel_cpu_ops;
+/*
+ * A CPU shard's D^2 and nearest candidate per row (n each), for a device
+ * that runs its nearest passes (cuda/seeding_shard.cu): that device
+ * writes both after each of them, and the shard's other passes read them
+ */
+extern void gc_parallel_shard_state(GcParallelShard *shard, double **mind2, int32_t **nearest);
 
 #ifdef __cplusplus
 }

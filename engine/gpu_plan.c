@@ -113,8 +113,11 @@ gc_kmeans_gpu_bytes(const GcKmeansParams *params, int64_t rows, int dims)
 
 /*
  * A row of a shard's session: the session's (12 d + 40, with the weight
- * 8 more), the larger labeler's (above), drift bounds (12); seeding runs
- * on the host (the GPU sessions offer no seeding shards)
+ * 8 more), the larger labeler's (above), drift bounds (12).  k-means||
+ * seeding labels a shard's rows against its samples by a tensor labeler
+ * of its own beside the session's (cuda/seeding_shard.cu), in the
+ * session's arrays otherwise; its D^2 and nearest candidates wait on the
+ * host between passes
  */
 size_t
 gc_kmeans_gpu_shard_row_bytes(int d, bool weighted)
@@ -122,7 +125,7 @@ gc_kmeans_gpu_shard_row_bytes(int d, bool weighted)
 	size_t		pruned = 12 * (size_t) d + 72,
 				tensor = 4 * (size_t) d + 124 + 128 + 20;
 
-	return 12 * (size_t) d + 40 + (weighted ? 8 : 0) + MAX(pruned, tensor) + 12;
+	return 12 * (size_t) d + 40 + (weighted ? 8 : 0) + MAX(pruned, 2 * tensor) + 12;
 }
 
 /* A lane's sessions' centroids and tables (above), and the workspace */

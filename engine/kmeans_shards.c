@@ -56,7 +56,9 @@
  * gc_kmeans_cuda_sharded_backend (cuda/kmeans_cuda.cu) is this backend
  * over GPU sessions (gc_kmeans_shards_open), each on its lane's device;
  * they label every row by Lloyd's labeling (pruned_rows saves no work
- * there) and seed on the CPU reference over every row.
+ * there), run k-means||'s nearest passes on their devices, its other
+ * passes on the host (cuda/seeding_shard.cu), and k-means++ on the CPU
+ * reference over every row.
  *
  * IDENTIFICATION
  *	  engine/kmeans_shards.c

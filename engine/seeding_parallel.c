@@ -63,8 +63,9 @@ struct GcParallelShard
 	double	   *mind2;			/* n: squared distance to the nearest candidate */
 	int32_t    *nearest;		/* n: that candidate */
 	const double *offset;		/* the frame's centre, for the screened labeling */
-	int32_t    *labels;			/* n, the screened labeling's answers; NULL: none */
+	int32_t    *labels;			/* n, the screened labeling's answers; NULL: none yet */
 	double	   *d2;				/* n, and their distances */
+	bool		scan_alone;		/* each row scanned alone: a narrow store, or no memory */
 	GcPoll		poll;			/* the interrupt hook, polled by work */
 };
 
@@ -170,19 +171,6 @@ gc_parallel_shard_open(const GcRows *rows, int64_t row_base, const GcFrame *fram
 		gc_parallel_shard_close(sh);
 		return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for seeding");
 	}
-	/* without them (a narrow store, or no memory) each row is scanned alone */
-	if (gc_cpu_labeling_applies(rows))
-	{
-		sh->labels = malloc(sizeof(int32_t) * n);
-		sh->d2 = malloc(sizeof(double) * n);
-		if (sh->labels == NULL || sh->d2 == NULL)
-		{
-			free(sh->labels);
-			free(sh->d2);
-			sh->labels = NULL;
-			sh->d2 = NULL;
-		}
-	}
 	*shard = sh;
 	return GC_OK;
 }
@@ -197,6 +185,39 @@ gc_parallel_shard_close(void *shard)
 	free(sh->labels);
 	free(sh->d2);
 	free(sh);
+}
+
+void
+gc_parallel_shard_state(GcParallelShard *shard, double **mind2, int32_t **nearest)
+{
+	*mind2 = shard->mind2;
+	*nearest = shard->nearest;
+}
+
+/*
+ * The screened labeling's buffers, on the first nearest pass (a shard
+ * whose nearest passes run on a GPU never takes them); false: each row
+ * is scanned alone
+ */
+static bool
+screened_labeling(GcParallelShard *sh)
+{
+	int64_t		n = sh->rows->n > 0 ? sh->rows->n : 1;
+
+	if (sh->labels == NULL && !sh->scan_alone && gc_cpu_labeling_applies(sh->rows))
+	{
+		sh->labels = malloc(sizeof(int32_t) * n);
+		sh->d2 = malloc(sizeof(double) * n);
+		if (sh->labels == NULL || sh->d2 == NULL)
+		{
+			free(sh->labels);
+			free(sh->d2);
+			sh->labels = NULL;
+			sh->d2 = NULL;
+		}
+	}
+	sh->scan_alone = sh->labels == NULL;
+	return !sh->scan_alone;
 }
 
 /* The shard's bid for the first centre: k-means++'s first draw, the race over the weights */
@@ -244,7 +265,7 @@ shard_nearest(void *shard, const double *batch, int64_t first, int64_t m,
 	gc_u128		sum = 0;
 
 	/* the screened labeling's nearest samples, on threads, to the bit the scan's */
-	if (sh->labels)
+	if (screened_labeling(sh))
 	{
 		GcStatus	status = gc_cpu_label_rows(rows, 0, batch, (int) m, sh->offset,
 											   sh->params->cpu_threads, sh->labels, sh->d2, NULL,
@@ -342,6 +363,7 @@ const GcParallelOps gc_parallel_cpu_ops = {
 	.sample = shard_sample,
 	.weights = shard_weights,
 	.close = gc_parallel_shard_close,
+	.recluster = NULL,			/* the host's, after the passes */
 };
 
 /*
@@ -390,12 +412,13 @@ candidate_weights(const GcParallelOps *ops, void **shards, int nshards, int64_t 
 
 /*
  * The candidates of weight above zero, weighted, reclustered to k by
- * greedy k-means++
+ * greedy k-means++ (batched from GC_BATCHED_MIN_K), on the first shard's
+ * device where its ops offer it
  */
 static GcStatus
-recluster(const GcRows *rows, const GcRowList *cand_rows, const int64_t *weight,
-		  const GcFrame *frame, const GcKmeansParams *asked, uint64_t seed, int64_t *chosen,
-		  GcError *err)
+recluster(const GcParallelOps *ops, void *first_shard, const GcRows *rows,
+		  const GcRowList *cand_rows, const int64_t *weight, const GcFrame *frame,
+		  const GcKmeansParams *asked, uint64_t seed, int64_t *chosen, GcError *err)
 {
 	GcKmeansParams params = gc_parallel_recluster_params(asked);
 	int64_t		count = cand_rows->count;
@@ -430,7 +453,9 @@ recluster(const GcRows *rows, const GcRowList *cand_rows, const int64_t *weight,
 				kept[nkept++] = cand_rows->rows[c];
 			}
 		}
-		if (status == GC_OK && gc_batched_recluster(params.k, nkept))
+		if (status == GC_OK && ops->recluster != NULL)
+			status = ops->recluster(first_shard, &cand, &params, seed, picks, err);
+		else if (status == GC_OK && gc_batched_recluster(params.k, nkept))
 			status = gc_seed_batched_cpu(&cand, frame, &params, seed, picks, err);
 		else if (status == GC_OK)
 			status = gc_seed_kmeanspp_cpu(&cand, frame, &params, seed, picks, err);
@@ -503,7 +528,8 @@ gc_seed_kmeans_parallel_shards(const GcParallelOps *ops, void **shards, int nsha
 		status = candidate_weights(ops, shards, nshards, cand.count, &weight, err);
 	phase_done(&spent.weights_ms, &since);
 	if (status == GC_OK)
-		status = recluster(rows, &cand, weight, frame, params, seed, chosen, err);
+		status = recluster(ops, shards[0], rows, &cand, weight, frame, params, seed, chosen,
+						   err);
 	phase_done(&spent.recluster_ms, &since);
 	if (params->phases != NULL)
 	{

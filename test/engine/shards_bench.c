@@ -7,12 +7,14 @@
  *	  the engine's side of bench/out_of_core.py.
  *
  *	  shards_bench N D K SHARDS RESIDENT [ITERS] [cpu|gpu] [incore|no-incore]
+ *				   [given|parallel]
  *
  *	  Rows: N float32 rows (a narrow store, page-locked on the GPU) around
  *	  K / 4 centres in [0, 1]^D, each value its centre's plus uniform noise
  *	  in [-0.1, 0.1).  Both fits: ITERS Lloyd iterations (default 5, tol 0)
  *	  from the same K rows taken N / K apart, so that seeding costs
- *	  nothing.  The streamed fit splits the rows into SHARDS shards and
+ *	  nothing; with parallel, seeded by k-means|| instead (its time and
+ *	  phases are in each fit's line).  The streamed fit splits the rows into SHARDS shards and
  *	  keeps RESIDENT of them in sessions of their own (lane_rows is set
  *	  to hold RESIDENT + 2 shards); the others are streamed.  Prints one
  *	  line of key=value per fit (per_iteration_ms: its steps alone, not
@@ -117,10 +119,12 @@ print_run(const char *name, const Run *r)
 
 	printf("%s wall_ms=%.1f transfer_ms=%.1f iterations_ms=%.1f steps_ms=%.1f scoring_ms=%.1f "
 		   "labeling_ms=%.1f update_ms=%.1f "
+		   "seeding_ms=%.1f rounds_ms=%.1f weights_ms=%.1f recluster_ms=%.1f "
 		   "iterations=%d per_iteration_ms=%.2f inertia=%.17g kernel=%s rechecked=%.6f "
 		   "exact=%.6f pruned=%d\n",
 		   name, r->wall_ms, t->transfer_ms, t->iterations_ms, t->steps_ms, t->scoring_ms,
-		   t->labeling_ms, t->update_ms,
+		   t->labeling_ms, t->update_ms, t->seeding_ms, t->seeding.rounds_ms,
+		   t->seeding.weights_ms, t->seeding.recluster_ms,
 		   r->result.iterations, r->per_iteration_ms, r->result.inertia,
 		   r->result.kernel ? r->result.kernel : "?", r->result.rechecked_fraction,
 		   r->result.exact_fraction, (int) r->result.pruned);
@@ -222,6 +226,7 @@ main(int argc, char **argv)
 				shards,
 				resident;
 	bool		incore = !(argc > 8 && strcmp(argv[8], "no-incore") == 0);
+	bool		parallel = argc > 9 && strcmp(argv[9], "parallel") == 0;
 	const GcKmeansBackend *plain = &gc_kmeans_cpu_backend;
 	const GcKmeansBackend *sharded = &gc_kmeans_cpu_sharded_backend;
 	GcHostAlloc alloc = plain_alloc;
@@ -239,8 +244,8 @@ main(int argc, char **argv)
 
 	if (argc < 6)
 	{
-		fprintf(stderr, "usage: %s N D K SHARDS RESIDENT [ITERS] [cpu|gpu] [incore|no-incore]\n",
-				argv[0]);
+		fprintf(stderr, "usage: %s N D K SHARDS RESIDENT [ITERS] [cpu|gpu] [incore|no-incore] "
+				"[given|parallel]\n", argv[0]);
 		return 2;
 	}
 	n = atoll(argv[1]);
@@ -260,8 +265,9 @@ main(int argc, char **argv)
 	init = malloc(sizeof(double) * k * d);
 	for (int c = 0; c < k; c++)
 		gc_rows_copy_row(&rows, (int64_t) c * (n / k), init + (size_t) c * d);
-	params = one_restart_params(k, GC_INIT_GIVEN, argc > 6 ? atoi(argv[6]) : 5, 0.0);
-	params.init_centroids = init;
+	params = one_restart_params(k, parallel ? GC_INIT_KMEANS_PARALLEL : GC_INIT_GIVEN,
+								argc > 6 ? atoi(argv[6]) : 5, 0.0);
+	params.init_centroids = parallel ? NULL : init;
 	params.seed = 1;
 	printf("n=%lld d=%d k=%d device=%s shards=%d resident=%d iterations=%d\n",
 		   (long long) n, d, k, plain->name, shards, resident, params.max_iter);

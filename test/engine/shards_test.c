@@ -396,6 +396,7 @@ check_gpu_layouts(const Layout *layouts, int nlayouts)
 		{"gpu blobs 20k x 16, k 50, random", 20000, 16, 50, GC_INIT_RANDOM, 300},
 		{"gpu blobs 20k x 16, k 50, k-means||", 20000, 16, 50, GC_INIT_KMEANS_PARALLEL, 300},
 		{"gpu blobs 30k x 128, k 300", 30000, 128, 300, GC_INIT_KMEANSPP, 25},
+		{"gpu blobs 30k x 128, k 300, k-means||", 30000, 128, 300, GC_INIT_KMEANS_PARALLEL, 25},
 	};
 	char		why[256];
 
