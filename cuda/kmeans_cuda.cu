@@ -862,6 +862,8 @@ cuda_sharded_backend(void)
 	b.name = "gpu sharded";
 	b.hybrid = &gc_hybrid_gpu_rules;
 	b.step_polls = false;
+	/* float32 rows stay float32: the sessions upload them so, seeding widens blocks */
+	b.reads_narrow = true;
 	b.open = cuda_shards_open;
 	return b;
 }

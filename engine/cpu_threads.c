@@ -6,7 +6,8 @@
  *	  polls the interrupt hook, a row at a time for the rows every thread
  *	  has finished, so a pass polls as often as a one-thread loop would;
  *	  once no block is left to claim, it waits for the others' last ones,
- *	  polling as they finish.
+ *	  polling as they finish.  A pass that reads doubles only takes a
+ *	  narrow store's blocks widened, a block at a time (GcCpuPass.widen).
  *
  * IDENTIFICATION
  *	  engine/cpu_threads.c
@@ -24,6 +25,8 @@
 #define THREAD_UNITS (INT64_C(1) << 20)
 /* Most rows of a block */
 #define BLOCK_MAX_ROWS 4096
+/* Most values of a block widened from floats (a thread's scratch: 512 kB) */
+#define WIDENED_MAX_VALUES 65536
 
 typedef struct Block
 {
@@ -42,6 +45,8 @@ typedef struct Run
 	bool		stop;			/* the caller was interrupted (atomic) */
 	int64_t		done_rows;		/* rows finished (atomic) */
 	int64_t		total_rows;		/* rows of all blocks */
+	double	   *scratch;		/* widening: block_rows x d a worker, else NULL */
+	size_t		scratch_values; /* a worker's */
 } Run;
 
 int
@@ -71,7 +76,28 @@ run_next_block(Run *run, int worker)
 	if (b >= run->nblocks)
 		return false;
 	block = &run->blocks[b];
-	run->pass->fn(run->pass->ctx, worker, block->chunk, block->first, block->count);
+	if (run->scratch != NULL && block->chunk->narrow_values != NULL)
+	{
+		GcChunk		wide = *block->chunk;
+		size_t		values = (size_t) block->count * run->pass->rows->d;
+		const float *from = block->chunk->narrow_values +
+			(size_t) block->first * run->pass->rows->d;
+		double	   *into = run->scratch + (size_t) worker * run->scratch_values;
+
+		for (size_t v = 0; v < values; v++)
+			into[v] = from[v];
+		wide.first_row += block->first;
+		wide.count = block->count;
+		wide.values = into;
+		wide.narrow_values = NULL;
+		if (wide.hashes)
+			wide.hashes += block->first;
+		if (wide.weights)
+			wide.weights += block->first;
+		run->pass->fn(run->pass->ctx, worker, &wide, 0, block->count);
+	}
+	else
+		run->pass->fn(run->pass->ctx, worker, block->chunk, block->first, block->count);
 	__atomic_fetch_add(&run->done_rows, block->count, __ATOMIC_RELAXED);
 	return true;
 }
@@ -134,8 +160,22 @@ gc_cpu_run_blocks(const GcCpuPass *pass, GcPoll *poll, GcError *err, const char 
 		block_rows = GC_POLL_WORK / units;
 		block_rows = block_rows < 1 ? 1 : block_rows > BLOCK_MAX_ROWS ? BLOCK_MAX_ROWS : block_rows;
 	}
+	if (pass->widen && pass->rows->narrow)
+	{
+		int64_t		most = WIDENED_MAX_VALUES / (pass->rows->d > 0 ? pass->rows->d : 1);
+
+		block_rows = block_rows < most ? block_rows : most > 1 ? most : 1;
+		run.scratch_values = (size_t) block_rows * pass->rows->d;
+		run.scratch = malloc(sizeof(double) * run.scratch_values *
+							 (pass->workers > 1 ? pass->workers : 1));
+		if (run.scratch == NULL)
+			return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for a pass over float32 rows");
+	}
 	if (!build_blocks(&run, block_rows))
+	{
+		free(run.scratch);
 		return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for the blocks of a pass");
+	}
 	helpers = pass->workers - 1;
 	if (helpers > GC_CPU_MAX_THREADS - 1)
 		helpers = GC_CPU_MAX_THREADS - 1;
@@ -181,5 +221,6 @@ gc_cpu_run_blocks(const GcCpuPass *pass, GcPoll *poll, GcError *err, const char 
 		if (started[t])
 			(void) pthread_join(ids[t], NULL);
 	free(run.blocks);
+	free(run.scratch);
 	return status;
 }

@@ -42,6 +42,14 @@ typedef struct GcCpuPass
 	int			workers;		/* threads, the caller's included (gc_cpu_threads) */
 	GcBlockFn	fn;
 	void	   *ctx;
+
+	/*
+	 * fn reads doubles only: a block of a narrow chunk reaches it as a
+	 * chunk of its own, the block's rows widened into the thread's
+	 * scratch, the chunk's first_row, hashes and weights moved to the
+	 * block's first row, first 0
+	 */
+	bool		widen;
 } GcCpuPass;
 
 /*

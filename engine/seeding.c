@@ -29,6 +29,8 @@
  * gc_seed_kmeanspp_shards combines the shards' least keys and potential
  * sums into the unsplit pass's: the CPU reference is its one-shard case,
  * a sharded fit (kmeans_shards.c) runs it over its children's shards.
+ * Both passes read a float32 store's rows widened a block at a time
+ * (GcCpuPass.widen): a sharded GPU fit keeps its rows in float32.
  *
  * IDENTIFICATION
  *	  engine/seeding.c
@@ -251,7 +253,7 @@ race_pass(const GcRows *rows, int64_t row_base, uint64_t seed, int threads,
 	RacePass	pass = {rows, row_base, seed, t, candidates, previous, known, known_stride,
 		inertia_exp, mind2, NULL};
 	GcCpuPass	run = {.rows = rows, .row_units = rows->d + 8 * candidates, .fn = race_block,
-		.ctx = &pass};
+		.ctx = &pass, .widen = true};
 	GcStatus	status;
 
 	run.workers = gc_cpu_threads(threads, rows->n * run.row_units);
@@ -343,7 +345,7 @@ potential_pass(const GcRows *rows, const GcFrame *frame, int candidates, int thr
 	int			d = rows->d;
 	PotentialPass pass = {rows, frame, candidates, (candidates + GC_LANES - 1) / GC_LANES, NULL, mind2, d2, NULL};
 	GcCpuPass	run = {.rows = rows, .row_units = (int64_t) candidates * d, .fn = potential_block,
-		.ctx = &pass};
+		.ctx = &pass, .widen = true};
 	double	   *panels;
 	GcStatus	status;
 

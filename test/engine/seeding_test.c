@@ -299,6 +299,70 @@ test_against_naive(void)
 	}
 }
 
+/*
+ * k-means++ over a float32 store reads its rows widened a block at a time
+ * (a sharded GPU fit keeps them so): the same rows as over the store
+ * widened whole, plain and greedy, on one thread and several
+ */
+static void
+test_narrow_rows(void)
+{
+	static const int shapes[][3] = {{20000, 3, 30}, {12000, 40, 25}, {3000, 700, 8}};
+
+	for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++)
+	{
+		int			n = shapes[s][0],
+					d = shapes[s][1],
+					k = shapes[s][2];
+		double	   *x = make_blobs(n, d, k, 3.0);
+		GcRows		narrow,
+					wide;
+		GcFrame		frame = {0};
+		GcError		err = {0};
+
+		for (int store = 0; store < 2; store++)
+		{
+			GcRows	   *rows = store == 0 ? &narrow : &wide;
+
+			gc_rows_init(rows, d, malloc, free, &err);
+			gc_rows_set_narrow(rows);
+			for (int64_t i = 0; i < n; i++)
+			{
+				float	   *slot = gc_rows_reserve_narrow(rows, &err);
+
+				for (int j = 0; j < d; j++)
+					slot[j] = (float) x[i * d + j];
+				gc_rows_commit(rows);
+			}
+		}
+		check(gc_rows_widen(&wide, &err) == GC_OK && !wide.narrow, "a store widens");
+		gc_frame_init(&frame, &wide, &err);
+		for (int candidates = 1; candidates <= 4; candidates += 3)
+			for (int threads = 1; threads <= 4; threads += 3)
+			{
+				GcKmeansParams params = seeding_params(k, candidates);
+				int64_t    *got = malloc(sizeof(int64_t) * k);
+				int64_t    *want = malloc(sizeof(int64_t) * k);
+				char		what[160];
+
+				params.cpu_threads = threads;
+				check(gc_seed_kmeanspp_cpu(&wide, &frame, &params, 7, want, &err) == GC_OK &&
+					  gc_seed_kmeanspp_cpu(&narrow, &frame, &params, 7, got, &err) == GC_OK,
+					  "k-means++ over both stores runs");
+				snprintf(what, sizeof(what),
+						 "k-means++ over float32 rows = over them widened (n=%d d=%d k=%d "
+						 "candidates=%d threads=%d)", n, d, k, candidates, threads);
+				check(memcmp(got, want, sizeof(int64_t) * k) == 0, what);
+				free(got);
+				free(want);
+			}
+		gc_frame_release(&frame);
+		gc_rows_release(&narrow);
+		gc_rows_release(&wide);
+		free(x);
+	}
+}
+
 /* The same seed picks the same centres whatever the order of the rows */
 static void
 test_order_independence(void)
@@ -875,6 +939,7 @@ main(int argc, char **argv)
 	}
 #endif
 	test_against_naive();
+	test_narrow_rows();
 	test_order_independence();
 	test_table_rule();
 	test_duplicates();

@@ -378,7 +378,7 @@ static int	gpu_devices[2] = {0, 1};
  * float32 accuracy (exact labels): centroids, labels, sizes, inertia and
  * iterations equal the plain CPU fit's to the bit (distances are the
  * device's square roots); small d by the SIMT labeler (each seeding),
- * d = 128 and k = 300 by the tensor labeler
+ * d = 128 and k = 300 by the tensor labeler; float32 and weighted rows
  */
 static void
 check_gpu_layouts(const Layout *layouts, int nlayouts)
@@ -391,12 +391,21 @@ check_gpu_layouts(const Layout *layouts, int nlayouts)
 		int			k;
 		GcInit		init;
 		int			max_iter;
+		Storage		storage;
 	}			shapes[] = {
-		{"gpu blobs 20k x 16, k 50", 20000, 16, 50, GC_INIT_KMEANSPP, 300},
-		{"gpu blobs 20k x 16, k 50, random", 20000, 16, 50, GC_INIT_RANDOM, 300},
-		{"gpu blobs 20k x 16, k 50, k-means||", 20000, 16, 50, GC_INIT_KMEANS_PARALLEL, 300},
-		{"gpu blobs 30k x 128, k 300", 30000, 128, 300, GC_INIT_KMEANSPP, 25},
-		{"gpu blobs 30k x 128, k 300, k-means||", 30000, 128, 300, GC_INIT_KMEANS_PARALLEL, 25},
+		{"gpu blobs 20k x 16, k 50", 20000, 16, 50, GC_INIT_KMEANSPP, 300, STORE_DOUBLE},
+		{"gpu blobs 20k x 16, k 50, random", 20000, 16, 50, GC_INIT_RANDOM, 300, STORE_DOUBLE},
+		{"gpu blobs 20k x 16, k 50, k-means||", 20000, 16, 50, GC_INIT_KMEANS_PARALLEL, 300,
+		STORE_DOUBLE},
+		{"gpu blobs 30k x 128, k 300", 30000, 128, 300, GC_INIT_KMEANSPP, 25, STORE_DOUBLE},
+		{"gpu blobs 30k x 128, k 300, k-means||", 30000, 128, 300, GC_INIT_KMEANS_PARALLEL, 25,
+		STORE_DOUBLE},
+		/* float32 rows stay so in the shards: k-means++ widens blocks on the host */
+		{"gpu float32 blobs 20k x 16, k 50", 20000, 16, 50, GC_INIT_KMEANSPP, 300, STORE_NARROW},
+		{"gpu float32 blobs 30k x 128, k 300, k-means||", 30000, 128, 300,
+		GC_INIT_KMEANS_PARALLEL, 25, STORE_NARROW},
+		{"gpu weighted blobs 20k x 16, k 50, k-means||", 20000, 16, 50, GC_INIT_KMEANS_PARALLEL,
+		300, STORE_WEIGHTED},
 	};
 	char		why[256];
 
@@ -414,6 +423,7 @@ check_gpu_layouts(const Layout *layouts, int nlayouts)
 
 		c.params.precision = GC_PRECISION_FLOAT32;
 		c.params.max_iter = shapes[i].max_iter;
+		c.storage = shapes[i].storage;
 		check_case_on(&c, &gc_kmeans_cuda_sharded_backend, layouts, nlayouts, false);
 		free_case(&c);
 	}
