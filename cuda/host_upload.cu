@@ -18,7 +18,11 @@
  * nothing of PostgreSQL's and are joined before this returns.  The buffers
  * come from the pinned cache (pinned_memory.cu), so a session's next
  * upload finds them page-locked.  Below STAGE_MIN_BYTES of pageable data
- * the driver's staging is used, as starting threads would not pay.
+ * the driver's staging is used, as starting threads would not pay; from
+ * there a lane takes at least two pieces.  That bound was 256 MB, which
+ * left a streamed shard's rows under a small GPU budget (176 MB a shard,
+ * each pass) to the driver: 10 times the transfer bound an iteration
+ * (bench/results/sharded-seeding-h200.md).
  *
  * Rows read from vector, halfvec or real[] columns are float32 values.  A
  * narrow store (GcRows.narrow, the k-means aggregates' Euclidean fits)
@@ -47,7 +51,7 @@
 #include "cuda_check.cuh"
 
 #define STAGE_BYTES ((size_t) 8 << 20)
-#define STAGE_MIN_BYTES ((size_t) 256 << 20)
+#define STAGE_MIN_BYTES ((size_t) 32 << 20)
 #define STAGE_LANES 12
 #define LANE_BUFFERS 2
 
@@ -263,7 +267,7 @@ stage(const RowsUpload *up, GcStatus *status, GcError *err)
 				HostCopy{(char *) copy->device + offset, copy->host + offset, bytes,
 						 copy->narrow ? copy->narrow + offset / sizeof(double) : NULL};
 		}
-	while (nlanes < max_lanes && (size_t) nlanes < staging.npieces)
+	while (nlanes < max_lanes && (size_t) nlanes < (staging.npieces + 1) / 2)
 	{
 		if (!lane_open(&lanes[nlanes], &staging))
 		{
