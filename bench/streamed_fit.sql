@@ -10,6 +10,7 @@
 -- so the 200 MB budget streams most of the 0.8 GB of rows.
 \set ON_ERROR_STOP 1
 \pset pager off
+CREATE EXTENSION IF NOT EXISTS gpuclust;
 SET gpuclust.device = gpu;
 CREATE TEMP TABLE sf_rows AS
 SELECT i AS id,
