@@ -14,7 +14,8 @@
  * which keeps the lowest candidate on ties as one pass over them all
  * does.  Each piece is labelled by the exact tensor labeler
  * (gc_label_rows_against, as the one-session seeding's rounds are:
- * seeding_parallel.cu), and the exact distances to the labels lower D^2
+ * seeding_parallel.cu; the labels in the session's moved), and the exact
+ * distances to the labels lower D^2
  * and the nearest candidate, held in the session's work and old_labels
  * (free until a restart begins too) and copied to the host after each
  * pass, where the CPU passes read them.  So the shard's answers are the
