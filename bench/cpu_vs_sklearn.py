@@ -2,7 +2,7 @@
 """CPU k-means: gpuclust's engine against scikit-learn, same rows, same
 starting centroids, same iterations, same threads.
 
-    bench/cpu_vs_sklearn.py [--threads T] [--iters M] [--quick] [--seeding]
+    bench/cpu_vs_sklearn.py [--threads T] [--iters M] [--quick] [--seeding] [--extremes]
 
 Builds nothing: run `make test/engine/cpu_bench WITH_CUDA=0` first.  For each
 case it writes the rows and k random rows as starting centroids to a
@@ -63,6 +63,17 @@ def kdd():
     return np.asarray(rows)
 
 
+def extremes():
+    """The shapes past the tuned ones (k = 10 to 30,000, d = 2 to 1,536), at
+    sizes a 2-core machine fits in seconds"""
+    yield "blobs 1M x 2, k 10", lambda: blobs(1_000_000, 2, 10, 0.05, 3), 10, "euclidean"
+    yield "blobs 200k x 2, k 1000", lambda: blobs(200_000, 2, 1000, 0.01, 4), 1000, "euclidean"
+    yield "blobs 100k x 32, k 1000", lambda: blobs(100_000, 32, 1000, 0.3, 5), 1000, "euclidean"
+    yield "blobs 20k x 1536, k 10", lambda: blobs(20_000, 1536, 10, 0.3, 6), 10, "euclidean"
+    yield "blobs 10k x 1536, k 1000", lambda: blobs(10_000, 1536, 1000, 0.3, 7), 1000, "euclidean"
+    yield "blobs 60k x 8, k 30000", lambda: blobs(60_000, 8, 30_000, 0.01, 8), 30_000, "euclidean"
+
+
 def cases(quick):
     yield "blobs 200k x 32, k 100", lambda: blobs(200_000 if not quick else 50_000, 32, 100, 0.3), 100, "euclidean"
     yield "mnist 10k x 784, k 10", mnist, 10, "euclidean"
@@ -94,6 +105,8 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--seeding", action="store_true")
+    ap.add_argument("--extremes", action="store_true",
+                    help="k from 10 to 30,000 and d from 2 to 1,536 instead of the tuned cases")
     args = ap.parse_args()
     from sklearn.cluster import KMeans, kmeans_plusplus
     from threadpoolctl import threadpool_limits
@@ -101,7 +114,7 @@ def main():
     if not os.access(BENCH, os.X_OK):
         sys.exit("build test/engine/cpu_bench first: make test/engine/cpu_bench WITH_CUDA=0")
     tmp = tempfile.mkdtemp(prefix="cpu_bench.")
-    for name, load, k, metric in cases(args.quick):
+    for name, load, k, metric in (extremes() if args.extremes else cases(args.quick)):
         X = load()
         if X is None:
             print(json.dumps({"case": name, "skipped": "data not found"}))

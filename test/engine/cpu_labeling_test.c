@@ -168,7 +168,7 @@ static void
 check_wide_range(void)
 {
 	int64_t		n = 6000;
-	int			d = 6,
+	int			d = 16,			/* past the direct scan's: the screen */
 				k = 40;
 	double	   *x = malloc(sizeof(double) * n * d);
 	double	   *c = malloc(sizeof(double) * k * d);
