@@ -110,10 +110,21 @@ quantize_in_vectors(const GcRows *rows, const GcFrame *frame)
 	return true;
 }
 
+/* sum[j] += w q(x[j]) for j from first below d, a value at a time */
+static inline void
+add_quantized_scalar(long long *restrict sum, const double *restrict x,
+					 const double *restrict offset, const double *restrict scale, long long w,
+					 int first, int d)
+{
+	for (int j = first; j < d; j++)
+		sum[j] += w * gc_quantize(x[j], offset[j], scale[j]);
+}
+
 /*
  * sum += w q(x), q the frame's fixed point (gc_quantize): in vectors of 8
  * where vectors is set (quantize_in_vectors), each lane rounded as
- * gc_quantize rounds.  Cloned for the vector units.
+ * gc_quantize rounds.  Cloned for the vector units, which rows narrower
+ * than a vector do not call (add_row_quantized).
  */
 GC_SIMD_CLONES
 static void
@@ -142,8 +153,18 @@ add_quantized(long long *restrict sum, const double *restrict x, const double *r
 		acc += (int64_t) w * q;
 		memcpy(sum + j, &acc, sizeof(v8di));
 	}
-	for (; j < d; j++)
-		sum[j] += w * gc_quantize(x[j], offset[j], scale[j]);
+	add_quantized_scalar(sum, x, offset, scale, w, j, d);
+}
+
+/* A row's share of the update, sum += w q(x): inline below 8 values, where a call would cost more */
+static inline void
+add_row_quantized(long long *restrict sum, const double *restrict x, const GcFrame *frame,
+				  long long w, int d, bool vectors)
+{
+	if (d < 8)
+		add_quantized_scalar(sum, x, frame->offset, frame->scale, w, 0, d);
+	else
+		add_quantized(sum, x, frame->offset, frame->scale, w, d, vectors);
 }
 
 /* Rows [first, first + count) of chunk into thread worker's sums */
@@ -171,7 +192,7 @@ update_block(void *ctx, int worker, const GcChunk *chunk, int64_t first, int64_t
 		changed += (l != s->labels[row]);
 		s->labels[row] = l;
 		counts[l] += w;
-		add_quantized(sum, x, frame->offset, frame->scale, w, d, s->quantize_in_vectors);
+		add_row_quantized(sum, x, frame, w, d, s->quantize_in_vectors);
 	}
 	pass->changed[worker] += changed;
 }
@@ -520,8 +541,7 @@ cpu_step_partial(void *session, int64_t pruned_rows, long long *sums, long long 
 			changed += (l != s->labels[row]);
 			s->labels[row] = l;
 			counts[l] += w;
-			add_quantized(sums + (size_t) l * d, x, frame->offset, frame->scale, w, d,
-						  s->quantize_in_vectors);
+			add_row_quantized(sums + (size_t) l * d, x, frame, w, d, s->quantize_in_vectors);
 		}
 	}
 	if (s->bound_labels)
