@@ -65,7 +65,6 @@ struct GcParallelShard
 	const double *offset;		/* the frame's centre, for the screened labeling */
 	int32_t    *labels;			/* n, the screened labeling's answers; NULL: none yet */
 	double	   *d2;				/* n, and their distances */
-	bool		scan_alone;		/* each row scanned alone: a narrow store, or no memory */
 	GcPoll		poll;			/* the interrupt hook, polled by work */
 };
 
@@ -195,16 +194,16 @@ gc_parallel_shard_state(GcParallelShard *shard, double **mind2, int32_t **neares
 }
 
 /*
- * The screened labeling's buffers, on the first nearest pass (a shard
- * whose nearest passes run on a GPU never takes them); false: each row
- * is scanned alone
+ * The screened labeling's buffers, taken by a nearest pass (a shard whose
+ * nearest passes run on a GPU never takes them); false: each row is
+ * scanned alone (a narrow store, or no memory)
  */
 static bool
 screened_labeling(GcParallelShard *sh)
 {
 	int64_t		n = sh->rows->n > 0 ? sh->rows->n : 1;
 
-	if (sh->labels == NULL && !sh->scan_alone && gc_cpu_labeling_applies(sh->rows))
+	if (sh->labels == NULL && gc_cpu_labeling_applies(sh->rows))
 	{
 		sh->labels = malloc(sizeof(int32_t) * n);
 		sh->d2 = malloc(sizeof(double) * n);
@@ -216,8 +215,7 @@ screened_labeling(GcParallelShard *sh)
 			sh->d2 = NULL;
 		}
 	}
-	sh->scan_alone = sh->labels == NULL;
-	return !sh->scan_alone;
+	return sh->labels != NULL;
 }
 
 /* The shard's bid for the first centre: k-means++'s first draw, the race over the weights */
