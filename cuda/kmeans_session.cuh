@@ -127,11 +127,12 @@ typedef struct CudaSession
  * into status; restart and
  * review (both optional) say which kernel a restart starts with and which
  * the next iteration takes, given this one's status: one of the
- * labeler's own (its labels stay what they are).  rows_moved (optional) follows the session onto other
- * rows (a streamed shard's, at most the rows it was opened over): what it
- * derives from the rows made again in the buffers it has, queued on the
- * stream, what it derives from the centroids kept; without it the
- * session closes and opens the labeler again, which frees and allocates.
+ * labeler's own (its labels stay what they are).  rows_moved (optional)
+ * follows the session onto other rows (a streamed shard's, at most the
+ * rows it was opened over): what it derives from the rows made again in
+ * the buffers it has, queued on the stream, what it derives from the
+ * centroids kept; without it the session closes and opens the labeler
+ * again, which frees and allocates.
  */
 typedef struct Labeler
 {
