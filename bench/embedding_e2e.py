@@ -11,7 +11,8 @@ rows then go into the main shared memory region, doc/devices.md, "Preloading and
 --model-only: the table -> model comparison alone (e.g. --k 4096, where
 the full run's many fits take long).  --budget-mb MB: a table past a GPU budget, e.g. --n 8000000 --d 768 --k 4096
 --budget-mb 8192: the fit within the GPU's memory and streamed, the same
-model, both against the parallel scan (budget_run).
+model, both against the parallel scan (budget_run); --fit-gpus all adds
+the fit over every GPU (gpuclust.fit_gpus) to the same comparison.
 --storage main stores the embeddings in their rows (doc/devices.md, "Storing
 embeddings"): pgvector's vector and real[] of d = 768 are otherwise moved to
 the TOAST table, and every scan, ours and the export route's alike, fetches
@@ -178,16 +179,22 @@ def budget_run(conn, a):
     free memory (one session where it holds the fit) and again streamed
     past gpuclust.gpu_fit_memory_mb = a.budget_mb (the rows held on the
     host, each pass taking those past the budget through the GPU, k-means||
-    seeding included), against the parallel bare scan; the two models must
-    be the same (centroids, sizes, inertia, iterations)."""
+    seeding included), and with --fit-gpus over those GPUs (within their
+    memory, then past the budget), against the parallel bare scan; the
+    models must be the same (centroids, sizes, inertia, iterations)."""
     opts = {"max_iter": a.iters, "tol": 0, "seed": 1}
     kept = {}
+    variants = [("free memory", 0, ""), ("budget", a.budget_mb, "")]
+    if a.fit_gpus:
+        variants += [(f"gpus {a.fit_gpus}", 0, a.fit_gpus),
+                     (f"gpus {a.fit_gpus}, budget", a.budget_mb, a.fit_gpus)]
     with conn.cursor() as cur:
         cur.execute(f"SET gpuclust.device = {a.device}")
         fit(cur, "emb", a.k, opts, "warm-up parallel", workers=8)
         pscan = bare_scan(cur, "emb", workers=8)
-        for label, budget in (("free memory", 0), ("budget", a.budget_mb)):
+        for label, budget, gpus in variants:
             cur.execute(f"SET gpuclust.gpu_fit_memory_mb = {budget}")
+            cur.execute("SELECT set_config('gpuclust.fit_gpus', %s, false)", (gpus,))
             rec = fit(cur, "emb", a.k, opts, label, workers=8)
             cur.execute("SELECT md5((m::jsonb -> 'centroids')::text), md5((m::jsonb -> 'sizes')::text), "
                         "kmeans_model_info(m) - 'sizes' - 'centroids' FROM fit_model")
@@ -198,8 +205,8 @@ def budget_run(conn, a):
                  resident_fraction=info.get("resident_fraction"),
                  streamed_bytes=info.get("streamed_bytes"))
         cur.execute("RESET gpuclust.gpu_fit_memory_mb")
-    emit(phase="budget_same_model", same=kept["free memory"] == kept["budget"],
-         free_memory=kept["free memory"], budget=kept["budget"])
+        cur.execute("RESET gpuclust.fit_gpus")
+    emit(phase="budget_same_model", same=len(set(kept.values())) == 1, **kept)
 
 
 def model_run(conn, a):
@@ -401,6 +408,8 @@ def main():
     ap.add_argument("--budget-mb", type=int, default=0,
                     help="only the vector table, with 8 workers: one GPU session against a fit "
                          "streamed past gpuclust.gpu_fit_memory_mb = this (budget_run)")
+    ap.add_argument("--fit-gpus", default="",
+                    help="with --budget-mb: also fit over these GPUs (gpuclust.fit_gpus, e.g. all)")
     ap.add_argument("--model-only", action="store_true",
                     help="only the vector table: table -> model against the export route (model_run)")
     ap.add_argument("--labels", action="store_true",

@@ -7,16 +7,19 @@
  *	  the engine's side of bench/out_of_core.py.
  *
  *	  shards_bench N D K SHARDS RESIDENT [ITERS] [cpu|gpu] [incore|no-incore]
- *				   [given|parallel]
+ *				   [given|parallel] [LANES]
  *
  *	  Rows: N float32 rows (a narrow store, page-locked on the GPU) around
  *	  K / 4 centres in [0, 1]^D, each value its centre's plus uniform noise
  *	  in [-0.1, 0.1).  Both fits: ITERS Lloyd iterations (default 5, tol 0)
  *	  from the same K rows taken N / K apart, so that seeding costs
  *	  nothing; with parallel, seeded by k-means|| instead (its time and
- *	  phases are in each fit's line).  The streamed fit splits the rows into SHARDS shards and
- *	  keeps RESIDENT of them in sessions of their own (lane_rows is set
- *	  to hold RESIDENT + 2 shards); the others are streamed.  Prints one
+ *	  phases are in each fit's line).  The streamed fit splits the rows
+ *	  into SHARDS shards over LANES lanes (default 1; on the GPU lane l
+ *	  runs on device l: LANES GPUs against the resident fit's one) and
+ *	  keeps RESIDENT of them in sessions of their own (each lane's
+ *	  lane_rows holds its share of RESIDENT + 2 shards; RESIDENT = SHARDS:
+ *	  no bound); the others are streamed.  Prints one
  *	  line of key=value per fit (per_iteration_ms: its steps alone, not
  *	  the scoring pass), then the streamed rows' bytes an
  *	  iteration, the host-to-device rate of the resident fit's upload,
@@ -41,6 +44,9 @@
 #include <string.h>
 
 #include "harness.h"
+
+/* lanes the bench may ask for: one a GPU of a server */
+#define GC_BENCH_MAX_LANES 16
 
 typedef struct Run
 {
@@ -227,6 +233,8 @@ main(int argc, char **argv)
 				resident;
 	bool		incore = !(argc > 8 && strcmp(argv[8], "no-incore") == 0);
 	bool		parallel = argc > 9 && strcmp(argv[9], "parallel") == 0;
+	int			lanes = argc > 10 ? atoi(argv[10]) : 1;
+	int			devices[GC_BENCH_MAX_LANES];
 	const GcKmeansBackend *plain = &gc_kmeans_cpu_backend;
 	const GcKmeansBackend *sharded = &gc_kmeans_cpu_sharded_backend;
 	GcHostAlloc alloc = plain_alloc;
@@ -245,7 +253,7 @@ main(int argc, char **argv)
 	if (argc < 6)
 	{
 		fprintf(stderr, "usage: %s N D K SHARDS RESIDENT [ITERS] [cpu|gpu] [incore|no-incore] "
-				"[given|parallel]\n", argv[0]);
+				"[given|parallel] [LANES]\n", argv[0]);
 		return 2;
 	}
 	n = atoll(argv[1]);
@@ -253,9 +261,11 @@ main(int argc, char **argv)
 	k = atoi(argv[3]);
 	shards = atoi(argv[4]);
 	resident = atoi(argv[5]);
-	if (shards < 1 || resident < 0 || resident > shards || k < 1 || n < k)
+	if (shards < 1 || resident < 0 || resident > shards || k < 1 || n < k ||
+		lanes < 1 || lanes > GC_BENCH_MAX_LANES || lanes > shards)
 	{
-		fprintf(stderr, "need 1 <= SHARDS, 0 <= RESIDENT <= SHARDS, 1 <= K <= N\n");
+		fprintf(stderr, "need 1 <= SHARDS, 0 <= RESIDENT <= SHARDS, 1 <= K <= N, "
+				"1 <= LANES <= min(SHARDS, %d)\n", GC_BENCH_MAX_LANES);
 		return 2;
 	}
 	if (argc > 7 && strcmp(argv[7], "gpu") == 0 &&
@@ -269,8 +279,8 @@ main(int argc, char **argv)
 								argc > 6 ? atoi(argv[6]) : 5, 0.0);
 	params.init_centroids = parallel ? NULL : init;
 	params.seed = 1;
-	printf("n=%lld d=%d k=%d device=%s shards=%d resident=%d iterations=%d\n",
-		   (long long) n, d, k, plain->name, shards, resident, params.max_iter);
+	printf("n=%lld d=%d k=%d device=%s shards=%d resident=%d lanes=%d iterations=%d\n",
+		   (long long) n, d, k, plain->name, shards, resident, lanes, params.max_iter);
 	fflush(stdout);
 	if (incore)
 	{
@@ -279,9 +289,13 @@ main(int argc, char **argv)
 		fflush(stdout);
 	}
 	params.shards = shards;
-	params.lanes = 1;
-	/* room for the resident shards and the two a streamed one passes through */
-	params.lane_rows = (int64_t) (resident + 2) * ((n + shards - 1) / shards);
+	params.lanes = lanes;
+	for (int l = 0; l < lanes; l++)
+		devices[l] = l;
+	params.devices = devices;
+	/* room for a lane's resident shards and the two a streamed one passes through */
+	params.lane_rows = resident == shards ? 0 :
+		(int64_t) ((resident + lanes - 1) / lanes + 2) * ((n + shards - 1) / shards);
 	streamed = run_fit(sharded, &rows, &params);
 	print_run("streamed", &streamed);
 
@@ -290,7 +304,8 @@ main(int argc, char **argv)
 	streamed_bytes = row_bytes * (double) n * (shards - resident) / shards;
 	rate = incore && whole.result.timings.transfer_ms > 0.0 ?
 		row_bytes * (double) n / (whole.result.timings.transfer_ms / 1e3) : 0.0;
-	bound = rate > 0.0 ? streamed_bytes / rate * 1e3 : 0.0;
+	/* each lane's GPU has a link of its own */
+	bound = rate > 0.0 ? streamed_bytes / (rate * lanes) * 1e3 : 0.0;
 	floor_ms = fmax(bound, incore ? whole.per_iteration_ms : 0.0);
 	printf("streamed_gb_per_iteration=%.2f upload_gb_per_s=%.1f transfer_bound_ms=%.1f "
 		   "ratio=%.2f same_model=%s\n",
