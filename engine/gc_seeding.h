@@ -230,10 +230,25 @@ typedef struct GcParallelOps
 							  uint64_t seed, int64_t *picks, GcError *err);
 } GcParallelOps;
 
-/* k-means|| over nshards shards of rows whose passes ops runs */
+/*
+ * How a pass runs over the shards: task(shard, group, arg) for every shard,
+ * in groups (groups of them, e.g. a sharded fit's lanes, one a device)
+ * that may run at once, each group's shards in order on one thread; the
+ * first failure's status, err its.  NULL: every shard in order on the
+ * calling thread, as group 0.
+ */
+typedef GcStatus (*GcShardTask) (int shard, int group, void *arg, GcError *err);
+typedef struct GcShardRunner
+{
+	int			groups;
+	GcStatus	(*run) (void *ctx, GcShardTask task, void *arg, GcError *err);
+	void	   *ctx;
+} GcShardRunner;
+
+/* k-means|| over nshards shards of rows whose passes ops runs, as runner runs them */
 extern GcStatus gc_seed_kmeans_parallel_shards(const GcParallelOps *ops, void **shards,
-											   int nshards, const GcRows *rows,
-											   const GcFrame *frame,
+											   int nshards, const GcShardRunner *runner,
+											   const GcRows *rows, const GcFrame *frame,
 											   const GcKmeansParams *params, uint64_t seed,
 											   int64_t *chosen, GcError *err);
 

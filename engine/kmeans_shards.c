@@ -43,10 +43,12 @@
  *
  * k-means|| runs its passes in the shards (the child's parallel_shard,
  * engine/seeding_parallel.c): race keys, potentials, samples and
- * candidate weights add up to the unsplit pass's.  So does k-means++
- * (kmeanspp_shard, engine/seeding.c): each step's races and greedy
- * potentials.  Seeding runs on the calling thread, a streamed shard's
- * part opened on a session just moved onto it.  Batched k-means++ is not
+ * candidate weights add up to the unsplit pass's, each pass run by the
+ * lanes at once (run_shard_tasks: lane l its shards in order), so every
+ * device takes its share.  So does k-means++ (kmeanspp_shard,
+ * engine/seeding.c): each step's races and greedy potentials, on the
+ * calling thread.  A streamed shard's part is opened on a session just
+ * moved onto it.  Batched k-means++ is not
  * split yet: it runs on the CPU reference over the parent store (the
  * child's seeding gives the same rows); random and given initialisation
  * need no backend.  The check of reduced precision and row ordering are
@@ -79,6 +81,7 @@ typedef struct ShardLane
 {
 	ShardSession *owner;
 	GcKmeansParams params;		/* the fit's, on the lane's device, polling its hook */
+	GcKmeansParams seeding;		/* the seeding's, polling the lane's hook */
 	int			first_shard;	/* shards first_shard .. end_shard - 1 */
 	int			end_shard;
 	int			resident;		/* of which the first resident have sessions of their own */
@@ -100,6 +103,8 @@ typedef struct ShardLane
 /* The pass every lane runs */
 typedef struct ShardPass
 {
+	GcShardTask task;			/* a seeding pass's task for each shard; else: */
+	void	   *task_arg;
 	bool		scoring;		/* score_sum; else step_partial */
 	int64_t		pruned_rows;	/* a step: the driver's pruned prefix */
 	const double *centroids;	/* scoring */
@@ -131,6 +136,7 @@ struct ShardSession
 };
 
 static void shards_close(void *session);
+static GcStatus run_shard_tasks(void *ctx, GcShardTask task, void *arg, GcError *err);
 
 /* The sharded session whose lane runs on this thread (lanes past the first) */
 static __thread ShardSession *lane_owner;
@@ -506,7 +512,8 @@ for_each_session(ShardSession *s, SessionFn fn, void *arg, GcError *err)
 /*
  * Each shard's seeding part, on the calling thread, into parts (nshards,
  * NULL where not opened): k-means|| where pops is given (the child's
- * table of passes into *pops), else k-means++ (into *kops)
+ * table of passes into *pops), else k-means++ (into *kops); a lane's
+ * parts poll its hook, for its passes run on its thread
  */
 static GcStatus
 open_seed_parts(ShardSession *s, const GcKmeansParams *params, void **parts,
@@ -518,6 +525,8 @@ open_seed_parts(ShardSession *s, const GcKmeansParams *params, void **parts,
 	{
 		ShardLane  *lane = &s->lanes[l];
 
+		lane->seeding = *params;
+		lane->seeding.interrupted = lane->params.interrupted;
 		for (int i = lane->first_shard; status == GC_OK && i < lane->end_shard; i++)
 		{
 			void	   *session = shard_session(lane, i);
@@ -526,8 +535,10 @@ open_seed_parts(ShardSession *s, const GcKmeansParams *params, void **parts,
 				(status = bind_streamed(lane, i, err)) != GC_OK)
 				break;
 			status = pops ?
-				s->child->parallel_shard(session, params, s->first[i], &parts[i], pops, err) :
-				s->child->kmeanspp_shard(session, params, s->first[i], &parts[i], kops, err);
+				s->child->parallel_shard(session, &lane->seeding, s->first[i], &parts[i], pops,
+										 err) :
+				s->child->kmeanspp_shard(session, &lane->seeding, s->first[i], &parts[i], kops,
+										 err);
 		}
 	}
 	return status;
@@ -547,13 +558,14 @@ seed_over_shards(ShardSession *s, const GcKmeansParams *params, bool parallel, u
 	const GcKmeansppOps *kops = NULL;
 	void	  **parts = calloc(s->nshards, sizeof(void *));
 	GcStatus	status;
+	GcShardRunner runner = {.groups = s->nlanes, .run = run_shard_tasks, .ctx = s};
 
 	if (parts == NULL)
 		return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for seeding");
 	status = open_seed_parts(s, params, parts, parallel ? &pops : NULL, &kops, err);
 	if (status == GC_OK && parallel)
-		status = gc_seed_kmeans_parallel_shards(pops, parts, s->nshards, s->rows, s->frame,
-												params, seed, chosen, err);
+		status = gc_seed_kmeans_parallel_shards(pops, parts, s->nshards, &runner, s->rows,
+												s->frame, params, seed, chosen, err);
 	else if (status == GC_OK)
 		status = gc_seed_kmeanspp_shards(kops, parts, s->nshards, s->rows, s->frame,
 										 params, seed, chosen, err);
@@ -692,12 +704,12 @@ shard_pass(ShardLane *lane, int i, const ShardPass *pass)
 }
 
 /*
- * Lane's share of the pass: its resident shards, then its streamed ones,
- * each pool session moved onto the shard after next once it is done, so
- * that one's upload overlaps the other's pass; a failure stops the others
+ * Lane's share of a step or scoring pass: its resident shards, then its
+ * streamed ones, each pool session moved onto the shard after next once
+ * it is done, so that one's upload overlaps the other's pass
  */
 static GcStatus
-lane_pass(ShardLane *lane)
+lane_shard_passes(ShardLane *lane)
 {
 	ShardSession *s = lane->owner;
 	size_t		kd = (size_t) s->k * s->rows->d;
@@ -719,6 +731,25 @@ lane_pass(ShardLane *lane)
 		if (st == GC_OK && j >= 0 && j + 2 < streamed)
 			st = bind_streamed(lane, i + 2, &lane->err);
 	}
+	return st;
+}
+
+/*
+ * Lane's share of the pass: a seeding task over its shards in order
+ * (the task moves a streamed shard's session onto it), else its shards'
+ * step or scoring passes; a failure stops the others
+ */
+static GcStatus
+lane_pass(ShardLane *lane)
+{
+	ShardSession *s = lane->owner;
+	GcStatus	st = GC_OK;
+
+	if (s->pass.task != NULL)
+		for (int i = lane->first_shard; st == GC_OK && i < lane->end_shard; i++)
+			st = s->pass.task(i, (int) (lane - s->lanes), s->pass.task_arg, &lane->err);
+	else
+		st = lane_shard_passes(lane);
 	if (st != GC_OK)
 		__atomic_store_n(&s->stop, true, __ATOMIC_RELAXED);
 	lane->status = st;
@@ -771,6 +802,16 @@ run_lanes(ShardSession *s, GcError *err)
 		return GC_OK;
 	*err = failed->err;
 	return failed->status;
+}
+
+/* A seeding pass's task over every shard, by the lanes at once (GcShardRunner.run) */
+static GcStatus
+run_shard_tasks(void *ctx, GcShardTask task, void *arg, GcError *err)
+{
+	ShardSession *s = ctx;
+
+	s->pass = (ShardPass) {.task = task, .task_arg = arg};
+	return run_lanes(s, err);
 }
 
 /* The centroids the next step labels against, in one session */

@@ -365,46 +365,161 @@ const GcParallelOps gc_parallel_cpu_ops = {
 };
 
 /*
+ * One pass over the shards as a runner runs it (GcShardRunner): its
+ * inputs, and a slot of its answers for each shard (keys, potentials,
+ * samples) or each group (weights), added up here in shard order after
+ */
+typedef struct ShardsPass
+{
+	const GcParallelOps *ops;
+	void	  **shards;
+	int			nshards;
+	const GcShardRunner *runner;	/* NULL: in order on this thread */
+	uint64_t	seed;
+	int			round;			/* sample: the round and the potential */
+	double		phi;
+	const double *batch;		/* nearest: the candidates' values */
+	int64_t		first;
+	int64_t		m;
+	int64_t		count;			/* weights: the candidates */
+	uint64_t   *keys;			/* nshards */
+	gc_u128    *potentials;		/* nshards */
+	GcRowList  *samples;		/* nshards */
+	int64_t   **weights;		/* the runner's groups: count each, zeroed */
+} ShardsPass;
+
+static GcStatus
+first_task(int shard, int group, void *arg, GcError *err)
+{
+	ShardsPass *p = arg;
+
+	(void) group;
+	p->keys[shard] = GC_RACE_NONE;
+	return p->ops->first(p->shards[shard], p->seed, &p->keys[shard], err);
+}
+
+static GcStatus
+nearest_task(int shard, int group, void *arg, GcError *err)
+{
+	ShardsPass *p = arg;
+
+	(void) group;
+	p->potentials[shard] = 0;
+	return p->ops->nearest(p->shards[shard], p->batch, p->first, p->m, &p->potentials[shard],
+						   err);
+}
+
+static GcStatus
+sample_task(int shard, int group, void *arg, GcError *err)
+{
+	ShardsPass *p = arg;
+
+	(void) group;
+	p->samples[shard].count = 0;
+	return p->ops->sample(p->shards[shard], p->seed, p->round, p->phi, &p->samples[shard], err);
+}
+
+static GcStatus
+weights_task(int shard, int group, void *arg, GcError *err)
+{
+	ShardsPass *p = arg;
+
+	return p->ops->weights(p->shards[shard], p->weights[group], err);
+}
+
+/* task over every shard, as the pass's runner runs it */
+static GcStatus
+run_pass(ShardsPass *p, GcShardTask task, GcError *err)
+{
+	GcStatus	status = GC_OK;
+
+	if (p->runner != NULL)
+		return p->runner->run(p->runner->ctx, task, p, err);
+	for (int i = 0; status == GC_OK && i < p->nshards; i++)
+		status = task(i, 0, p, err);
+	return status;
+}
+
+/* The least race key of the first draw over every shard */
+static GcStatus
+first_race(ShardsPass *p, uint64_t *best, GcError *err)
+{
+	GcStatus	status = run_pass(p, first_task, err);
+
+	*best = GC_RACE_NONE;
+	for (int i = 0; status == GC_OK && i < p->nshards; i++)
+		if (p->keys[i] < *best)
+			*best = p->keys[i];
+	return status;
+}
+
+/*
  * Every shard's nearest pass over candidates first .. first + m - 1 of
  * cand (their values from rows), the potentials added
  */
 static GcStatus
-nearest_passes(const GcParallelOps *ops, void **shards, int nshards, const GcRows *rows,
-			   const GcRowList *cand, int64_t first, int64_t m, double **batch,
-			   gc_u128 *potential, GcError *err)
+nearest_passes(ShardsPass *p, const GcRows *rows, const GcRowList *cand, int64_t first,
+			   int64_t m, double **batch, gc_u128 *potential, GcError *err)
 {
 	double	   *values = realloc(*batch, sizeof(double) * m * rows->d);
+	GcStatus	status;
 
 	if (values == NULL)
 		return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for seeding");
 	*batch = values;
 	for (int64_t j = 0; j < m; j++)
 		gc_rows_copy_row(rows, cand->rows[first + j], values + (size_t) j * rows->d);
+	p->batch = values;
+	p->first = first;
+	p->m = m;
+	status = run_pass(p, nearest_task, err);
 	*potential = 0;
-	for (int i = 0; i < nshards; i++)
-	{
-		gc_u128		part = 0;
-		GcStatus	status = ops->nearest(shards[i], values, first, m, &part, err);
+	for (int i = 0; status == GC_OK && i < p->nshards; i++)
+		*potential += p->potentials[i];
+	return status;
+}
 
-		if (status != GC_OK)
-			return status;
-		*potential += part;
-	}
-	return GC_OK;
+/* A round's samples of every shard appended to cand, in row order */
+static GcStatus
+sample_round(ShardsPass *p, int round, double phi, GcRowList *cand, GcError *err)
+{
+	GcStatus	status;
+
+	p->round = round;
+	p->phi = phi;
+	status = run_pass(p, sample_task, err);
+	for (int i = 0; status == GC_OK && i < p->nshards; i++)
+		for (int64_t j = 0; j < p->samples[i].count; j++)
+			if (!gc_row_list_push(cand, p->samples[i].rows[j]))
+				return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for seeding");
+	return status;
 }
 
 /* Each candidate's weight: the shards' rows nearest to it, into weight (count, zeroed) */
 static GcStatus
-candidate_weights(const GcParallelOps *ops, void **shards, int nshards, int64_t count,
-				  int64_t **weight, GcError *err)
+candidate_weights(ShardsPass *p, int64_t count, int64_t *weight, GcError *err)
 {
+	int			groups = p->runner != NULL ? p->runner->groups : 1;
 	GcStatus	status = GC_OK;
 
-	*weight = calloc(count > 0 ? count : 1, sizeof(int64_t));
-	if (*weight == NULL)
+	p->count = count;
+	p->weights = calloc(groups, sizeof(int64_t *));
+	if (p->weights == NULL)
 		return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for seeding");
-	for (int i = 0; status == GC_OK && i < nshards; i++)
-		status = ops->weights(shards[i], *weight, err);
+	p->weights[0] = weight;
+	for (int g = 1; g < groups; g++)
+		if ((p->weights[g] = calloc(count > 0 ? count : 1, sizeof(int64_t))) == NULL)
+			status = gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for seeding");
+	if (status == GC_OK)
+		status = run_pass(p, weights_task, err);
+	for (int g = 1; g < groups; g++)
+	{
+		for (int64_t c = 0; status == GC_OK && c < count; c++)
+			weight[c] += p->weights[g][c];
+		free(p->weights[g]);
+	}
+	free(p->weights);
+	p->weights = NULL;
 	return status;
 }
 
@@ -479,10 +594,12 @@ phase_done(double *phase, double *since)
 
 GcStatus
 gc_seed_kmeans_parallel_shards(const GcParallelOps *ops, void **shards, int nshards,
-							   const GcRows *rows, const GcFrame *frame,
-							   const GcKmeansParams *params, uint64_t seed,
-							   int64_t *chosen, GcError *err)
+							   const GcShardRunner *runner, const GcRows *rows,
+							   const GcFrame *frame, const GcKmeansParams *params,
+							   uint64_t seed, int64_t *chosen, GcError *err)
 {
+	ShardsPass	pass = {.ops = ops, .shards = shards, .nshards = nshards, .runner = runner,
+	.seed = seed};
 	GcRowList	cand = {0};
 	double	   *batch = NULL;
 	int64_t    *weight = NULL;
@@ -493,37 +610,36 @@ gc_seed_kmeans_parallel_shards(const GcParallelOps *ops, void **shards, int nsha
 	GcStatus	status = GC_OK;
 	int			round = 0;
 
-	for (int i = 0; status == GC_OK && i < nshards; i++)
-	{
-		uint64_t	key = GC_RACE_NONE;
-
-		status = ops->first(shards[i], seed, &key, err);
-		if (key < best)
-			best = key;
-	}
+	pass.keys = malloc(sizeof(uint64_t) * nshards);
+	pass.potentials = malloc(sizeof(gc_u128) * nshards);
+	pass.samples = calloc(nshards, sizeof(GcRowList));
+	if (pass.keys == NULL || pass.potentials == NULL || pass.samples == NULL)
+		status = gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for seeding");
+	if (status == GC_OK)
+		status = first_race(&pass, &best, err);
 	if (status == GC_OK && !gc_row_list_push(&cand, (int64_t) (uint32_t) best))
 		status = gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for seeding");
 	if (status == GC_OK)
-		status = nearest_passes(ops, shards, nshards, rows, &cand, 0, 1, &batch, &potential,
-								err);
+		status = nearest_passes(&pass, rows, &cand, 0, 1, &batch, &potential, err);
 	while (status == GC_OK && gc_parallel_more_rounds(round, cand.count, params->k, potential))
 	{
 		int64_t		first = cand.count;
-		double		phi = gc_inertia_value(potential, frame);
 
 		round++;
-		for (int i = 0; status == GC_OK && i < nshards; i++)
-			status = ops->sample(shards[i], seed, round, phi, &cand, err);
+		status = sample_round(&pass, round, gc_inertia_value(potential, frame), &cand, err);
 		if (status == GC_OK &&
 			!gc_parallel_sort_batch(rows, cand.rows + first, cand.count - first))
 			status = gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for seeding");
 		if (status == GC_OK && cand.count > first)
-			status = nearest_passes(ops, shards, nshards, rows, &cand, first,
-									cand.count - first, &batch, &potential, err);
+			status = nearest_passes(&pass, rows, &cand, first, cand.count - first, &batch,
+									&potential, err);
 	}
 	phase_done(&spent.rounds_ms, &since);
+	if (status == GC_OK && (weight = calloc(cand.count > 0 ? cand.count : 1,
+											sizeof(int64_t))) == NULL)
+		status = gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for seeding");
 	if (status == GC_OK)
-		status = candidate_weights(ops, shards, nshards, cand.count, &weight, err);
+		status = candidate_weights(&pass, cand.count, weight, err);
 	phase_done(&spent.weights_ms, &since);
 	if (status == GC_OK)
 		status = recluster(ops, shards[0], rows, &cand, weight, frame, params, seed, chosen,
@@ -535,6 +651,11 @@ gc_seed_kmeans_parallel_shards(const GcParallelOps *ops, void **shards, int nsha
 		params->phases->weights_ms += spent.weights_ms;
 		params->phases->recluster_ms += spent.recluster_ms;
 	}
+	for (int i = 0; pass.samples && i < nshards; i++)
+		free(pass.samples[i].rows);
+	free(pass.samples);
+	free(pass.keys);
+	free(pass.potentials);
 	free(cand.rows);
 	free(batch);
 	free(weight);
@@ -553,8 +674,8 @@ gc_seed_kmeans_parallel_cpu(const GcRows *rows, const GcFrame *frame,
 	if (status != GC_OK)
 		return status;
 	shards[0] = shard;
-	status = gc_seed_kmeans_parallel_shards(&gc_parallel_cpu_ops, shards, 1, rows, frame,
-											params, seed, chosen, err);
+	status = gc_seed_kmeans_parallel_shards(&gc_parallel_cpu_ops, shards, 1, NULL, rows,
+											frame, params, seed, chosen, err);
 	gc_parallel_shard_close(shard);
 	return status;
 }
