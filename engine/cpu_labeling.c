@@ -452,49 +452,107 @@ label_tile(void *ctx, int worker, const GcChunk *chunk, int64_t first_in_chunk, 
 		pass->hook->fn(pass->hook->ctx, worker, chunk, first_in_chunk, count);
 }
 
-/*
- * The reference scan's answers for 8 rows (x, d apart; count of them
- * real) by the direct scan, a row a lane: every centroid in index order,
- * its exact distance summed in dimension order, taken where strictly
- * below the least so far (which starts at DBL_MAX, as the scan's does);
- * labels and distances into labels and distance2 (NULL: none)
- */
-GC_SIMD_CLONES
-static void
-nearest_direct8(const double *restrict x, int count, const double *restrict centroids, int k,
-				int d, int32_t *labels, double *distance2)
-{
-	v8d			row[DIRECT_MAX_D];
-	v8d			least = {DBL_MAX, DBL_MAX, DBL_MAX, DBL_MAX, DBL_MAX, DBL_MAX, DBL_MAX, DBL_MAX};
-	v8di		at = {0};
+/* rows a direct scan call takes at most: DIRECT_GROUPS vectors of 8 */
+#define DIRECT_GROUPS 4
 
-	for (int j = 0; j < d; j++)
+/*
+ * The reference scan's answers for up to 8 groups rows (x, d apart;
+ * count of them real) by the direct scan, a row a lane: every centroid
+ * in index order, its exact distance summed in dimension order, taken
+ * where strictly below the least so far (which starts at DBL_MAX, as the
+ * scan's does); labels and distances into labels and distance2 (NULL:
+ * none).  Inlined with d and groups constants: the groups' chains of
+ * comparisons run side by side (one alone waits on each comparison), and
+ * narrow rows stay in registers.
+ */
+static inline __attribute__((always_inline)) void
+nearest_direct_block(const double *restrict x, int count, const double *restrict centroids,
+					 int k, int d, int groups, int32_t *labels, double *distance2)
+{
+	v8d			row[DIRECT_GROUPS][DIRECT_MAX_D];
+	v8d			least[DIRECT_GROUPS];
+	v8di		at[DIRECT_GROUPS];
+
+	for (int g = 0; g < groups; g++)
 	{
-		row[j] = (v8d) {0};
-		for (int l = 0; l < count; l++)
-			row[j][l] = x[(size_t) l * d + j];
+		least[g] = (v8d) {DBL_MAX, DBL_MAX, DBL_MAX, DBL_MAX, DBL_MAX, DBL_MAX, DBL_MAX, DBL_MAX};
+		at[g] = (v8di) {0};
+		for (int j = 0; j < d; j++)
+		{
+			row[g][j] = (v8d) {0};
+			for (int l = 0; l < 8 && g * 8 + l < count; l++)
+				row[g][j][l] = x[(size_t) (g * 8 + l) * d + j];
+		}
 	}
 	for (int c = 0; c < k; c++)
 	{
 		const double *centroid = centroids + (size_t) c * d;
-		v8d			s = {0};
-		v8di		below;
 
-		for (int j = 0; j < d; j++)
+		for (int g = 0; g < groups; g++)
 		{
-			v8d			t = row[j] - centroid[j];
+			v8d			s = {0};
+			v8di		below;
 
-			s = s + t * t;
+			for (int j = 0; j < d; j++)
+			{
+				v8d			t = row[g][j] - centroid[j];
+
+				s = s + t * t;
+			}
+			below = s < least[g];
+			least[g] = (v8d) (((v8di) s & below) | ((v8di) least[g] & ~below));
+			at[g] = ((v8di) {c, c, c, c, c, c, c, c} & below) | (at[g] & ~below);
 		}
-		below = s < least;
-		least = (v8d) (((v8di) s & below) | ((v8di) least & ~below));
-		at = ((v8di) {c, c, c, c, c, c, c, c} & below) | (at & ~below);
 	}
-	for (int l = 0; l < count; l++)
+	for (int r = 0; r < count; r++)
 	{
-		labels[l] = (int32_t) at[l];
+		labels[r] = (int32_t) at[r / 8][r % 8];
 		if (distance2)
-			distance2[l] = least[l];
+			distance2[r] = least[r / 8][r % 8];
+	}
+}
+
+/*
+ * The direct scan over count rows of width d, a block of groups vectors
+ * at a time (d and groups constants where inlined)
+ */
+static inline __attribute__((always_inline)) void
+nearest_direct_rows(const double *restrict x, int64_t count, const double *restrict centroids,
+					int k, int d, int groups, int32_t *labels, double *distance2)
+{
+	int64_t		block = 8 * groups;
+
+	for (int64_t r = 0; r < count; r += block)
+		nearest_direct_block(x + (size_t) r * d, count - r < block ? (int) (count - r) : (int) block,
+							 centroids, k, d, groups, labels + r,
+							 distance2 ? distance2 + r : NULL);
+}
+
+/*
+ * nearest_direct_rows, its loops made for each width to 4 with four
+ * groups side by side (wider rows give each centroid work enough alone)
+ */
+GC_SIMD_CLONES
+static void
+nearest_direct(const double *restrict x, int64_t count, const double *restrict centroids, int k,
+			   int d, int32_t *labels, double *distance2)
+{
+	switch (d)
+	{
+		case 1:
+			nearest_direct_rows(x, count, centroids, k, 1, DIRECT_GROUPS, labels, distance2);
+			break;
+		case 2:
+			nearest_direct_rows(x, count, centroids, k, 2, DIRECT_GROUPS, labels, distance2);
+			break;
+		case 3:
+			nearest_direct_rows(x, count, centroids, k, 3, DIRECT_GROUPS, labels, distance2);
+			break;
+		case 4:
+			nearest_direct_rows(x, count, centroids, k, 4, DIRECT_GROUPS, labels, distance2);
+			break;
+		default:
+			nearest_direct_rows(x, count, centroids, k, d, 1, labels, distance2);
 	}
 }
 
@@ -509,10 +567,8 @@ label_tile_direct(void *ctx, int worker, const GcChunk *chunk, int64_t first_in_
 	const double *values = chunk->values + (size_t) first_in_chunk * d;
 	int64_t		first = chunk->first_row + first_in_chunk;
 
-	for (int64_t r = 0; r < count; r += 8)
-		nearest_direct8(values + (size_t) r * d, count - r < 8 ? (int) (count - r) : 8,
-						p->centroids, p->k, d, pass->labels + first + r,
-						pass->distances2 ? pass->distances2 + first + r : NULL);
+	nearest_direct(values, count, p->centroids, p->k, d, pass->labels + first,
+				   pass->distances2 ? pass->distances2 + first : NULL);
 	if (pass->hook)
 		pass->hook->fn(pass->hook->ctx, worker, chunk, first_in_chunk, count);
 }
