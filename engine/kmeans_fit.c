@@ -210,10 +210,14 @@ gc_kmeans_fit_flat(const GcKmeansBackend *backend, GcRows *rows,
 	status = gc_frame_init(&frame, rows, err);
 	if (status != GC_OK)
 		return status;
-	/* the tolerance's variance; seeding weighs each row by its copies (row_copies.c) */
+	/*
+	 * the tolerance's variance; seeding weighs each row by its copies
+	 * (row_copies.c), which given centroids draw none of
+	 */
 	if ((status = gc_frame_set_tolerance(&frame, rows, k, params->tol, params->interrupted,
 										 err)) != GC_OK ||
-		(status = gc_rows_number_copies(rows, params->interrupted, err)) != GC_OK)
+		(gc_seed_method(params, rows->n, d) != GC_INIT_GIVEN &&
+		 (status = gc_rows_number_copies(rows, params->interrupted, err)) != GC_OK))
 	{
 		gc_frame_release(&frame);
 		return status;
