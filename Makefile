@@ -231,6 +231,25 @@ $(ASAN_DIR)/engine_test: $(ENGINE_SUITES)
 engine-check-asan: $(addprefix $(ASAN_DIR)/,$(ENGINE_CHECKS))
 	set -e; for t in $(ENGINE_CHECKS); do $(ASAN_ENV) $(ASAN_DIR)/$$t; done
 
+# The engine tests that run threads (a sharded fit's lanes, the CPU's
+# workers, their interrupt polls) under ThreadSanitizer (clang; built
+# apart in build/tsan/): a data race fails them.  CPU only.
+TSAN_DIR = build/tsan
+TSAN_CC ?= clang
+TSAN_CHECKS = shards_test cpu_labeling_test seeding_parallel_test interrupt_test
+TSAN_CFLAGS = -O1 -g -fno-omit-frame-pointer -fsanitize=thread -fwrapv -fno-strict-aliasing \
+	-ffp-contract=off -Wno-unknown-attributes -Wno-ignored-attributes -Iengine
+# without address randomisation: LLVM 14's TSan cannot map its shadow under some kernels' randomisation
+TSAN_ENV = TSAN_OPTIONS=halt_on_error=1:exitcode=66 setarch $(shell uname -m) -R
+$(TSAN_DIR)/%: test/engine/%.c $(ENGINE_OBJS:.o=.c) $(wildcard engine/*.h) $(TEST_HARNESS)
+	@mkdir -p $(TSAN_DIR)
+	$(call progress,CCLD,$@)
+	$(TSAN_CC) $(TSAN_CFLAGS) -o $@ $< test/engine/harness.c $(ENGINE_OBJS:.o=.c) -lm -lpthread
+
+.PHONY: engine-check-tsan
+engine-check-tsan: $(addprefix $(TSAN_DIR)/,$(TSAN_CHECKS))
+	set -e; for t in $(TSAN_CHECKS); do $(TSAN_ENV) $(TSAN_DIR)/$$t; done
+
 $(filter src/pmedian_%.o,$(OBJS)): src/pmedian_glue.h
 $(GLUE_OBJS): src/gpuclust.h $(wildcard engine/*.h)
 
