@@ -456,7 +456,7 @@ label_tile(void *ctx, int worker, const GcChunk *chunk, int64_t first_in_chunk, 
 #define DIRECT_GROUPS 4
 
 /*
- * The reference scan's answers for up to 8 groups rows (x, d apart;
+ * The reference scan's answers for up to 8 x groups rows (x, d apart;
  * count of them real) by the direct scan, a row a lane: every centroid
  * in index order, its exact distance summed in dimension order, taken
  * where strictly below the least so far (which starts at DBL_MAX, as the
