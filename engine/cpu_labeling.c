@@ -537,23 +537,22 @@ static void
 nearest_direct(const double *restrict x, int64_t count, const double *restrict centroids, int k,
 			   int d, int32_t *labels, double *distance2)
 {
+/* d = w made a constant */
+#define DIRECT_WIDTH(w) \
+	case w: \
+		nearest_direct_rows(x, count, centroids, k, w, DIRECT_GROUPS, labels, distance2); \
+		break
+
 	switch (d)
 	{
-		case 1:
-			nearest_direct_rows(x, count, centroids, k, 1, DIRECT_GROUPS, labels, distance2);
-			break;
-		case 2:
-			nearest_direct_rows(x, count, centroids, k, 2, DIRECT_GROUPS, labels, distance2);
-			break;
-		case 3:
-			nearest_direct_rows(x, count, centroids, k, 3, DIRECT_GROUPS, labels, distance2);
-			break;
-		case 4:
-			nearest_direct_rows(x, count, centroids, k, 4, DIRECT_GROUPS, labels, distance2);
-			break;
+		DIRECT_WIDTH(1);
+		DIRECT_WIDTH(2);
+		DIRECT_WIDTH(3);
+		DIRECT_WIDTH(4);
 		default:
 			nearest_direct_rows(x, count, centroids, k, d, 1, labels, distance2);
 	}
+#undef DIRECT_WIDTH
 }
 
 /* Label rows [first, first + count) of chunk by the direct scan, on thread worker */
