@@ -381,7 +381,6 @@ typedef struct ShardsPass
 	const double *batch;		/* nearest: the candidates' values */
 	int64_t		first;
 	int64_t		m;
-	int64_t		count;			/* weights: the candidates */
 	uint64_t   *keys;			/* nshards */
 	gc_u128    *potentials;		/* nshards */
 	GcRowList  *samples;		/* nshards */
@@ -502,7 +501,6 @@ candidate_weights(ShardsPass *p, int64_t count, int64_t *weight, GcError *err)
 	int			groups = p->runner != NULL ? p->runner->groups : 1;
 	GcStatus	status = GC_OK;
 
-	p->count = count;
 	p->weights = calloc(groups, sizeof(int64_t *));
 	if (p->weights == NULL)
 		return gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for seeding");
