@@ -207,7 +207,6 @@ build_panels(Panels *p, const double *centroids, int k, int d, const double *off
 	return true;
 }
 
-
 /*
  * The screen of 8 centred rows (row-major, d apart) against the 8
  * centroids of a panel: the dot products in eight vector accumulators of
@@ -640,7 +639,8 @@ gc_cpu_label_rows(const GcRows *rows, int64_t first_row, const double *centroids
 	run.workers = gc_cpu_threads(threads, (rows->n - first_row) * row_units);
 	if (hook && run.workers > hook->max_workers)
 		run.workers = hook->max_workers > 0 ? hook->max_workers : 1;
-	for (int w = 0; w < run.workers; w++)
+	/* the screen's tiles; the direct scan needs none */
+	for (int w = 0; w < run.workers && run.fn == label_tile; w++)
 		allocated &= alloc_scratch(&scratch[w], tile_rows, rows->d, width);
 	status = allocated ?
 		gc_cpu_run_blocks(&run, poll, err, "interrupted while labelling") :
