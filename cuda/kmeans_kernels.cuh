@@ -185,10 +185,15 @@ typedef struct TensorRefinement
 	unsigned long long *refined;	/* exact distances the check computed, or NULL */
 	/* the check of short lists split over blocks, without separations; NULL: never */
 	const RefineSlices *slices;
-	/* Hopper's TF32 screen (tensor/wgmma_kernels.cu), where it runs */
-	const struct WgmmaOperands *wgmma_ops;	/* the rows and the TF32 centroids */
-	const float *wgmma_half_norms;	/* -||c||^2 / 2 of the TF32 centroids, padded */
+	/* Hopper's screen (tensor/wgmma_kernels.cu), where it runs */
+	const struct WgmmaOperands *wgmma_ops;	/* the rows and the TF32 or fp16 centroids */
+	const float *wgmma_half_norms;	/* -||c||^2 / 2 of those centroids, padded */
 	int64_t		wgmma_first;	/* the pass's first row in wgmma_ops' rows */
+	/* on scaled fp16 operands: the bound's norms at their scale; NULL on TF32 */
+	const float *wgmma_xnorm;	/* |x|, scaled */
+	const float *wgmma_cnorm;	/* the fp16 centroids' norms */
+	const unsigned int *wgmma_radius_bits;	/* the largest of them, float bits */
+	float		wgmma_xnorm_slack;	/* what fp16's smallest values round, at most */
 } TensorRefinement;
 
 /*
@@ -218,7 +223,8 @@ GcStatus	launch_assign_points_fp16(const __half *xh, const __half *ch,
 									  bool streamed, int32_t *labels, unsigned long long *changed,
 									  TensorPartial *partials,
 									  cudaStream_t stream, GcError *err);
-GcStatus	launch_row_norms(const float *x32, int64_t n, int d, float *xnorm,
+/* |x| of rows of d floats, each value times scale (a power of two: exact) */
+GcStatus	launch_row_norms(const float *x32, int64_t n, int d, float scale, float *xnorm,
 							 cudaStream_t stream, GcError *err);
 /* norms of the centroids (rows of width ld) rounded to TF32, and the largest |c| */
 GcStatus	launch_tf32_norms(const float *cp, int k, int ld, float *norms,
@@ -229,13 +235,16 @@ GcStatus	launch_round_tf32(const float *src, int64_t count, float *dst, cudaStre
 							  GcError *err);
 GcStatus	launch_bf16_norms(const __nv_bfloat16 *cb, int k, int ld, float *norms,
 							  cudaStream_t stream, GcError *err);
+/* the same of fp16 centroids, and the largest |c| where largest_bits is not NULL */
 GcStatus	launch_fp16_norms(const __half *ch, int k, int ld, float *norms,
-							  cudaStream_t stream, GcError *err);
+							  unsigned int *largest_bits, cudaStream_t stream, GcError *err);
 /* rows of width d into rows of width ld (the rest left as it is), as floats or bf16 */
 GcStatus	launch_pad_rows(const float *src, int64_t rows, int d, int ld,
 							float *dst, cudaStream_t stream, GcError *err);
 GcStatus	launch_pad_rows(const float *src, int64_t rows, int d, int ld,
 							__nv_bfloat16 *dst, cudaStream_t stream, GcError *err);
+/* fp16's common scale for the session's centred rows; false where out of float's range */
+bool		gc_fp16_scale(const GcRows *rows, float *scale);
 /* the same as fp16, each value times scale (a power of two) */
 GcStatus	launch_pad_rows_scaled(const float *src, int64_t rows, int d, int ld, float scale,
 								   __half *dst, cudaStream_t stream, GcError *err);

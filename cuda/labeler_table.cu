@@ -48,6 +48,7 @@ static const Labeler *const labelers[GC_KERNEL_COUNT] = {
 	&gc_labeler_bf16_wgmma,		/* GC_KERNEL_TENSOR_BF16_WGMMA */
 	&gc_labeler_fp16_wgmma,		/* GC_KERNEL_TENSOR_FP16_WGMMA */
 	&gc_labeler_tensor_exact,	/* GC_KERNEL_TENSOR_SCREENED_WGMMA */
+	&gc_labeler_tensor_exact,	/* GC_KERNEL_TENSOR_SCREENED_FP16 */
 };
 
 const Labeler *
@@ -80,7 +81,8 @@ gc_bounds_may_pay(GcAlgorithm algorithm, GcKernel kernel, int k)
 bool
 gc_kernel_is_screen(GcKernel kernel)
 {
-	return kernel == GC_KERNEL_TENSOR_SCREENED || kernel == GC_KERNEL_TENSOR_SCREENED_WGMMA;
+	return kernel == GC_KERNEL_TENSOR_SCREENED || kernel == GC_KERNEL_TENSOR_SCREENED_WGMMA ||
+		kernel == GC_KERNEL_TENSOR_SCREENED_FP16;
 }
 
 /*
@@ -110,16 +112,26 @@ half_kernel(GcKernel mma, GcKernel wgmma, GcKernel forced, int d)
 }
 
 /*
- * The exact float32 labeler's TF32 screen: on Hopper's wgmma where the
- * device runs it and the rows are whole 128-byte column steps (d > 32),
- * unless the mma.sync one is forced.  At d = 768, k = 1,000 on an H100:
- * see bench/results/screen-wgmma-h100.md.
+ * The exact float32 labeler's screen: on Hopper's wgmma where the device
+ * runs it and the rows are whole 128-byte column steps (d > 32), unless
+ * the mma.sync one is forced; there on scaled fp16 operands (the TF32
+ * screen's bound at twice its rate, tensor/labeler_fp32.cu) where rows of
+ * 16-bit values are whole steps too (d > 32), unless the TF32 one is
+ * forced.  On an H200, 1M rows, the fp16 screen's iteration against the
+ * TF32 one's: 0.81x at d = 64, k = 1,024, 0.81x at d = 128, k = 1,024
+ * (uniform rows), 0.77x at d = 96, k = 4,096
+ * (bench/results/screen-fp16-h200.md); the TF32 wgmma screen against
+ * mma.sync: bench/results/screen-wgmma-h100.md.
  */
 static GcKernel
 screen_kernel(GcKernel forced, int d)
 {
-	if (forced != GC_KERNEL_TENSOR_SCREENED && forced != GC_KERNEL_TENSOR_3XTF32 &&
-		gc_wgmma_usable(4 * gc_tensor_row_width(d, false)))
+	if (forced == GC_KERNEL_TENSOR_SCREENED || forced == GC_KERNEL_TENSOR_3XTF32)
+		return GC_KERNEL_TENSOR_SCREENED;
+	if (forced != GC_KERNEL_TENSOR_SCREENED_WGMMA &&
+		gc_wgmma_usable(2 * gc_tensor_row_width(d, true)))
+		return GC_KERNEL_TENSOR_SCREENED_FP16;
+	if (gc_wgmma_usable(4 * gc_tensor_row_width(d, false)))
 		return GC_KERNEL_TENSOR_SCREENED_WGMMA;
 	return GC_KERNEL_TENSOR_SCREENED;
 }
@@ -136,7 +148,8 @@ gc_exact_screen_kernel(int d)
  * float32 kernel (params->kernel) lets the benchmarks measure one against
  * the other in the same run: register or tiled, the SIMT kernel for d;
  * tensor_screened or tensor_3xtf32, the TF32 screen on mma.sync;
- * tensor_screened_wgmma, the screen on wgmma where the device runs it.
+ * tensor_screened_wgmma and tensor_screened_fp16, the screen on wgmma
+ * where the device runs it.
  */
 GcKernel
 gc_choose_kernel(const GcKmeansParams *params, int d, int k)
@@ -159,6 +172,7 @@ gc_choose_kernel(const GcKmeansParams *params, int d, int k)
 		case GC_KERNEL_TENSOR_SCREENED:
 		case GC_KERNEL_TENSOR_3XTF32:
 		case GC_KERNEL_TENSOR_SCREENED_WGMMA:
+		case GC_KERNEL_TENSOR_SCREENED_FP16:
 			return screen_kernel(params->kernel, d);
 		case GC_KERNEL_TENSOR_TF32:
 		case GC_KERNEL_FLOAT64:

@@ -203,7 +203,7 @@ gc_kernel_name(GcKernel kernel)
 	static const char *const names[GC_KERNEL_COUNT] = {
 		"auto", "register", "tiled", "tensor_screened", "tensor_3xtf32", "tensor_tf32",
 		"tensor_bf16", "float64", "tensor_fp16", "tensor_bf16_wgmma", "tensor_fp16_wgmma",
-		"tensor_screened_wgmma"
+		"tensor_screened_wgmma", "tensor_screened_fp16"
 	};
 
 	return kernel >= 0 && kernel < GC_KERNEL_COUNT ? names[kernel] : "unknown";

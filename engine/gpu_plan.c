@@ -41,6 +41,13 @@
 /* a lane's sessions at most: one resident shard beside the two streaming ones */
 #define LANE_SESSIONS 3
 
+/* the tensor labeler's bytes a row (above) */
+static double
+tensor_row_bytes(double d)
+{
+	return 4 * d + 124 + 128 + 20 + 2 * d + 126 + 4;
+}
+
 /*
  * GPU memory a k-means fit may hold, an upper bound, in bytes per row (cuda/):
  * - the session's (kmeans_cuda.cu): the rows in double and float32 (12 d),
@@ -49,8 +56,9 @@
  *   copies (12 d) and its orders, keys and work per point (48 and 24 for
  *   the copies' labels and weights), or the tensor one's rows padded to
  *   ld <= d + 31 floats (4 d + 124), the screen's group partials (16 x
- *   GC_TENSOR_MAX_GROUPS = 128), norms and lists of doubts (20); the
- *   bf16 labeler's half-width rows and partials are less;
+ *   GC_TENSOR_MAX_GROUPS = 128), norms and lists of doubts (20), and the
+ *   fp16 screen's scaled copy (2 ld <= 2 d + 126) and norms (4) on
+ *   Hopper; the bf16 labeler's half-width rows and partials are less;
  * - drift bounds beside the pruned labeler (labeler_bounded.cu: two
  *   bounds and a list entry, 12);
  * - greedy seeding's distances: the minimum and its candidates', the
@@ -74,7 +82,7 @@ gc_kmeans_gpu_bytes(const GcKmeansParams *params, int64_t rows, int dims)
 				d = dims,
 				k = params->k,
 				pruned = 12 * d + 72,
-				tensor = 4 * d + 124 + 128 + 20,
+				tensor = tensor_row_bytes(d),
 				seeding = 8 + 8 * MIN(d, 32),
 				pruned_k = MIN(k, 4096),
 				table,
@@ -123,7 +131,7 @@ size_t
 gc_kmeans_gpu_shard_row_bytes(int d, bool weighted)
 {
 	size_t		pruned = 12 * (size_t) d + 72,
-				tensor = 4 * (size_t) d + 124 + 128 + 20;
+				tensor = (size_t) tensor_row_bytes(d);
 
 	return 12 * (size_t) d + 40 + (weighted ? 8 : 0) + MAX(pruned, 2 * tensor) + 12;
 }

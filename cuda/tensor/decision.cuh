@@ -39,6 +39,7 @@ typedef struct TensorArgs
 	const void *c;				/* centroid rows of width ld, padded to TN rows */
 	const float *cnorm;			/* ||c||^2 as the products see the centroids */
 	const float *xnorm;			/* exact passes: |x|; NULL otherwise */
+	float		xnorm_slack;	/* added to |x|: what fp16's range rounds (else 0) */
 	const unsigned int *radius_bits;
 	float		eps_sq;
 	float		eps_lin;
@@ -86,8 +87,8 @@ decide_row(const TensorArgs &args, int64_t slot_row, float kept, float kept2, in
 		args.labels[row];
 	float		b = TO_DIST * kept,
 				sec = fminf(TO_DIST * kept2, FLT_MAX);	/* no second when k = 1 */
-	float		reach = xnorm == NULL ? 0.0f :
-		xnorm[row] + __uint_as_float(*args.radius_bits);
+	float		xn = xnorm == NULL ? 0.0f : xnorm[row] + args.xnorm_slack;
+	float		reach = xnorm == NULL ? 0.0f : xn + __uint_as_float(*args.radius_bits);
 	float		bound = args.eps_sq * reach * reach;
 
 	if (xnorm != NULL && args.eps_lin > 0.0f)
@@ -97,14 +98,15 @@ decide_row(const TensorArgs &args, int64_t slot_row, float kept, float kept2, in
 		 * up; the best centroid's distance moves with its own norm, any
 		 * other's with at most C's
 		 */
-		float		xx = xnorm[row] * (1.0f + 0x1p-10f),
+		float		xx = xn * (1.0f + 0x1p-10f),
 					slack = bound + xx * xx,
 					moved = reach + xx + sqrtf(args.cnorm[c]) * (1.0f + 0x1p-10f);
 
 		bound += 0.5f * args.eps_lin * moved *
 			(sqrtf(fmaxf(b + slack, 0.0f)) + sqrtf(fmaxf(sec + slack, 0.0f)));
 	}
-	if (xnorm != NULL && sec - b <= bound)
+	/* a gap or bound that is not a number (operands out of range) is a doubt */
+	if (xnorm != NULL && !(sec - b > bound))
 	{
 		unsigned	slot = atomicAdd(args.doubtful_count, 1u);
 

@@ -16,10 +16,9 @@
  *	  fp16 and its range.  Rows are labelled in the engine's frame, relative
  *	  to the bounding box's centre (the session's x32 and c32), so every
  *	  centred coordinate lies within the largest half-range h of the box.
- *	  fp16 holds magnitudes up to 65504 and keeps 10 bits down to 2^-14:
- *	  the data and the centroids are multiplied alike by s = 2^(15 - e),
- *	  h < 2^e, which puts every value below 2^15 and uses the exponents
- *	  down from there.  A common scale moves no label: |s x - s c|^2 =
+ *	  The data and the centroids are multiplied alike by s = 2^(15 - e),
+ *	  h < 2^e (gc_fp16_scale), which puts every value below 2^15 and uses
+ *	  fp16's exponents down from there.  A common scale moves no label: |s x - s c|^2 =
  *	  s^2 |x - c|^2, and the norms are those of the scaled, rounded
  *	  centroids.  bf16 has float32's exponents and takes the values as they
  *	  are.  Labels are all these kernels return; distances and inertia are
@@ -75,7 +74,7 @@ operand_norms(const __nv_bfloat16 *ch, int k, int ld, float *norms, cudaStream_t
 static GcStatus
 operand_norms(const __half *ch, int k, int ld, float *norms, cudaStream_t stream, GcError *err)
 {
-	return launch_fp16_norms(ch, k, ld, norms, stream, err);
+	return launch_fp16_norms(ch, k, ld, norms, NULL, stream, err);
 }
 
 static GcStatus
@@ -95,23 +94,6 @@ assign_points(const __half *xh, const __half *ch, const float *cnorm, int64_t n,
 {
 	return launch_assign_points_fp16(xh, ch, cnorm, n, ld, k, streamed, labels, changed, tops,
 									 stream, err);
-}
-
-/*
- * fp16's scale: 2^(15 - e) for the largest half-range of the bounding box
- * below 2^e, within float's exponents
- */
-static float
-fp16_scale(const GcRows *rows)
-{
-	double		largest = 0.0;
-	int			e = 0;
-
-	for (int j = 0; j < rows->d; j++)
-		largest = fmax(largest, rows->hi[j] / 2 - rows->lo[j] / 2);
-	if (largest > 0.0)
-		frexp(largest, &e);		/* largest < 2^e */
-	return ldexpf(1.0f, e > 15 + 126 ? -126 : e < 15 - 127 ? 127 : 15 - e);
 }
 
 static float
@@ -135,7 +117,10 @@ wgmma_type(const __half *)
 static float
 operand_scale(const GcRows *rows, const __half *)
 {
-	return fp16_scale(rows);
+	float		scale;
+
+	(void) gc_fp16_scale(rows, &scale);
+	return scale;
 }
 
 template <typename T, bool WG>

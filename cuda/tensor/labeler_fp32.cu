@@ -6,8 +6,8 @@
  *	  default for large k and d) and TF32 alone (precision tf32).  Both own
  *	  the centroids in rows of width ld (and the data, where d is not a
  *	  multiple of the row width) and the top twos of split passes; the
- *	  exact one adds the row norms, the lists of doubtful points and the
- *	  error bounds of its checks.
+ *	  exact one adds the row norms, the lists of doubtful points, the
+ *	  error bounds of its checks and its screen's operands.
  *
  * The exact labeler screens with TF32 (2.3 times 3xTF32's speed) and
  * labels what the screen doubts again with 3xTF32 (the screen costs 1 +
@@ -16,7 +16,10 @@
  * (early iterations on data without clusters) hands over to 3xTF32
  * alone, and is tried again SCREEN_RETRY iterations later.  On Hopper the
  * screen runs on wgmma (GC_KERNEL_TENSOR_SCREENED_WGMMA), its rows rounded
- * to TF32 in shared memory and its centroids rounded here (ctf32).  When
+ * to TF32 in shared memory and its centroids rounded here (ctf32), or,
+ * for rows past 32 values, on fp16 copies of the rows and centroids
+ * scaled into fp16's range (GC_KERNEL_TENSOR_SCREENED_FP16: the same
+ * rounding unit, so the same bound, at twice the rate; fp16_screen_open).  When
  * the exact check after 3xTF32 would cost more than DOUBTFUL_MAX_FRACTION
  * of a full labeling (k exact distances for each point it checks), it
  * first takes the centroids' separations (tensor/centroid_separations.cu, where
@@ -68,17 +71,79 @@ typedef struct TensorState
 	int32_t    *exact_rows;		/* screen: points for the exact check */
 	unsigned int *exact_count;
 	TensorRefinement refine;
-	GcKernel	screen;			/* TENSOR_SCREENED, or _SCREENED_WGMMA on Hopper */
+	GcKernel	screen;			/* TENSOR_SCREENED, or _SCREENED_WGMMA or _FP16 on Hopper */
 	int			screen_again;	/* iteration to go back to the TF32 screen */
-	float	   *ctf32;			/* wgmma screen: cpad rounded to TF32 */
-	float	   *half_norms;		/* wgmma screen: -||c||^2 / 2 of ctf32, padded */
-	const float *described;		/* wgmma screen: the rows ops describes */
-	WgmmaOperands ops;			/* wgmma screen: the rows and ctf32 as tensor maps */
+	float	   *ctf32;			/* wgmma screen on TF32: cpad rounded to TF32 */
+	float	   *half_norms;		/* wgmma screen: -||c||^2 / 2 of its centroids, padded */
+	const void *described;		/* wgmma screen: the rows ops describes */
+	WgmmaOperands ops;			/* wgmma screen: its rows and centroids as tensor maps */
+	/* the wgmma screen on fp16: the rows and centroids scaled, in rows of width ld16 */
+	int			ld16;
+	float		scale16;		/* a power of two (gc_fp16_scale) */
+	__half	   *xh;
+	__half	   *ch;
+	float	   *xnorm16;		/* |x| at that scale */
+	float	   *cnorm16;		/* the fp16 centroids' norms */
+	unsigned int *cradius16_bits;	/* the largest of them, float bits */
 	double	   *columns;		/* exact check without them: c64 by column */
 	RefineSlices slices;		/* exact check without them: a short list split */
 	float	   *separations;	/* exact check: k x k, once it takes them */
 	bool		unseparable;	/* no room for them: not tried again */
 } TensorState;
+
+/*
+ * The fp16 screen's copy of the rows (scaled, rounded to nearest) and
+ * their norms at that scale
+ */
+static GcStatus
+fp16_screen_rows(CudaSession *s, TensorState *t, GcError *err)
+{
+	if (launch_pad_rows_scaled(s->x32, s->n, s->d, t->ld16, t->scale16, t->xh, s->stream,
+							   err) != GC_OK)
+		return err->status;
+	return launch_row_norms(s->x32, s->n, s->d, t->scale16, t->xnorm16, s->stream, err);
+}
+
+/*
+ * Hopper's screen on fp16: the rows and centroids multiplied alike by
+ * scale16, which puts every centred value below 2^15, and rounded to
+ * nearest with fp16's 11 bits, TF32's unit, so that the screen keeps its
+ * bound at that scale (the norms of the scaled rows and of the rounded
+ * centroids, the largest of them).  Below 2^-14 fp16 keeps an absolute
+ * step, not a relative one: a value moves by at most 2^-14 even if a
+ * unit flushed it to zero, a row or centroid by 2^-14 sqrt(d), which is
+ * 2^-11 (sqrt(d) / 8); the slack adds that to |x| twice over (x's and the
+ * centroids', xnorm_slack), which at that scale, where the largest
+ * values are near 2^15, moves the bound by a few parts in 10^5 of a unit
+ * of the data.  The products run at twice TF32's rate and read half its
+ * bytes; the copy costs 2 ld16 bytes a row.
+ */
+static GcStatus
+fp16_screen_open(CudaSession *s, TensorState *t, GcError *err)
+{
+	int64_t		n = s->n;
+	int			kpad = s->kpad;
+
+	t->ld16 = gc_tensor_row_width(s->d, true);
+	ALLOC_OR_RETURN(t->xh, (size_t) n * t->ld16);
+	ALLOC_OR_RETURN(t->ch, (size_t) kpad * t->ld16);
+	ALLOC_OR_RETURN(t->xnorm16, (size_t) n);
+	ALLOC_OR_RETURN(t->cnorm16, (size_t) kpad);
+	ALLOC_OR_RETURN(t->cradius16_bits, 1);
+	/* the conversions write the first d columns of a row; the rest stay zero */
+	GC_CUDA_TRY(cudaMemsetAsync(t->xh, 0, sizeof(__half) * n * t->ld16, s->stream), err);
+	GC_CUDA_TRY(cudaMemsetAsync(t->ch, 0, sizeof(__half) * kpad * t->ld16, s->stream), err);
+	GC_CUDA_TRY(cudaMemsetAsync(t->cnorm16, 0, sizeof(float) * kpad, s->stream), err);
+	if (fp16_screen_rows(s, t, err) != GC_OK)
+		return err->status;
+	if (t->group_tops == NULL && gc_wgmma_screen_in_groups(2 * t->ld16, s->k))
+		ALLOC_OR_RETURN(t->group_tops, (size_t) n * GC_TENSOR_MAX_GROUPS);
+	t->refine.wgmma_xnorm = t->xnorm16;
+	t->refine.wgmma_cnorm = t->cnorm16;
+	t->refine.wgmma_radius_bits = t->cradius16_bits;
+	t->refine.wgmma_xnorm_slack = (float) (sqrt((double) s->d) / 4.0 * (1.0 + ldexp(1.0, -20)));
+	return GC_OK;
+}
 
 static GcStatus
 tensor_open(CudaSession *s, bool exact, void **state, GcError *err)
@@ -110,7 +175,7 @@ tensor_open(CudaSession *s, bool exact, void **state, GcError *err)
 	ALLOC_OR_RETURN(t->xnorm, (size_t) n);
 	ALLOC_OR_RETURN(t->doubtful, (size_t) 2 * n);
 	ALLOC_OR_RETURN(t->doubtful_count, 1);
-	if (launch_row_norms(s->x32, n, d, t->xnorm, s->stream, err) != GC_OK)
+	if (launch_row_norms(s->x32, n, d, 1.0f, t->xnorm, s->stream, err) != GC_OK)
 		return err->status;
 	t->refine.xnorm = t->xnorm;
 	/* 3xTF32 products err by a few float32 roundings per term */
@@ -156,19 +221,27 @@ tensor_open(CudaSession *s, bool exact, void **state, GcError *err)
 	t->refine.exact = t->exact_rows;
 	t->refine.exact_count = t->exact_count;
 
-	/* Hopper's screen: the same bound, its rows rounded as they are staged */
-	t->screen = s->kernel == GC_KERNEL_TENSOR_SCREENED_WGMMA ? s->kernel :
-		GC_KERNEL_TENSOR_SCREENED;
-	if (t->screen != GC_KERNEL_TENSOR_SCREENED_WGMMA)
+	/*
+	 * Hopper's screen: the same bound, its rows rounded to TF32 as they
+	 * are staged, or converted to fp16 once here where their box gives a
+	 * scale
+	 */
+	t->screen = s->kernel == GC_KERNEL_TENSOR_SCREENED_WGMMA ||
+		s->kernel == GC_KERNEL_TENSOR_SCREENED_FP16 ? s->kernel : GC_KERNEL_TENSOR_SCREENED;
+	if (t->screen == GC_KERNEL_TENSOR_SCREENED_FP16 && !gc_fp16_scale(s->rows, &t->scale16))
+		s->kernel = t->screen = GC_KERNEL_TENSOR_SCREENED_WGMMA;	/* rows without a scale */
+	if (t->screen == GC_KERNEL_TENSOR_SCREENED)
 		return GC_OK;
-	ALLOC_OR_RETURN(t->ctf32, (size_t) kpad * t->ld);
-	GC_CUDA_TRY(cudaMemsetAsync(t->ctf32, 0, sizeof(float) * kpad * t->ld, s->stream), err);
 	ALLOC_OR_RETURN(t->half_norms, (size_t) gc_wgmma_padded_k(s->k));
-	/* the screen's pass in groups of centroid tiles (tensor/wgmma_kernels.cu) */
-	if (t->group_tops == NULL && gc_wgmma_screen_in_groups(t->ld, s->k))
-		ALLOC_OR_RETURN(t->group_tops, (size_t) n * GC_TENSOR_MAX_GROUPS);
 	t->refine.wgmma_ops = &t->ops;
 	t->refine.wgmma_half_norms = t->half_norms;
+	if (t->screen == GC_KERNEL_TENSOR_SCREENED_FP16)
+		return fp16_screen_open(s, t, err);
+	ALLOC_OR_RETURN(t->ctf32, (size_t) kpad * t->ld);
+	GC_CUDA_TRY(cudaMemsetAsync(t->ctf32, 0, sizeof(float) * kpad * t->ld, s->stream), err);
+	/* the screen's pass in groups of centroid tiles (tensor/wgmma_kernels.cu) */
+	if (t->group_tops == NULL && gc_wgmma_screen_in_groups(4 * t->ld, s->k))
+		ALLOC_OR_RETURN(t->group_tops, (size_t) n * GC_TENSOR_MAX_GROUPS);
 	return GC_OK;
 }
 
@@ -202,7 +275,9 @@ tensor_rows_moved(CudaSession *s, void *state, GcError *err)
 			return err->status;
 	}
 	if (t->xnorm != NULL &&
-		launch_row_norms(s->x32, s->n, s->d, t->xnorm, s->stream, err) != GC_OK)
+		launch_row_norms(s->x32, s->n, s->d, 1.0f, t->xnorm, s->stream, err) != GC_OK)
+		return err->status;
+	if (t->xh != NULL && fp16_screen_rows(s, t, err) != GC_OK)
 		return err->status;
 	t->described = NULL;
 	return GC_OK;
@@ -228,6 +303,15 @@ tensor_refresh(CudaSession *s, void *state, GcError *err)
 	if (launch_tf32_norms(t->cpad, s->k, t->ld, t->cnorm_tf32, t->cradius_bits, s->stream,
 						  err) != GC_OK)
 		return err->status;
+	if (t->ch != NULL)
+	{
+		if (launch_pad_rows_scaled(s->c32, s->k, s->d, t->ld16, t->scale16, t->ch, s->stream,
+								   err) != GC_OK ||
+			launch_fp16_norms(t->ch, s->k, t->ld16, t->cnorm16, t->cradius16_bits, s->stream,
+							  err) != GC_OK)
+			return err->status;
+		return launch_wgmma_half_norms(t->cnorm16, s->k, t->half_norms, s->stream, err);
+	}
 	if (t->ctf32 == NULL)
 		return GC_OK;
 	if (launch_round_tf32(t->cpad, (int64_t) s->k * t->ld, t->ctf32, s->stream, err) != GC_OK)
@@ -342,13 +426,14 @@ tensor_label(CudaSession *s, void *state, int64_t first, int64_t count,
 		refine.xnorm += first;
 	if (refine.need_below != NULL)
 		refine.need_below += first;
-	if (t->ctf32 != NULL && t->described != x)
+	if (t->refine.wgmma_ops != NULL && t->described != (t->xh != NULL ? (const void *) t->xh : x))
 	{
 		/* the tensor maps name the rows' buffer: described again where it moved */
-		if (gc_wgmma_describe(&t->ops, x, s->n, t->ctf32, s->k, t->ld, WGMMA_TF32,
-							  err) != GC_OK)
+		if ((t->xh != NULL ?
+			 gc_wgmma_describe(&t->ops, t->xh, s->n, t->ch, s->k, t->ld16, WGMMA_FP16, err) :
+			 gc_wgmma_describe(&t->ops, x, s->n, t->ctf32, s->k, t->ld, WGMMA_TF32, err)) != GC_OK)
 			return err->status;
-		t->described = x;
+		t->described = t->xh != NULL ? (const void *) t->xh : x;
 	}
 	refine.wgmma_first = first;
 	refine.refined = status != NULL ? &status->refined : NULL;
@@ -433,6 +518,11 @@ tensor_close(void *state)
 	cudaFree(t->exact_count);
 	cudaFree(t->ctf32);
 	cudaFree(t->half_norms);
+	cudaFree(t->xh);
+	cudaFree(t->ch);
+	cudaFree(t->xnorm16);
+	cudaFree(t->cnorm16);
+	cudaFree(t->cradius16_bits);
 	cudaFree(t->columns);
 	cudaFree(t->separations);
 	free(t);

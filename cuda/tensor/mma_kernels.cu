@@ -61,7 +61,9 @@
  *	  a is certain when the second is more than r(a) + r(C) further, C the
  *	  largest centroid; float32 accumulation (with the norm as its first term)
  *	  adds a term in (|x| + |C|)^2.  The wgmma screen rounds alike (its rows in
- *	  shared memory, its centroids beforehand) and keeps the bound.  The
+ *	  shared memory, its centroids beforehand) and keeps the bound; so does
+ *	  its fp16 form, whose rows and centroids are scaled into fp16's range
+ *	  and rounded with the same unit (tensor/labeler_fp32.cu).  The
  *	  precision options tf32, bf16 and fp16 skip all refinement: they trade
  *	  exactness for speed by request (and the fit checks them on a sample,
  *	  engine/precision_check.c).
@@ -361,7 +363,9 @@ exact_pass(const void *x, const void *c, const float *cnorm, const TensorRefinem
  * then 3xTF32 over what it doubts, listing what 3xTF32 doubts in
  * refine->exact (refine->count_host holds the screen's count after);
  * GC_KERNEL_TENSOR_SCREENED_WGMMA: the same with the screen on Hopper's
- * wgmma (refine->wgmma_ops: the rows from wgmma_first, read as TF32).
+ * wgmma (refine->wgmma_ops: the rows from wgmma_first, read as TF32);
+ * GC_KERNEL_TENSOR_SCREENED_FP16: with the screen on wgmma over the
+ * rows' scaled fp16 copy, its bound from refine->wgmma_xnorm and the rest.
  * The exact check of the list (launch_refine_labels) is the caller's.
  */
 GcStatus
@@ -398,7 +402,15 @@ launch_assign_points_tensor(const float *xp, const float *cp, const float *cnorm
 	screen = exact_pass(xp, cp, refine->cnorm_tf32, refine, refine->eps_tf32_sq,
 						refine->eps_tf32_lin, n, NULL, ld, k, labels, changed, refine->doubtful,
 						refine->doubtful_count, partials);
-	if ((kernel == GC_KERNEL_TENSOR_SCREENED_WGMMA ?
+	if (kernel == GC_KERNEL_TENSOR_SCREENED_FP16)
+	{
+		/* the same bound at the fp16 operands' scale */
+		screen.xnorm = refine->wgmma_xnorm;
+		screen.xnorm_slack = refine->wgmma_xnorm_slack;
+		screen.cnorm = refine->wgmma_cnorm;
+		screen.radius_bits = refine->wgmma_radius_bits;
+	}
+	if ((kernel == GC_KERNEL_TENSOR_SCREENED_WGMMA || kernel == GC_KERNEL_TENSOR_SCREENED_FP16 ?
 		 launch_screen_points_wgmma(refine->wgmma_ops, refine->wgmma_half_norms,
 									refine->wgmma_first, &screen, stream, err) :
 		 launch_pass<GC_KERNEL_TENSOR_TF32>(screen, streamed, stream, err)) != GC_OK)

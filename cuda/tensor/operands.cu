@@ -379,7 +379,8 @@ launch_centroid_columns(const double *c64, int k, int d, double *columns,
 }
 
 /*
- * Norm of every centred row, a thread per row adding its squares in
+ * Norm of every centred row (each value times scale, a power of two: the
+ * fp16 screen's rows are scaled), a thread per row adding its squares in
  * dimension order.  The block stages NORM_COLUMNS columns of its rows at
  * a time, a warp reading 32 consecutive values of one row: a thread
  * reading its own row touched another line in every lane at every
@@ -392,7 +393,8 @@ launch_centroid_columns(const double *c64, int k, int d, double *columns,
 
 __global__ void
 __launch_bounds__(NORM_ROWS)
-row_norms_kernel(const float *__restrict__ x32, int64_t n, int d, float *__restrict__ xnorm)
+row_norms_kernel(const float *__restrict__ x32, int64_t n, int d, float scale,
+				 float *__restrict__ xnorm)
 {
 	__shared__ float tile[NORM_ROWS][NORM_COLUMNS + 1];	/* odd stride: no bank conflicts */
 
@@ -413,7 +415,7 @@ row_norms_kernel(const float *__restrict__ x32, int64_t n, int d, float *__restr
 			{
 				int			r = e / width;
 
-				tile[r][e - r * width] = x32[(base + r) * d + j0 + e - r * width];
+				tile[r][e - r * width] = x32[(base + r) * d + j0 + e - r * width] * scale;
 			}
 			__syncthreads();
 			if (threadIdx.x < rows)
@@ -426,10 +428,10 @@ row_norms_kernel(const float *__restrict__ x32, int64_t n, int d, float *__restr
 }
 
 GcStatus
-launch_row_norms(const float *x32, int64_t n, int d, float *xnorm, cudaStream_t stream,
-				 GcError *err)
+launch_row_norms(const float *x32, int64_t n, int d, float scale, float *xnorm,
+				 cudaStream_t stream, GcError *err)
 {
-	row_norms_kernel<<<1024, NORM_ROWS, 0, stream>>>(x32, n, d, xnorm);
+	row_norms_kernel<<<1024, NORM_ROWS, 0, stream>>>(x32, n, d, scale, xnorm);
 	GC_CUDA_LAUNCHED("row_norms", err);
 	return GC_OK;
 }
@@ -472,7 +474,7 @@ operand_value(__half v)
 
 /*
  * ||c||^2 of every centroid as the products see it (TF32-rounded floats,
- * or bf16 values), one warp per centroid, and the largest |c| into
+ * or bf16 or fp16 values), one warp per centroid, and the largest |c| into
  * *largest_bits (zeroed first) when it is not NULL
  */
 template <typename T>
@@ -547,12 +549,38 @@ launch_bf16_norms(const __nv_bfloat16 *cb, int k, int ld, float *norms, cudaStre
 }
 
 GcStatus
-launch_fp16_norms(const __half *ch, int k, int ld, float *norms, cudaStream_t stream,
-				  GcError *err)
+launch_fp16_norms(const __half *ch, int k, int ld, float *norms, unsigned int *largest_bits,
+				  cudaStream_t stream, GcError *err)
 {
-	operand_norms_kernel<__half><<<(k + 7) / 8, 256, 0, stream>>>(ch, k, ld, norms, NULL);
+	if (largest_bits != NULL)
+		GC_CUDA_TRY(cudaMemsetAsync(largest_bits, 0, sizeof(unsigned int), stream), err);
+	operand_norms_kernel<__half><<<(k + 7) / 8, 256, 0, stream>>>(ch, k, ld, norms, largest_bits);
 	GC_CUDA_LAUNCHED("fp16_norms", err);
 	return GC_OK;
+}
+
+/*
+ * fp16's scale for centred rows: 2^(15 - e) for the largest half-range of
+ * the bounding box below 2^e, which puts every centred value of the rows
+ * below 2^15 (fp16 holds magnitudes up to 65504 and keeps 10 bits down to
+ * 2^-14); false where the rows have no box or that power of two is past
+ * float's exponents (*scale then the nearest within them)
+ */
+bool
+gc_fp16_scale(const GcRows *rows, float *scale)
+{
+	double		largest = 0.0;
+	int			e = 0;
+
+	*scale = 1.0f;
+	if (rows == NULL || rows->lo == NULL || rows->hi == NULL)
+		return false;
+	for (int j = 0; j < rows->d; j++)
+		largest = fmax(largest, rows->hi[j] / 2 - rows->lo[j] / 2);
+	if (largest > 0.0)
+		frexp(largest, &e);		/* largest < 2^e */
+	*scale = ldexpf(1.0f, e > 15 + 126 ? -126 : e < 15 - 127 ? 127 : 15 - e);
+	return e <= 15 + 126 && e >= 15 - 127;
 }
 
 __device__ __forceinline__ void

@@ -4,7 +4,7 @@
  *	  The Hopper labeling pass (tensor/wgmma_kernels.cu, built for sm_90a only;
  *	  the kernel is in tensor/wgmma_tiles.cuh): its operands, described by
  *	  tensor maps for the copy engine, and its launchers, the 16-bit pass and
- *	  the TF32 screen.  The labelers that own the operands
+ *	  the screen.  The labelers that own the operands
  *	  (tensor/labeler_16bit.cu, tensor/labeler_fp32.cu) include this.
  *
  * IDENTIFICATION
@@ -52,6 +52,7 @@ typedef struct WgmmaOperands
 	CUtensorMap xmap;			/* n points */
 	CUtensorMap cmap;			/* k centroids */
 	WgmmaType	type;
+	int			ld;				/* their row width, in elements */
 } WgmmaOperands;
 
 /*
@@ -81,16 +82,17 @@ GcStatus	launch_assign_points_wgmma(const WgmmaOperands *ops, const float *half_
 									   GcError *err);
 
 /*
- * Whether the screen over rows of ld floats and k centroids runs in groups
+ * Whether the screen over rows of row_bytes and k centroids runs in groups
  * of centroid tiles, and so needs partials for rows x GC_TENSOR_MAX_GROUPS
  * (rows of more than one stage and more than one centroid tile)
  */
-bool		gc_wgmma_screen_in_groups(int ld, int k);
+bool		gc_wgmma_screen_in_groups(int row_bytes, int k);
 
 /*
- * The TF32 screen over the screen->rows points from first (of those ops
- * describes, floats; the centroids already TF32 values): each row decided
- * by screen (labels, bounds and the list of doubts, relative to first).
+ * The screen over the screen->rows points from first (of those ops
+ * describes: floats, with the centroids already TF32 values, or scaled
+ * fp16): each row decided by screen (labels, bounds and the list of
+ * doubts, relative to first; its norms those of the operands' scale).
  * Where gc_wgmma_screen_in_groups, it runs in groups of centroid tiles
  * into screen->partials and a merge decides the rows.
  */

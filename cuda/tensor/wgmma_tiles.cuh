@@ -30,11 +30,12 @@
  *	  only K-major operands, as here); every stage holds 128 bytes of each
  *	  row, 64 16-bit values or 32 floats, so the ring and the descriptors
  *	  are the same for all three.  The 16-bit passes trust every label.
- *	  The TF32 screen (SCREEN) rounds its staged rows to TF32 as the
- *	  mma.sync screen does (the centroids come rounded), keeps each row's
- *	  two largest values and decides the row by the same rule and bound
- *	  (tensor/decision.cuh): labelled, or listed for 3xTF32 when the gap is
- *	  within the bound.
+ *	  The screen (SCREEN) keeps each row's two largest values and decides
+ *	  the row by the mma.sync screen's rule and bound (tensor/decision.cuh):
+ *	  labelled, or listed for 3xTF32 when the gap is within the bound.  On
+ *	  floats it rounds its staged rows to TF32 as the mma.sync screen does
+ *	  (the centroids come rounded); on fp16 its operands come converted
+ *	  and scaled (tensor/labeler_fp32.cu).
  *
  *	  Written in PTX (inline asm) rather than on CUTLASS/CuTe: one kernel
  *	  of a fixed shape needs a dozen instructions, and the build keeps no
@@ -501,7 +502,7 @@ consume(const WgmmaArgs &args, uint8_t *stages, uint64_t *full, uint64_t *empty,
 
 				if (kb > 0)
 					mbar_wait(&full[s], (it / WG_STAGES) & 1);
-				if (SCREEN)
+				if (SCREEN && WgmmaElem<Elem>::TYPE == WGMMA_TF32)
 					round_rows_tf32(stage + cw * (WG_A_BYTES / 2), cw);
 				fence_acc(acc);
 				wgmma_fence();

@@ -70,7 +70,9 @@ run_quick(void)
 	if (case_selected())
 		run_tensor_case(3000, 96, 300, -1.0);	/* uniform: many doubts (wgmma screen on Hopper) */
 	if (case_selected())
-		run_tensor_near_duplicates_case(8000, 64, 160, 120);
+		run_tensor_near_duplicates_case(8000, 64, 160, 120, 0);
+	if (case_selected())
+		run_tensor_near_duplicates_case(8000, 96, 160, 120, 48);	/* the fp16 screen's slack */
 	if (case_selected())
 		run_half_kernels_case(GC_PRECISION_BF16, 3000, 64, 300);	/* wgmma on Hopper */
 	if (case_selected())
@@ -134,9 +136,10 @@ main(int argc, char **argv)
 	run_tensor_case(30000, 48, 256, 4.0);
 	run_tensor_case(20000, 40, 128, -1.0);	/* uniform in [0, 1)^d */
 	run_tensor_case(20000, 96, 300, -1.0);	/* uniform, partial centroid tiles */
-	run_tensor_near_duplicates_case(30000, 64, 300, 220);	/* the check skips by separations */
+	run_tensor_near_duplicates_case(30000, 64, 300, 220, 0);	/* the check skips by separations */
 	/* 64 centroids a pattern: the check stays costly with separations, labels stay exact */
-	run_tensor_near_duplicates_case(8000, 64, 256, 4);
+	run_tensor_near_duplicates_case(8000, 64, 256, 4, 0);
+	run_tensor_near_duplicates_case(20000, 128, 300, 220, 60);	/* the fp16 screen's slack */
 	run_tensor_case(20000, 64, 512, 0.5);	/* sums past shared memory: global atomics */
 	/* large k: the exact check of short lists in slices, list passes in groups */
 	run_tensor_case(16000, 128, 2048, 0.5);

@@ -13,8 +13,9 @@
  *		KERNEL forces the float32 labeling kernel (GcKmeansParams.kernel):
  *		register or tiled (the SIMT kernel for D), tensor (the TF32
  *		screen on mma.sync), tensor-streaming (the same, both operands
- *		streamed) or tensor-wgmma (the screen on Hopper's wgmma, where the
- *		device runs it);
+ *		streamed), tensor-wgmma (the TF32 screen on Hopper's wgmma, where
+ *		the device runs it) or tensor-fp16 (the screen there on scaled
+ *		fp16 copies);
  *		under precision bf16, bf16-mma (the mma.sync kernel) or bf16-wgmma
  *		(the Hopper kernel, where the device runs it), and under fp16
  *		fp16-mma or fp16-wgmma; a comma-separated
@@ -60,6 +61,8 @@ parse_kernel(const char *forced, GcKernel *kernel, bool *streamed)
 	}
 	else if (strcmp(forced, "tensor-wgmma") == 0)
 		*kernel = GC_KERNEL_TENSOR_SCREENED_WGMMA;
+	else if (strcmp(forced, "tensor-fp16") == 0)
+		*kernel = GC_KERNEL_TENSOR_SCREENED_FP16;
 	else if (strcmp(forced, "bf16-mma") == 0)
 		*kernel = GC_KERNEL_TENSOR_BF16;
 	else if (strcmp(forced, "bf16-wgmma") == 0)
@@ -189,7 +192,8 @@ bench(int64_t n, int d, int k, const char *data, const char *algorithm,
 	for (char *name = strtok(names, ","); name != NULL; name = strtok(NULL, ","))
 		if (!parse_kernel(name, &kernel, &streamed))
 		{
-			printf("unknown kernel %s: register, tiled, tensor, tensor-streaming, tensor-wgmma, bf16-mma, "
+			printf("unknown kernel %s: register, tiled, tensor, tensor-streaming, tensor-wgmma, "
+				   "tensor-fp16, bf16-mma, "
 				   "bf16-wgmma, fp16-mma or fp16-wgmma (or a comma-separated list)\n", name);
 			exit(2);
 		}

@@ -81,7 +81,8 @@ on_hopper(void)
  * equal the CPU's fit to the bit, on blobs (few doubtful points) and on
  * uniform data (many, labelled again by 3xTF32 and some exactly).  On
  * Hopper, rows of whole 128-byte steps (d = 32 and d > 32) take the wgmma
- * screen, and the mma.sync screen is forced beside it.  On blobs, bf16
+ * screen (on fp16 past d = 32, with the TF32 one forced beside it), and
+ * the mma.sync screen is forced too.  On blobs, bf16
  * and fp16 products must find the same clusters: their error is far below
  * the gaps between blobs.
  */
@@ -106,9 +107,24 @@ run_tensor_case(int64_t n, int d, int k, double sigma)
 		  strncmp(gpu.result.kernel, "tensor_", 7) == 0, "gpu used a tensor kernel", config);
 	printf("%s: kernel %s\n", config, gpu.result.kernel ? gpu.result.kernel : "?");
 	if (sigma > 0 && d >= 32 && on_hopper())
-		check(gpu.result.kernel != NULL && strcmp(gpu.result.kernel, "tensor_screened_wgmma") == 0,
-			  "on sm_90 the screen runs on wgmma", config);
+		check(gpu.result.kernel != NULL &&
+			  strcmp(gpu.result.kernel, d > 32 ? "tensor_screened_fp16" :
+					 "tensor_screened_wgmma") == 0,
+			  "on sm_90 the screen runs on wgmma, on fp16 past d = 32", config);
 	check_same_fit(&cpu, &gpu, n, k, d, "gpu tensor float32", config);
+	if (d > 32 && on_hopper())
+	{
+		/* the TF32 wgmma screen forced beside the fp16 one */
+		Fit			forced = fit_kernel(&gc_kmeans_cuda_backend, pinned, k, 3,
+										GC_ALGORITHM_AUTO, GC_PRECISION_FLOAT32, 30, 0.0,
+										GC_KERNEL_TENSOR_SCREENED_WGMMA, false);
+
+		check(forced.status == GC_OK && forced.result.kernel != NULL &&
+			  strcmp(forced.result.kernel, "tensor_screened_wgmma") == 0,
+			  "the TF32 wgmma screen, forced, runs", config);
+		check_same_fit(&cpu, &forced, n, k, d, "gpu forced TF32 wgmma screen", config);
+		free_fit(&forced);
+	}
 	{
 		/*
 		 * The kernel parameter: the streamed layout forced (exact labels
@@ -166,10 +182,12 @@ run_tensor_case(int64_t n, int d, int k, double sigma)
  * bit, check rows exactly, and stay on the tensor kernels, also where
  * many centroids share a pattern and the check stays costly with the
  * separations (that once sent the fit to the tiled kernel, whose float32
- * labels are not the CPU's).
+ * labels are not the CPU's).  spread_bits > 0 scales column j by
+ * 2^-(j spread_bits / d): the last columns then lie far below fp16's
+ * smallest normal value at the fp16 screen's scale (its bound's slack).
  */
 void
-run_tensor_near_duplicates_case(int64_t n, int d, int k, int patterns)
+run_tensor_near_duplicates_case(int64_t n, int d, int k, int patterns, int spread_bits)
 {
 	char		config[96];
 	char		why[256];
@@ -183,10 +201,13 @@ run_tensor_near_duplicates_case(int64_t n, int d, int k, int patterns)
 		return;
 	rng_state = (uint64_t) n * 31 + d * 7 + k;
 	x = make_near_duplicates(n, d, patterns, 1e-3);
+	for (int64_t i = 0; spread_bits > 0 && i < n * d; i++)
+		x[i] = ldexp(x[i], -(int) ((i % d) * spread_bits / d));
 	load_rows(&rows, x, n, d, NULL, plain_alloc, free);
 	load_rows(&pinned, x, n, d, NULL, gc_cuda_host_alloc, gc_cuda_host_free);
-	snprintf(config, sizeof(config), "tensor near-duplicates n=%lld d=%d k=%d patterns=%d",
-			 (long long) n, d, k, patterns);
+	snprintf(config, sizeof(config),
+			 "tensor near-duplicates n=%lld d=%d k=%d patterns=%d spread=%d",
+			 (long long) n, d, k, patterns, spread_bits);
 	cpu = fit_with(&gc_kmeans_cpu_backend, &rows, k, 5, GC_ALGORITHM_LLOYD, GC_PRECISION_FLOAT32,
 				   20, 0.0);
 	gpu = fit_kernel(&gc_kmeans_cuda_backend, &pinned, k, 5, GC_ALGORITHM_AUTO,
