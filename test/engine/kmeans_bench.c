@@ -119,7 +119,9 @@ time_kernel(GcRows *rows, int64_t n, int d, int k, const char *data, const char 
 		   "\"ms_per_iteration\": %.4f, \"tflops\": %.2f, \"skipped\": %.4f, "
 		   "\"labeling_ms_per_iteration\": %.4f, \"update_ms_per_iteration\": %.4f, "
 		   "\"steps_ms\": %.2f, \"scoring_ms\": %.2f, \"iterations_ms\": %.2f, "
-		   "\"transfer_ms\": %.2f, \"seeding_ms\": %.2f, \"inertia\": %.10g, "
+		   "\"transfer_ms\": %.2f, \"seeding_ms\": %.2f, \"init\": \"%s\", "
+		   "\"rounds_ms\": %.2f, \"weights_ms\": %.2f, \"recluster_ms\": %.2f, "
+		   "\"inertia\": %.10g, "
 		   "\"rechecked\": %.4f, \"exact_checked\": %.6f, \"precision_ran\": \"%s\", "
 		   "\"check_ms\": %.2f, \"sample_disagreement\": %.4f, \"sample_inertia_excess\": %.4g}\n",
 		   (long long) n, d, k, strncmp(data, "file:", 5) == 0 ? "file" : data, algorithm,
@@ -131,6 +133,8 @@ time_kernel(GcRows *rows, int64_t n, int d, int k, const char *data, const char 
 		   gpu.result.timings.steps_ms, gpu.result.timings.scoring_ms,
 		   gpu.result.timings.iterations_ms,
 		   gpu.result.timings.transfer_ms, gpu.result.timings.seeding_ms,
+		   gpu.result.init ? gpu.result.init : "?", gpu.result.timings.seeding.rounds_ms,
+		   gpu.result.timings.seeding.weights_ms, gpu.result.timings.seeding.recluster_ms,
 		   gpu.result.inertia, gpu.result.rechecked_fraction, gpu.result.exact_fraction,
 		   ran_names[gpu.result.precision], gpu.result.timings.check_ms,
 		   gpu.result.check.disagreement, gpu.result.check.inertia_excess);
