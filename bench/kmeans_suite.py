@@ -6,8 +6,8 @@ bench/gpu-run (after bench/pack).  For each workload it writes the data once
   - our GPU per iteration: lloyd, pruned (where it applies), auto, tf32,
     bf16 (.devpg/kmeans_bench ... reading the same rows from a file),
     and variants that force a float32 labeling kernel with kmeans_bench's
-    last argument (register, tensor, tensor-streaming, tensor-wgmma: the
-    TF32 screen on Hopper beside auto's fp16 one there), so that each kernel
+    last argument (register, tensor, tensor-streaming, tensor-fp16: the
+    screen on scaled fp16 operands beside auto's TF32 one on Hopper), so that each kernel
     choice is measured against the others in the same run;
   - a PyTorch baseline on the same GPU: matmul-form distances, argmin,
     index_add update, float32 (PyTorch's default: no TF32 in matmul);
@@ -162,7 +162,7 @@ LLOYD_AUTO = [("lloyd", "float32"), ("auto", "float32")] + KERNELS
 ALL = [("lloyd", "float32"), ("pruned", "float32"), ("auto", "float32"), ("lloyd", "tf32")] + KERNELS
 DENSE = [("lloyd", "float32"), ("auto", "float32"), ("lloyd", "tf32"), ("lloyd", "bf16"),
          ("lloyd", "bf16", "tensor-streaming"), ("lloyd", "float32", "tensor-streaming"),
-         ("lloyd", "float32", "tensor-wgmma")]
+         ("lloyd", "float32", "tensor-fp16")]
 
 WORKLOADS = {}
 for n in (2_000_000, 4_000_000):
@@ -188,7 +188,7 @@ WORKLOADS["embeddings-n1M-d768-k1000"] = lambda: (
     dict(torch_iters=5, sk_iters=1, sk_algos=("lloyd",)))
 
 # issue 47's large-k shapes: blobs as embeddings cluster, exact float32 and bf16
-LARGE_K = [("lloyd", "float32"), ("lloyd", "float32", "tensor-wgmma"), ("lloyd", "bf16")]
+LARGE_K = [("lloyd", "float32"), ("lloyd", "float32", "tensor-fp16"), ("lloyd", "bf16")]
 for n, d, k in ((1_000_000, 768, 4096), (2_000_000, 128, 16384), (4_000_000, 96, 32768),
                 (1_000_000, 64, 65536)):
     WORKLOADS[f"largek-n{n // 1_000_000}M-d{d}-k{k}"] = (

@@ -114,21 +114,21 @@ half_kernel(GcKernel mma, GcKernel wgmma, GcKernel forced, int d)
 /*
  * The exact float32 labeler's screen: on Hopper's wgmma where the device
  * runs it and the rows are whole 128-byte column steps (d > 32), unless
- * the mma.sync one is forced; there on scaled fp16 operands (the TF32
- * screen's bound at twice its rate, tensor/labeler_fp32.cu) where rows of
- * 16-bit values are whole steps too (d > 32), unless the TF32 one is
- * forced.  On an H200, 1M rows, the fp16 screen's iteration against the
- * TF32 one's: 0.81x at d = 64, k = 1,024, 0.81x at d = 128, k = 1,024
- * (uniform rows), 0.77x at d = 96, k = 4,096
- * (bench/results/screen-fp16-h200.md); the TF32 wgmma screen against
- * mma.sync: bench/results/screen-wgmma-h100.md.
+ * the mma.sync one is forced; on scaled fp16 operands there (the TF32
+ * screen's bound at twice its rate, tensor/labeler_fp32.cu) where that is
+ * forced and rows of 16-bit values are whole steps too (d > 32).  On an
+ * H200, 1M rows, the fp16 screen's iteration against the TF32 one's:
+ * 0.81x at d = 64 and 128, k = 1,024, 0.77x at d = 96, k = 4,096
+ * (bench/results/screen-fp16-h200.md); it becomes auto's choice once the
+ * GPU has run its fix for fits labelled in several chunks.  The TF32
+ * wgmma screen against mma.sync: bench/results/screen-wgmma-h100.md.
  */
 static GcKernel
 screen_kernel(GcKernel forced, int d)
 {
 	if (forced == GC_KERNEL_TENSOR_SCREENED || forced == GC_KERNEL_TENSOR_3XTF32)
 		return GC_KERNEL_TENSOR_SCREENED;
-	if (forced != GC_KERNEL_TENSOR_SCREENED_WGMMA &&
+	if (forced == GC_KERNEL_TENSOR_SCREENED_FP16 &&
 		gc_wgmma_usable(2 * gc_tensor_row_width(d, true)))
 		return GC_KERNEL_TENSOR_SCREENED_FP16;
 	if (gc_wgmma_usable(4 * gc_tensor_row_width(d, false)))

@@ -25,9 +25,9 @@ extern "C"
  * precision is float32: REGISTER and TILED ask for the SIMT kernel
  * (register up to d = 32, tiled above), TENSOR_SCREENED and TENSOR_3XTF32
  * for the TF32 screen on mma.sync, TENSOR_SCREENED_WGMMA for it on Hopper's
- * wgmma (where the device runs it), TENSOR_SCREENED_FP16 for the same
- * screen and bound on scaled fp16 operands there (AUTO's choice for rows
- * past 32 values), the others for themselves.  Under precision bf16,
+ * wgmma (where the device runs it; AUTO's choice there),
+ * TENSOR_SCREENED_FP16 for the same screen and bound on scaled fp16
+ * operands there (rows past 32 values), the others for themselves.  Under precision bf16,
  * TENSOR_BF16 asks for the mma.sync kernel and TENSOR_BF16_WGMMA for the
  * Hopper one (where the device runs it).  The CPU ignores it.
  */

@@ -17,9 +17,9 @@
  * alone, and is tried again SCREEN_RETRY iterations later.  On Hopper the
  * screen runs on wgmma (GC_KERNEL_TENSOR_SCREENED_WGMMA), its rows rounded
  * to TF32 in shared memory and its centroids rounded here (ctf32), or,
- * for rows past 32 values, on fp16 copies of the rows and centroids
- * scaled into fp16's range (GC_KERNEL_TENSOR_SCREENED_FP16: the same
- * rounding unit, so the same bound, at twice the rate; fp16_screen_open).  When
+ * where forced, on fp16 copies of the rows and centroids scaled into
+ * fp16's range (GC_KERNEL_TENSOR_SCREENED_FP16: the same rounding unit,
+ * so the same bound, at twice the rate; fp16_screen_open).  When
  * the exact check after 3xTF32 would cost more than DOUBTFUL_MAX_FRACTION
  * of a full labeling (k exact distances for each point it checks), it
  * first takes the centroids' separations (tensor/centroid_separations.cu, where
@@ -424,6 +424,8 @@ tensor_label(CudaSession *s, void *state, int64_t first, int64_t count,
 	refine.x64 = s->x64 + first * s->d;	/* re-ordering swaps the buffers */
 	if (refine.xnorm != NULL)
 		refine.xnorm += first;
+	if (refine.wgmma_xnorm != NULL)
+		refine.wgmma_xnorm += first;	/* the screen's, as its rows: the chunk's */
 	if (refine.need_below != NULL)
 		refine.need_below += first;
 	if (t->refine.wgmma_ops != NULL && t->described != (t->xh != NULL ? (const void *) t->xh : x))

@@ -28,6 +28,7 @@ extern void run_wide_range_case(double scale);
 extern void run_float64_spans_case(void);
 #ifdef GC_WITH_CUDA
 extern void run_tensor_case(int64_t n, int d, int k, double sigma);
+extern void run_tensor_chunks_case(void);
 extern void run_tensor_near_duplicates_case(int64_t n, int d, int k, int patterns,
 											int spread_bits);
 extern void run_half_kernels_case(GcPrecision precision, int64_t n, int d, int k);

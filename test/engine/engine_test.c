@@ -140,6 +140,7 @@ main(int argc, char **argv)
 	/* 64 centroids a pattern: the check stays costly with separations, labels stay exact */
 	run_tensor_near_duplicates_case(8000, 64, 256, 4, 0);
 	run_tensor_near_duplicates_case(20000, 128, 300, 220, 60);	/* the fp16 screen's slack */
+	run_tensor_chunks_case();
 	run_tensor_case(20000, 64, 512, 0.5);	/* sums past shared memory: global atomics */
 	/* large k: the exact check of short lists in slices, list passes in groups */
 	run_tensor_case(16000, 128, 2048, 0.5);

@@ -75,14 +75,34 @@ on_hopper(void)
 }
 
 /*
+ * The wgmma screen on scaled fp16 operands, forced (Hopper, d > 32): the
+ * fit from the same seed must be the CPU's to the bit, as the TF32
+ * screen's is
+ */
+static void
+check_fp16_screen(const Fit *cpu, GcRows *pinned, int k, uint64_t seed, int max_iter,
+				  const char *config)
+{
+	Fit			forced = fit_kernel(&gc_kmeans_cuda_backend, pinned, k, seed,
+									GC_ALGORITHM_AUTO, GC_PRECISION_FLOAT32, max_iter, 0.0,
+									GC_KERNEL_TENSOR_SCREENED_FP16, false);
+
+	check(forced.status == GC_OK && forced.result.kernel != NULL &&
+		  strcmp(forced.result.kernel, "tensor_screened_fp16") == 0,
+		  "the fp16 wgmma screen, forced, runs", config);
+	check_same_fit(cpu, &forced, pinned->n, k, pinned->d, "gpu forced fp16 screen", config);
+	free_fit(&forced);
+}
+
+/*
  * Exact labels from the tensor cores: float32 Lloyd on a shape that takes
  * the TF32 screen (d >= 12, k >= 128; below d = 12 the test forces it
  * with params.kernel, so that the narrow column steps stay tested) must
  * equal the CPU's fit to the bit, on blobs (few doubtful points) and on
  * uniform data (many, labelled again by 3xTF32 and some exactly).  On
  * Hopper, rows of whole 128-byte steps (d = 32 and d > 32) take the wgmma
- * screen (on fp16 past d = 32, with the TF32 one forced beside it), and
- * the mma.sync screen is forced too.  On blobs, bf16
+ * screen, its fp16 form is forced beside it (d > 32), and the mma.sync
+ * screen too.  On blobs, bf16
  * and fp16 products must find the same clusters: their error is far below
  * the gaps between blobs.
  */
@@ -107,24 +127,11 @@ run_tensor_case(int64_t n, int d, int k, double sigma)
 		  strncmp(gpu.result.kernel, "tensor_", 7) == 0, "gpu used a tensor kernel", config);
 	printf("%s: kernel %s\n", config, gpu.result.kernel ? gpu.result.kernel : "?");
 	if (sigma > 0 && d >= 32 && on_hopper())
-		check(gpu.result.kernel != NULL &&
-			  strcmp(gpu.result.kernel, d > 32 ? "tensor_screened_fp16" :
-					 "tensor_screened_wgmma") == 0,
-			  "on sm_90 the screen runs on wgmma, on fp16 past d = 32", config);
+		check(gpu.result.kernel != NULL && strcmp(gpu.result.kernel, "tensor_screened_wgmma") == 0,
+			  "on sm_90 the screen runs on wgmma", config);
 	check_same_fit(&cpu, &gpu, n, k, d, "gpu tensor float32", config);
 	if (d > 32 && on_hopper())
-	{
-		/* the TF32 wgmma screen forced beside the fp16 one */
-		Fit			forced = fit_kernel(&gc_kmeans_cuda_backend, pinned, k, 3,
-										GC_ALGORITHM_AUTO, GC_PRECISION_FLOAT32, 30, 0.0,
-										GC_KERNEL_TENSOR_SCREENED_WGMMA, false);
-
-		check(forced.status == GC_OK && forced.result.kernel != NULL &&
-			  strcmp(forced.result.kernel, "tensor_screened_wgmma") == 0,
-			  "the TF32 wgmma screen, forced, runs", config);
-		check_same_fit(&cpu, &forced, n, k, d, "gpu forced TF32 wgmma screen", config);
-		free_fit(&forced);
-	}
+		check_fp16_screen(&cpu, pinned, k, 3, 30, config);
 	{
 		/*
 		 * The kernel parameter: the streamed layout forced (exact labels
@@ -182,9 +189,10 @@ run_tensor_case(int64_t n, int d, int k, double sigma)
  * bit, check rows exactly, and stay on the tensor kernels, also where
  * many centroids share a pattern and the check stays costly with the
  * separations (that once sent the fit to the tiled kernel, whose float32
- * labels are not the CPU's).  spread_bits > 0 scales column j by
- * 2^-(j spread_bits / d): the last columns then lie far below fp16's
- * smallest normal value at the fp16 screen's scale (its bound's slack).
+ * labels are not the CPU's).  On Hopper the fp16 screen is forced beside
+ * (d > 32).  spread_bits > 0 scales column j by 2^-(j spread_bits / d):
+ * the last columns then lie far below fp16's smallest normal value at
+ * the fp16 screen's scale (its bound's slack).
  */
 void
 run_tensor_near_duplicates_case(int64_t n, int d, int k, int patterns, int spread_bits)
@@ -219,11 +227,99 @@ run_tensor_near_duplicates_case(int64_t n, int d, int k, int patterns, int sprea
 		  config);
 	check(gpu.result.exact_fraction > 0.0, "near-duplicates reach the exact check", config);
 	check_same_fit(&cpu, &gpu, n, k, d, "gpu tensor near-duplicates", config);
+	if (d > 32 && on_hopper())
+		check_fp16_screen(&cpu, &pinned, k, 5, 20, config);
 	free_fit(&cpu);
 	free_fit(&gpu);
 	gc_rows_release(&rows);
 	gc_rows_release(&pinned);
 	free(x);
+}
+
+/* One labeling from given centroids (max_iter 1) with a forced kernel */
+static Fit
+given_fit(const GcKmeansBackend *backend, GcRows *rows, int k, const double *centroids,
+		  GcKernel kernel)
+{
+	Fit			f = new_fit(k, rows);
+	GcKmeansParams params = one_restart_params(k, GC_INIT_GIVEN, 1, 0.0);
+	GcError		err = {0};
+
+	params.init_centroids = centroids;
+	params.algorithm = GC_ALGORITHM_LLOYD;
+	params.kernel = kernel;
+	f.status = gc_kmeans_fit(backend, rows, &params, &f.result, &err);
+	if (f.status != GC_OK)
+		printf("fit failed: %s\n", err.message);
+	return f;
+}
+
+/*
+ * A labeling in several chunks (kmeans_cuda.cu labels 2^38 / (k d) rows
+ * at a time: 65,536 at k d = 2^22), whose rows' norms differ from chunk
+ * to chunk: the first chunk near the centre of the data, the second on
+ * near ties between pairs of centroids of norm 100 (the gap in distance
+ * about 0.03, the screen's rounding about 0.2), which the screen must
+ * doubt with each row's own norm.  Until the fp16 screen's norms followed
+ * the chunk, the second chunk's rows were decided with the first's.  One
+ * labeling from given centroids must be the CPU's to the bit, on the
+ * chosen screen and, on Hopper, on the fp16 one forced.
+ */
+void
+run_tensor_chunks_case(void)
+{
+	const int	d = 1024,
+				k = 4096;
+	const int64_t n = 65536 + 8192;
+	char		config[64];
+	char		why[256];
+	double	   *x = malloc(sizeof(double) * n * d);
+	double	   *c = malloc(sizeof(double) * k * d);
+	GcRows		rows,
+				pinned;
+	Fit			cpu;
+
+	if (!gc_cuda_use_device(0, why, sizeof(why)))
+	{
+		free(x);
+		free(c);
+		return;
+	}
+	snprintf(config, sizeof(config), "tensor chunks n=%lld d=%d k=%d", (long long) n, d, k);
+	rng_state = 4242;
+	for (int64_t i = 0; i < (int64_t) k * d; i++)
+		c[i] = normal() * 100.0 / sqrt((double) d);
+	for (int64_t i = 0; i < n; i++)
+	{
+		int			a = 2 * (int) (uniform() * (k / 2)),
+					side = uniform() < 0.5 ? 1 : -1;
+
+		for (int j = 0; j < d; j++)
+			x[i * d + j] = i < 65536 ? 1e-3 * normal() :
+				(c[(int64_t) a * d + j] + c[(int64_t) (a + 1) * d + j]) / 2 +
+				side * 1e-4 * (c[(int64_t) a * d + j] - c[(int64_t) (a + 1) * d + j]);
+	}
+	load_rows(&rows, x, n, d, NULL, plain_alloc, free);
+	load_rows(&pinned, x, n, d, NULL, gc_cuda_host_alloc, gc_cuda_host_free);
+	cpu = given_fit(&gc_kmeans_cpu_backend, &rows, k, c, GC_KERNEL_AUTO);
+	for (int forced = 0; forced < (on_hopper() ? 2 : 1); forced++)
+	{
+		Fit			gpu = given_fit(&gc_kmeans_cuda_backend, &pinned, k, c,
+									forced ? GC_KERNEL_TENSOR_SCREENED_FP16 : GC_KERNEL_AUTO);
+
+		printf("%s: kernel %s\n", config, gpu.result.kernel ? gpu.result.kernel : "?");
+		check(gpu.status == GC_OK && gpu.result.kernel != NULL &&
+			  strncmp(gpu.result.kernel, "tensor_screened", 15) == 0,
+			  "chunks: the screen labels", config);
+		check_same_fit(&cpu, &gpu, n, k, d, forced ? "gpu chunks, fp16 screen" : "gpu chunks",
+					   config);
+		free_fit(&gpu);
+	}
+	free_fit(&cpu);
+	gc_rows_release(&rows);
+	gc_rows_release(&pinned);
+	free(x);
+	free(c);
 }
 
 /*
