@@ -20,6 +20,10 @@
  *		(the Hopper kernel, where the device runs it), and under fp16
  *		fp16-mma or fp16-wgmma; a comma-separated
  *		list times each on the same rows, one JSON line each.
+ *		GPUCLUST_BENCH_INIT picks the seeding: kmeans++ (greedy, the
+ *		default), auto (the product's rule: k-means|| where greedy is too
+ *		slow) or kmeans||; the line says which ran ("init") and k-means||'s
+ *		phases.
  *
  * IDENTIFICATION
  *	  test/engine/kmeans_bench.c
@@ -76,6 +80,38 @@ parse_kernel(const char *forced, GcKernel *kernel, bool *streamed)
 	return true;
 }
 
+/* The seeding GPUCLUST_BENCH_INIT names (kmeans++ where unset or unknown) */
+static GcInit
+bench_init(void)
+{
+	const char *name = getenv("GPUCLUST_BENCH_INIT");
+
+	if (name != NULL && strcmp(name, "auto") == 0)
+		return GC_INIT_AUTO;
+	if (name != NULL && strcmp(name, "kmeans||") == 0)
+		return GC_INIT_KMEANS_PARALLEL;
+	return GC_INIT_KMEANSPP;
+}
+
+/* One fit of the rows on the GPU, seeded as bench_init says, the kernel forced */
+static Fit
+bench_fit(GcRows *rows, int k, GcAlgorithm algorithm, GcPrecision precision, int max_iter,
+		  GcKernel kernel, bool streamed)
+{
+	Fit			f = new_fit(k, rows);
+	GcKmeansParams params = one_restart_params(k, bench_init(), max_iter, 0.0);
+	GcError		err = {0};
+
+	params.algorithm = algorithm;
+	params.precision = precision;
+	params.kernel = kernel;
+	params.tensor_streamed = streamed;
+	f.status = gc_kmeans_fit(&gc_kmeans_cuda_backend, rows, &params, &f.result, &err);
+	if (f.status != GC_OK)
+		printf("fit failed: %s\n", err.message);
+	return f;
+}
+
 /* Time fits of the rows with one kernel and print the JSON line */
 static void
 time_kernel(GcRows *rows, int64_t n, int d, int k, const char *data, const char *algorithm,
@@ -92,8 +128,7 @@ time_kernel(GcRows *rows, int64_t n, int d, int k, const char *data, const char 
 	static const char *const ran_names[] = {"float32", "float64", "tf32", "bf16", "fp16", "auto"};
 	double		per_iteration;
 
-	gpu = fit_kernel(&gc_kmeans_cuda_backend, rows, k, 0, alg, prec, 2, 0.0, kernel,
-					 streamed);	/* warm-up */
+	gpu = bench_fit(rows, k, alg, prec, 2, kernel, streamed);	/* warm-up */
 	free_fit(&gpu);
 	/*
 	 * The median of three fits: an iteration waits for the host to read its
@@ -107,8 +142,7 @@ time_kernel(GcRows *rows, int64_t n, int d, int k, const char *data, const char 
 		{
 			if (r > 0)
 				free_fit(&gpu);
-			gpu = fit_kernel(&gc_kmeans_cuda_backend, rows, k, 0, alg, prec, max_iter, 0.0,
-							 kernel, streamed);
+			gpu = bench_fit(rows, k, alg, prec, max_iter, kernel, streamed);
 			times[r] = gpu.result.timings.iterations_ms / (gpu.result.iterations + 1);
 		}
 		per_iteration = fmax(fmin(times[0], times[1]),
