@@ -273,18 +273,16 @@ run_tensor_chunks_case(void)
 	const int64_t n = 65536 + 8192;
 	char		config[64];
 	char		why[256];
-	double	   *x = malloc(sizeof(double) * n * d);
-	double	   *c = malloc(sizeof(double) * k * d);
+	double	   *x,
+			   *c;
 	GcRows		rows,
 				pinned;
 	Fit			cpu;
 
 	if (!gc_cuda_use_device(0, why, sizeof(why)))
-	{
-		free(x);
-		free(c);
 		return;
-	}
+	x = malloc(sizeof(double) * n * d);
+	c = malloc(sizeof(double) * k * d);
 	snprintf(config, sizeof(config), "tensor chunks n=%lld d=%d k=%d", (long long) n, d, k);
 	rng_state = 4242;
 	for (int64_t i = 0; i < (int64_t) k * d; i++)
