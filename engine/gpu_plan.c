@@ -19,9 +19,12 @@
  * and speed do not change.  Any other runs sharded: one lane a GPU, and
  * lane_rows the rows the budget holds, unless every lane's share fits.
  * A sharded fit gives the one-session fit's model to the bit (the
- * engine's guarantee) at exact precision: it offers no check of reduced
- * precision, so it labels in float32 where tf32, bf16, fp16 or auto was
- * asked (gc_kmeans_plan_apply).
+ * engine's guarantee) at exact precision.  The engine's shards offer the
+ * check of reduced precision (engine/kmeans_shards.c), but the GPU's
+ * sharded backend does not take it yet (its 16-bit labelers do not follow
+ * a streamed session onto new rows, and it has not run on a GPU), so it
+ * labels in float32 where tf32, bf16, fp16 or auto was asked
+ * (gc_kmeans_plan_apply).
  *
  * IDENTIFICATION
  *	  engine/gpu_plan.c

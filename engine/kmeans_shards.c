@@ -51,9 +51,12 @@
  * moved onto it.  Batched k-means++ is not
  * split yet: it runs on the CPU reference over the parent store (the
  * child's seeding gives the same rows); random and given initialisation
- * need no backend.  The check of reduced precision and row ordering are
- * not offered (the CPU's labels are exact and it does not reorder); the
- * precision reported is the child sessions'.
+ * need no backend.  The check of reduced precision labels its sample in
+ * a session of the child's over those rows alone (shards_label_sample),
+ * which labels them as the shards' sessions would, and a fall-back
+ * reaches every session (shards_set_precision): so a sharded fit keeps or
+ * drops a precision as the unsplit one does.  Row ordering is not
+ * offered; the precision reported is the child sessions'.
  *
  * gc_kmeans_cuda_sharded_backend (cuda/kmeans_cuda.cu) is this backend
  * over GPU sessions (gc_kmeans_shards_open), each on its lane's device;
@@ -926,6 +929,128 @@ shards_precision(void *session)
 	return s->child->precision && first ? s->child->precision(first) : GC_PRECISION_FLOAT64;
 }
 
+/*
+ * Every session's precision from the next restart on: each lane's
+ * resident shards', its streaming pair's, and those it opens later (its
+ * params)
+ */
+static GcStatus
+shards_set_precision(void *session, GcPrecision precision, GcError *err)
+{
+	ShardSession *s = session;
+
+	if (s->child->set_precision == NULL)
+		return gc_fail(err, GC_ERR_RANGE, "the %s backend has one precision", s->child->name);
+	for (int l = 0; l < s->nlanes; l++)
+	{
+		ShardLane  *lane = &s->lanes[l];
+
+		lane->params.precision = precision;
+		for (int i = lane->first_shard; i < lane->end_shard; i++)
+			if (s->sessions[i] != NULL &&
+				s->child->set_precision(s->sessions[i], precision, err) != GC_OK)
+				return err->status;
+		for (int p = 0; p < 2; p++)
+			if (lane->pool[p] != NULL &&
+				s->child->set_precision(lane->pool[p], precision, err) != GC_OK)
+				return err->status;
+	}
+	return GC_OK;
+}
+
+/*
+ * The m rows of parent at sample as a store of their own, of the same
+ * width, with the parent's bounding box (the box the shards' sessions
+ * scale their operands by)
+ */
+static GcStatus
+sample_store(const GcRows *parent, const int64_t *sample, int m, GcRows *picked,
+			 GcError *err)
+{
+	int			d = parent->d;
+	double	   *row = malloc(sizeof(double) * d);
+
+	if (row == NULL || gc_rows_init(picked, d, parent->alloc, parent->free, err) != GC_OK)
+	{
+		free(row);
+		return row == NULL ? gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for the sample") :
+			err->status;
+	}
+	if (parent->narrow)
+		gc_rows_set_narrow(picked);
+	if (parent->weighted)
+		gc_rows_set_weighted(picked);
+	for (int i = 0; i < m; i++)
+	{
+		gc_rows_copy_row(parent, sample[i], row);
+		if (parent->narrow)
+		{
+			float	   *slot = gc_rows_reserve_narrow(picked, err);
+
+			if (slot == NULL)
+				break;
+			for (int j = 0; j < d; j++)
+				slot[j] = (float) row[j];	/* a float32 value, held as a double */
+		}
+		else
+		{
+			double	   *slot = gc_rows_reserve(picked, err);
+
+			if (slot == NULL)
+				break;
+			memcpy(slot, row, sizeof(double) * d);
+		}
+		if (parent->weighted)
+			gc_rows_commit_weighted(picked, gc_rows_weight(parent, sample[i]));
+		else
+			gc_rows_commit(picked);
+	}
+	free(row);
+	if (picked->n < m)
+		return err->status != GC_OK ? err->status :
+			gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for the sample");
+	memcpy(picked->lo, parent->lo, sizeof(double) * d);
+	memcpy(picked->hi, parent->hi, sizeof(double) * d);
+	return GC_OK;
+}
+
+/*
+ * The check of reduced precision's sample: its rows in a session of the
+ * child's of their own (lane 0's params: its device, the precision now
+ * asked), labelled by it and exactly.  A row's label depends on its
+ * values, the centroids and the box alone, so these are the labels the
+ * shards' sessions give it.
+ */
+static GcStatus
+shards_label_sample(void *session, const double *centroids, const int64_t *sample, int m,
+					int32_t *labels, int32_t *exact, GcError *err)
+{
+	ShardSession *s = session;
+	GcRows		picked;
+	void	   *one = NULL;
+	int64_t    *order = malloc(sizeof(int64_t) * (m > 0 ? m : 1));
+	GcStatus	status;
+
+	memset(&picked, 0, sizeof(picked));
+	if (s->child->label_sample == NULL)
+		status = gc_fail(err, GC_ERR_RANGE, "the %s backend labels no sample", s->child->name);
+	else if (order == NULL)
+		status = gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for the sample");
+	else
+		status = sample_store(s->rows, sample, m, &picked, err);
+	for (int i = 0; status == GC_OK && i < m; i++)
+		order[i] = i;
+	if (status == GC_OK)
+		status = s->child->open(&picked, s->frame, &s->lanes[0].params, &one, err);
+	if (status == GC_OK)
+		status = s->child->label_sample(one, centroids, order, m, labels, exact, err);
+	if (one != NULL)
+		s->child->close(one);
+	gc_rows_release(&picked);
+	free(order);
+	return status;
+}
+
 /* The shards of the CPU reference */
 static GcStatus
 shards_open_cpu(const GcRows *rows, const GcFrame *frame, const GcKmeansParams *params,
@@ -949,5 +1074,7 @@ const GcKmeansBackend gc_kmeans_cpu_sharded_backend = {
 	.score = shards_score,
 	.close = shards_close,
 	.precision = shards_precision,
+	.set_precision = shards_set_precision,
+	.label_sample = shards_label_sample,
 };
 
