@@ -10,7 +10,8 @@
  *	  does not change the fit, a bad one falls back before the first
  *	  iteration (so the fit is the float32 fit), auto walks fp16, tf32,
  *	  float32, the sample is sorted, of min(n, 4,096) rows, and the same
- *	  rows whatever the input order.  Where a GPU is usable: bf16 and fp16
+ *	  rows whatever the input order; the same over shards, some streamed.
+ *	  Where a GPU is usable: bf16 and fp16
  *	  fall back on heavy-tailed columns (as on KDD Cup 99) and give the
  *	  float32 fit to the bit; on blobs fp16 and auto keep fp16.
  *
@@ -199,6 +200,92 @@ simulate(double fp16, double tf32, double bf16)
 	sim.sample_ordered = true;
 }
 
+/* The sharded backend over the simulated one */
+static GcStatus
+sim_shards_open(const GcRows *rows, const GcFrame *frame, const GcKmeansParams *params,
+				void **session, GcError *err)
+{
+	return gc_kmeans_shards_open(&sim_backend, rows, frame, params, session, err);
+}
+
+/* A fit over 6 shards of which 1 is resident and 5 stream through a pair of sessions */
+static Fit
+sharded_fit(const GcKmeansBackend *backend, GcRows *rows, int k, GcPrecision precision)
+{
+	Fit			f = new_fit(k, rows);
+	GcKmeansParams params = one_restart_params(k, GC_INIT_KMEANSPP, 300, 1e-4);
+	GcError		err = {0};
+
+	params.seed = 3;
+	params.algorithm = GC_ALGORITHM_LLOYD;
+	params.precision = precision;
+	params.shards = 6;
+	params.lanes = 1;
+	params.lane_rows = rows->n / 2;
+	f.status = gc_kmeans_fit(backend, rows, &params, &f.result, &err);
+	if (f.status != GC_OK)
+		printf("fit failed: %s\n", err.message);
+	return f;
+}
+
+/*
+ * The check over shards (engine/kmeans_shards.c): its sample labelled in
+ * a session of its own must be the unsplit fit's sample, mislabelled in
+ * the same rows (the same disagreement), and a fall-back must reach
+ * every session, the streaming pair's too (one resident shard and two
+ * pool sessions: three calls a step down the ladder), so that the
+ * sharded fit keeps or drops a precision as the unsplit one does and
+ * gives its model (cpu: the CPU's fit of rows, k clusters, seed 3)
+ */
+static void
+run_sharded_simulated_cases(GcRows *rows, const Fit *cpu, int k)
+{
+	int64_t		n = rows->n;
+	int			d = rows->d;
+	GcKmeansBackend sharded = gc_kmeans_cpu_sharded_backend;
+	Fit			one,
+				f;
+
+	sharded.name = "simulated sharded";
+	sharded.open = sim_shards_open;
+
+	simulate(0.0, 0.0, 0.0);
+	f = sharded_fit(&sharded, rows, k, GC_PRECISION_BF16);
+	check(f.status == GC_OK && f.result.check.outcome == GC_CHECK_PASSED &&
+		  f.result.precision == GC_PRECISION_BF16 &&
+		  f.result.check.sampled == GC_PRECISION_SAMPLE_ROWS &&
+		  sim.last_m == GC_PRECISION_SAMPLE_ROWS && sim.sample_ordered && sim.set_calls == 0,
+		  "shards: clean bf16 passes on a sample of 4,096 rows", "sharded");
+	check_same_fit(cpu, &f, n, k, d, "shards: the check leaves the fit as it was", "sharded");
+	free_fit(&f);
+
+	simulate(0.0, 0.0, 0.3);
+	one = fit_with(&sim_backend, rows, k, 3, GC_ALGORITHM_LLOYD, GC_PRECISION_BF16, 300, 1e-4);
+	simulate(0.0, 0.0, 0.3);
+	f = sharded_fit(&sharded, rows, k, GC_PRECISION_BF16);
+	check(f.status == GC_OK && f.result.check.outcome == GC_CHECK_FELL_BACK &&
+		  f.result.precision == GC_PRECISION_FLOAT32 && sim.set_calls == 3 &&
+		  sim.set_to[0] == GC_PRECISION_FLOAT32 && sim.set_to[2] == GC_PRECISION_FLOAT32,
+		  "shards: bad bf16 falls back in every session", "sharded");
+	check(one.status == GC_OK && f.result.check.disagreement == one.result.check.disagreement &&
+		  f.result.check.inertia_excess == one.result.check.inertia_excess &&
+		  f.result.check.disagreement > 0.25,
+		  "shards: the same sample rows as the unsplit fit's", "sharded");
+	check_same_fit(cpu, &f, n, k, d, "shards fallen back: the float32 fit", "sharded");
+	free_fit(&one);
+	free_fit(&f);
+
+	/* auto: fp16 fails, tf32 passes, the second sample session opened at tf32 */
+	simulate(0.3, 0.0, 0.0);
+	f = sharded_fit(&sharded, rows, k, GC_PRECISION_AUTO);
+	check(f.status == GC_OK && f.result.precision == GC_PRECISION_TF32 &&
+		  f.result.check.outcome == GC_CHECK_PASSED &&
+		  f.result.check.checked == GC_PRECISION_TF32 && sim.label_calls == 2 &&
+		  sim.set_calls == 3 && sim.set_to[1] == GC_PRECISION_TF32,
+		  "shards: auto, fp16 fails, tf32 runs", "sharded");
+	free_fit(&f);
+}
+
 static void
 run_simulated_cases(void)
 {
@@ -308,6 +395,7 @@ run_simulated_cases(void)
 		  sim.sample_ordered, "500 rows: all sampled", "simulated");
 	free_fit(&f);
 
+	run_sharded_simulated_cases(&rows, &cpu, k);
 	free_fit(&cpu);
 	gc_rows_release(&rows);
 	gc_rows_release(&rows_rev);
@@ -315,113 +403,6 @@ run_simulated_cases(void)
 	free(x);
 	free(centres);
 	free(reversed);
-}
-
-/* The sharded backend over the simulated one */
-static GcStatus
-sim_shards_open(const GcRows *rows, const GcFrame *frame, const GcKmeansParams *params,
-				void **session, GcError *err)
-{
-	return gc_kmeans_shards_open(&sim_backend, rows, frame, params, session, err);
-}
-
-/* A fit over 6 shards of which 1 is resident and 5 stream through a pair of sessions */
-static Fit
-sharded_fit(const GcKmeansBackend *backend, GcRows *rows, int k, GcPrecision precision)
-{
-	Fit			f = new_fit(k, rows);
-	GcKmeansParams params = one_restart_params(k, GC_INIT_KMEANSPP, 300, 1e-4);
-	GcError		err = {0};
-
-	params.seed = 3;
-	params.algorithm = GC_ALGORITHM_LLOYD;
-	params.precision = precision;
-	params.shards = 6;
-	params.lanes = 1;
-	params.lane_rows = rows->n / 2;
-	f.status = gc_kmeans_fit(backend, rows, &params, &f.result, &err);
-	if (f.status != GC_OK)
-		printf("fit failed: %s\n", err.message);
-	return f;
-}
-
-/*
- * The check over shards (engine/kmeans_shards.c): its sample labelled in
- * a session of its own must be the unsplit fit's sample, mislabelled in
- * the same rows (the same disagreement), and a fall-back must reach
- * every session, the streaming pair's too (one resident shard and two
- * pool sessions: three calls a step down the ladder), so that the
- * sharded fit keeps or drops a precision as the unsplit one does and
- * gives its model
- */
-static void
-run_sharded_simulated_cases(void)
-{
-	const int64_t n = 6000;
-	const int	d = 4,
-				k = 10;
-	double	   *centres = malloc(sizeof(double) * k * d);
-	double	   *x;
-	GcRows		rows;
-	GcKmeansBackend sharded = gc_kmeans_cpu_sharded_backend;
-	Fit			cpu,
-				one,
-				f;
-
-	sim_backend = gc_kmeans_cpu_backend;
-	sim_backend.name = "simulated";
-	sim_backend.open = sim_open;
-	sim_backend.precision = sim_precision;
-	sim_backend.set_precision = sim_set_precision;
-	sim_backend.label_sample = sim_label_sample;
-	sharded.name = "simulated sharded";
-	sharded.open = sim_shards_open;
-
-	rng_state = 77;
-	x = make_data(n, d, k, 0.5, centres, NULL);
-	load_rows(&rows, x, n, d, NULL, plain_alloc, free);
-	cpu = fit(&gc_kmeans_cpu_backend, &rows, k, 3);
-
-	simulate(0.0, 0.0, 0.0);
-	f = sharded_fit(&sharded, &rows, k, GC_PRECISION_BF16);
-	check(f.status == GC_OK && f.result.check.outcome == GC_CHECK_PASSED &&
-		  f.result.precision == GC_PRECISION_BF16 &&
-		  f.result.check.sampled == GC_PRECISION_SAMPLE_ROWS &&
-		  sim.last_m == GC_PRECISION_SAMPLE_ROWS && sim.sample_ordered && sim.set_calls == 0,
-		  "shards: clean bf16 passes on a sample of 4,096 rows", "sharded");
-	check_same_fit(&cpu, &f, n, k, d, "shards: the check leaves the fit as it was", "sharded");
-	free_fit(&f);
-
-	simulate(0.0, 0.0, 0.3);
-	one = fit_with(&sim_backend, &rows, k, 3, GC_ALGORITHM_LLOYD, GC_PRECISION_BF16, 300, 1e-4);
-	simulate(0.0, 0.0, 0.3);
-	f = sharded_fit(&sharded, &rows, k, GC_PRECISION_BF16);
-	check(f.status == GC_OK && f.result.check.outcome == GC_CHECK_FELL_BACK &&
-		  f.result.precision == GC_PRECISION_FLOAT32 && sim.set_calls == 3 &&
-		  sim.set_to[0] == GC_PRECISION_FLOAT32 && sim.set_to[2] == GC_PRECISION_FLOAT32,
-		  "shards: bad bf16 falls back in every session", "sharded");
-	check(one.status == GC_OK && f.result.check.disagreement == one.result.check.disagreement &&
-		  f.result.check.inertia_excess == one.result.check.inertia_excess &&
-		  f.result.check.disagreement > 0.25,
-		  "shards: the same sample rows as the unsplit fit's", "sharded");
-	check_same_fit(&cpu, &f, n, k, d, "shards fallen back: the float32 fit", "sharded");
-	free_fit(&one);
-	free_fit(&f);
-
-	/* auto: fp16 fails, tf32 passes, the second sample session opened at tf32 */
-	simulate(0.3, 0.0, 0.0);
-	f = sharded_fit(&sharded, &rows, k, GC_PRECISION_AUTO);
-	check(f.status == GC_OK && f.result.precision == GC_PRECISION_TF32 &&
-		  f.result.check.outcome == GC_CHECK_PASSED &&
-		  f.result.check.checked == GC_PRECISION_TF32 && sim.label_calls == 2 &&
-		  sim.set_calls == 3 && sim.set_to[1] == GC_PRECISION_TF32,
-		  "shards: auto, fp16 fails, tf32 runs", "sharded");
-	free_fit(&f);
-
-	free_fit(&cpu);
-	gc_rows_release(&rows);
-	free(x);
-	free(centres);
 }
 
 #ifdef GC_WITH_CUDA
@@ -523,7 +504,6 @@ main(void)
 {
 	run_measure_cases();
 	run_simulated_cases();
-	run_sharded_simulated_cases();
 #ifdef GC_WITH_CUDA
 	run_gpu_cases();
 #endif
