@@ -44,11 +44,11 @@
 /* a lane's sessions at most: one resident shard beside the two streaming ones */
 #define LANE_SESSIONS 3
 
-/* the tensor labeler's bytes a row (above) */
+/* the tensor labeler's bytes a row (above; the fp16 screen's copy where it can run) */
 static double
 tensor_row_bytes(double d)
 {
-	return 4 * d + 124 + 128 + 20 + 2 * d + 126 + 4;
+	return 4 * d + 124 + 128 + 20 + (d > 32 ? 2 * d + 126 + 4 : 0);
 }
 
 /*
@@ -61,7 +61,8 @@ tensor_row_bytes(double d)
  *   ld <= d + 31 floats (4 d + 124), the screen's group partials (16 x
  *   GC_TENSOR_MAX_GROUPS = 128), norms and lists of doubts (20), and the
  *   fp16 screen's scaled copy (2 ld <= 2 d + 126) and norms (4) on
- *   Hopper; the bf16 labeler's half-width rows and partials are less;
+ *   Hopper where d > 32; the bf16 labeler's half-width rows and partials
+ *   are less;
  * - drift bounds beside the pruned labeler (labeler_bounded.cu: two
  *   bounds and a list entry, 12);
  * - greedy seeding's distances: the minimum and its candidates', the
