@@ -4,9 +4,9 @@
  *	  The Hopper labeling pass: whether the device runs it, the tensor
  *	  maps of its operands, and its launches (a persistent grid, one block
  *	  of the kernel in tensor/wgmma_tiles.cuh per multiprocessor): the 16-bit
- *	  pass and the screen (on TF32 or scaled fp16), whose pass over rows of several stages
- *	  and k past one centroid tile runs in groups of centroid tiles and a
- *	  merge (H100, n = 1M, k = 1,000 and 1,024: 1.93-1.95 against
+ *	  pass and the screen (on TF32 or scaled fp16), whose pass over rows of
+ *	  several stages and k past one centroid tile runs in groups of
+ *	  centroid tiles and a merge (H100, n = 1M, k = 1,000 and 1,024: 1.93-1.95 against
  *	  1.98-1.99 ms an iteration at d = 128, 11.84-11.86 against
  *	  12.06-12.07 at d = 768; at d = 32, one stage a tile, 0.350 against
  *	  0.334, so not there; bench/results/screen-wgmma-h100.md).  Built for
