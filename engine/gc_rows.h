@@ -125,6 +125,9 @@ extern float *gc_rows_reserve_narrow(GcRows *rows, GcError *err);
 extern GcStatus gc_rows_widen(GcRows *rows, GcError *err);
 /* Row i's values as doubles into out, from a store of either width */
 extern void gc_rows_copy_row(const GcRows *rows, int64_t i, double *out);
+/* The rows listed, in that order, with their weights, as a store of doubles of its own */
+extern GcStatus gc_rows_gather(const GcRows *rows, const int64_t *list, int64_t count,
+							   GcRows *sub, GcError *err);
 /* Bytes a row takes in a chunk: its values, its hash and its weight */
 extern size_t gc_row_bytes(int d, bool narrow, bool weighted);
 

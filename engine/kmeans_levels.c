@@ -101,31 +101,6 @@ add_timings(GcKmeansTimings *sum, const GcKmeansTimings *t)
 	sum->scoring_ms += t->scoring_ms;
 }
 
-/* A store of the rows listed, in that order, with their weights */
-static GcStatus
-gather_rows(const GcRows *rows, const int64_t *list, int64_t count, GcRows *sub,
-			GcError *err)
-{
-	if (gc_rows_init(sub, rows->d, malloc, free, err) != GC_OK)
-		return err->status;
-	if (rows->weighted)
-		gc_rows_set_weighted(sub);
-	for (int64_t i = 0; i < count; i++)
-	{
-		double	   *slot = gc_rows_reserve(sub, err);
-
-		if (slot == NULL)
-			return err->status;
-		gc_rows_copy_row(rows, list[i], slot);
-		if (rows->weighted)
-			gc_rows_commit_weighted(sub, gc_rows_weight(rows, list[i]));
-		else
-			gc_rows_commit(sub);
-	}
-	sub->float_exact = rows->float_exact;
-	return GC_OK;
-}
-
 /*
  * Fit each coarse cluster's rows into its share of fine centroids,
  * written from fine[first[j] d] on, with their sizes
@@ -166,7 +141,7 @@ split_clusters(const GcKmeansBackend *backend, const GcRows *rows,
 		p.k = shares[j];
 		r.centroids = fine + (size_t) first * rows->d;
 		r.sizes = fine_sizes + first;
-		status = gather_rows(rows, list + start[j], start[j + 1] - start[j], &sub, err);
+		status = gc_rows_gather(rows, list + start[j], start[j + 1] - start[j], &sub, err);
 		if (status == GC_OK)
 			status = gc_kmeans_fit_flat(backend, &sub, &p, &r, err);
 		gc_rows_release(&sub);

@@ -929,6 +929,13 @@ shards_precision(void *session)
 	return s->child->precision && first ? s->child->precision(first) : GC_PRECISION_FLOAT64;
 }
 
+/* One session's precision (a SessionFn) */
+static GcStatus
+session_precision(ShardSession *s, void *session, void *arg, GcError *err)
+{
+	return s->child->set_precision(session, *(const GcPrecision *) arg, err);
+}
+
 /*
  * Every session's precision from the next restart on: each lane's
  * resident shards', its streaming pair's, and those it opens later (its
@@ -942,82 +949,15 @@ shards_set_precision(void *session, GcPrecision precision, GcError *err)
 	if (s->child->set_precision == NULL)
 		return gc_fail(err, GC_ERR_RANGE, "the %s backend has one precision", s->child->name);
 	for (int l = 0; l < s->nlanes; l++)
-	{
-		ShardLane  *lane = &s->lanes[l];
-
-		lane->params.precision = precision;
-		for (int i = lane->first_shard; i < lane->end_shard; i++)
-			if (s->sessions[i] != NULL &&
-				s->child->set_precision(s->sessions[i], precision, err) != GC_OK)
-				return err->status;
-		for (int p = 0; p < 2; p++)
-			if (lane->pool[p] != NULL &&
-				s->child->set_precision(lane->pool[p], precision, err) != GC_OK)
-				return err->status;
-	}
-	return GC_OK;
-}
-
-/*
- * The m rows of parent at sample as a store of their own, of the same
- * width, with the parent's bounding box (the box the shards' sessions
- * scale their operands by)
- */
-static GcStatus
-sample_store(const GcRows *parent, const int64_t *sample, int m, GcRows *picked,
-			 GcError *err)
-{
-	int			d = parent->d;
-	double	   *row = malloc(sizeof(double) * d);
-
-	if (row == NULL || gc_rows_init(picked, d, parent->alloc, parent->free, err) != GC_OK)
-	{
-		free(row);
-		return row == NULL ? gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for the sample") :
-			err->status;
-	}
-	if (parent->narrow)
-		gc_rows_set_narrow(picked);
-	if (parent->weighted)
-		gc_rows_set_weighted(picked);
-	for (int i = 0; i < m; i++)
-	{
-		gc_rows_copy_row(parent, sample[i], row);
-		if (parent->narrow)
-		{
-			float	   *slot = gc_rows_reserve_narrow(picked, err);
-
-			if (slot == NULL)
-				break;
-			for (int j = 0; j < d; j++)
-				slot[j] = (float) row[j];	/* a float32 value, held as a double */
-		}
-		else
-		{
-			double	   *slot = gc_rows_reserve(picked, err);
-
-			if (slot == NULL)
-				break;
-			memcpy(slot, row, sizeof(double) * d);
-		}
-		if (parent->weighted)
-			gc_rows_commit_weighted(picked, gc_rows_weight(parent, sample[i]));
-		else
-			gc_rows_commit(picked);
-	}
-	free(row);
-	if (picked->n < m)
-		return err->status != GC_OK ? err->status :
-			gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for the sample");
-	memcpy(picked->lo, parent->lo, sizeof(double) * d);
-	memcpy(picked->hi, parent->hi, sizeof(double) * d);
-	return GC_OK;
+		s->lanes[l].params.precision = precision;
+	return for_each_session(s, session_precision, &precision, err);
 }
 
 /*
  * The check of reduced precision's sample: its rows in a session of the
- * child's of their own (lane 0's params: its device, the precision now
- * asked), labelled by it and exactly.  A row's label depends on its
+ * child's of their own (gathered with the parent's bounding box; lane
+ * 0's params: its device, the precision now asked), labelled by it and
+ * exactly.  A row's label depends on its
  * values, the centroids and the box alone, so these are the labels the
  * shards' sessions give it.
  */
@@ -1037,7 +977,13 @@ shards_label_sample(void *session, const double *centroids, const int64_t *sampl
 	else if (order == NULL)
 		status = gc_fail(err, GC_ERR_HOST_MEMORY, "out of memory for the sample");
 	else
-		status = sample_store(s->rows, sample, m, &picked, err);
+		status = gc_rows_gather(s->rows, sample, m, &picked, err);
+	if (status == GC_OK)
+	{
+		/* the box the shards' sessions scale their operands by */
+		memcpy(picked.lo, s->rows->lo, sizeof(double) * s->rows->d);
+		memcpy(picked.hi, s->rows->hi, sizeof(double) * s->rows->d);
+	}
 	for (int i = 0; status == GC_OK && i < m; i++)
 		order[i] = i;
 	if (status == GC_OK)

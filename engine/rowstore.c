@@ -474,6 +474,35 @@ gc_rows_copy_row(const GcRows *rows, int64_t i, double *out)
 }
 
 /*
+ * A store (sub, of doubles, from malloc) of the rows listed, in that
+ * order, with their weights; sub is the caller's to release, also on
+ * failure
+ */
+GcStatus
+gc_rows_gather(const GcRows *rows, const int64_t *list, int64_t count, GcRows *sub,
+			   GcError *err)
+{
+	if (gc_rows_init(sub, rows->d, malloc, free, err) != GC_OK)
+		return err->status;
+	if (rows->weighted)
+		gc_rows_set_weighted(sub);
+	for (int64_t i = 0; i < count; i++)
+	{
+		double	   *slot = gc_rows_reserve(sub, err);
+
+		if (slot == NULL)
+			return err->status;
+		gc_rows_copy_row(rows, list[i], slot);
+		if (rows->weighted)
+			gc_rows_commit_weighted(sub, gc_rows_weight(rows, list[i]));
+		else
+			gc_rows_commit(sub);
+	}
+	sub->float_exact = rows->float_exact;
+	return GC_OK;
+}
+
+/*
  * Replace each chunk of floats with one of doubles from the store's
  * allocator (hashes and weights copied too, so that the new chunk owns
  * all its arrays), freeing the old one unless it is borrowed: the rows
