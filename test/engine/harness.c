@@ -187,24 +187,30 @@ one_restart_params(int k, GcInit init, int max_iter, double tol)
 }
 
 Fit
+fit_params(const GcKmeansBackend *backend, GcRows *rows, const GcKmeansParams *params)
+{
+	Fit			f = new_fit(params->k, rows);
+	GcError		err = {0};
+
+	f.status = gc_kmeans_fit(backend, rows, params, &f.result, &err);
+	if (f.status != GC_OK)
+		printf("fit failed: %s\n", err.message);
+	return f;
+}
+
+Fit
 fit_kernel(const GcKmeansBackend *backend, GcRows *rows, int k, uint64_t seed,
 		   GcAlgorithm algorithm, GcPrecision precision, int max_iter, double tol,
 		   GcKernel kernel, bool tensor_streamed)
 {
-	Fit			f;
 	GcKmeansParams params = one_restart_params(k, GC_INIT_KMEANSPP, max_iter, tol);
-	GcError		err = {0};
 
 	params.algorithm = algorithm;
 	params.precision = precision;
 	params.kernel = kernel;
 	params.tensor_streamed = tensor_streamed;
 	params.seed = seed;
-	f = new_fit(k, rows);
-	f.status = gc_kmeans_fit(backend, rows, &params, &f.result, &err);
-	if (f.status != GC_OK)
-		printf("fit failed: %s\n", err.message);
-	return f;
+	return fit_params(backend, rows, &params);
 }
 
 Fit

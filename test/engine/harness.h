@@ -89,6 +89,9 @@ extern Fit	new_fit(int k, const GcRows *rows);
  * float32, seed 0), for the caller to set
  */
 extern GcKmeansParams one_restart_params(int k, GcInit init, int max_iter, double tol);
+/* A fit of rows under params (k of them), its arrays new (free_fit frees them) */
+extern Fit	fit_params(const GcKmeansBackend *backend, GcRows *rows,
+					   const GcKmeansParams *params);
 /* A k-means++ fit, one restart, with a forced kernel */
 extern Fit	fit_kernel(const GcKmeansBackend *backend, GcRows *rows, int k, uint64_t seed,
 					   GcAlgorithm algorithm, GcPrecision precision, int max_iter, double tol,

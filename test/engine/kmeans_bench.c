@@ -98,18 +98,13 @@ static Fit
 bench_fit(GcRows *rows, int k, GcAlgorithm algorithm, GcPrecision precision, int max_iter,
 		  GcKernel kernel, bool streamed)
 {
-	Fit			f = new_fit(k, rows);
 	GcKmeansParams params = one_restart_params(k, bench_init(), max_iter, 0.0);
-	GcError		err = {0};
 
 	params.algorithm = algorithm;
 	params.precision = precision;
 	params.kernel = kernel;
 	params.tensor_streamed = streamed;
-	f.status = gc_kmeans_fit(&gc_kmeans_cuda_backend, rows, &params, &f.result, &err);
-	if (f.status != GC_OK)
-		printf("fit failed: %s\n", err.message);
-	return f;
+	return fit_params(&gc_kmeans_cuda_backend, rows, &params);
 }
 
 /* Time fits of the rows with one kernel and print the JSON line */

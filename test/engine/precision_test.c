@@ -212,9 +212,7 @@ sim_shards_open(const GcRows *rows, const GcFrame *frame, const GcKmeansParams *
 static Fit
 sharded_fit(const GcKmeansBackend *backend, GcRows *rows, int k, GcPrecision precision)
 {
-	Fit			f = new_fit(k, rows);
 	GcKmeansParams params = one_restart_params(k, GC_INIT_KMEANSPP, 300, 1e-4);
-	GcError		err = {0};
 
 	params.seed = 3;
 	params.algorithm = GC_ALGORITHM_LLOYD;
@@ -222,10 +220,7 @@ sharded_fit(const GcKmeansBackend *backend, GcRows *rows, int k, GcPrecision pre
 	params.shards = 6;
 	params.lanes = 1;
 	params.lane_rows = rows->n / 2;
-	f.status = gc_kmeans_fit(backend, rows, &params, &f.result, &err);
-	if (f.status != GC_OK)
-		printf("fit failed: %s\n", err.message);
-	return f;
+	return fit_params(backend, rows, &params);
 }
 
 /*

@@ -241,17 +241,12 @@ static Fit
 given_fit(const GcKmeansBackend *backend, GcRows *rows, int k, const double *centroids,
 		  GcKernel kernel)
 {
-	Fit			f = new_fit(k, rows);
 	GcKmeansParams params = one_restart_params(k, GC_INIT_GIVEN, 1, 0.0);
-	GcError		err = {0};
 
 	params.init_centroids = centroids;
 	params.algorithm = GC_ALGORITHM_LLOYD;
 	params.kernel = kernel;
-	f.status = gc_kmeans_fit(backend, rows, &params, &f.result, &err);
-	if (f.status != GC_OK)
-		printf("fit failed: %s\n", err.message);
-	return f;
+	return fit_params(backend, rows, &params);
 }
 
 /*
